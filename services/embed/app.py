@@ -1,0 +1,11 @@
+"""Wiring of the embed service: endpoints and consumers on the shared lifecycle."""
+
+from __future__ import annotations
+
+from shared.service import ServiceContext
+
+NEEDS_DB = True
+
+
+async def setup(ctx: ServiceContext) -> None:
+    """Register the embed service's endpoints and consumers (health comes from the runtime)."""

@@ -1,0 +1,11 @@
+"""Wiring of the sleep service: endpoints and consumers on the shared lifecycle."""
+
+from __future__ import annotations
+
+from shared.service import ServiceContext
+
+NEEDS_DB = True
+
+
+async def setup(ctx: ServiceContext) -> None:
+    """Register the sleep service's endpoints and consumers (health comes from the runtime)."""

@@ -1,0 +1,204 @@
+"""The pull-consumer loop shared by every JetStream stage.
+
+Policy, per message:
+- undecodable or invalid payload -> a ``DeadLetter`` on ``mem.v1.dlq.<stage>``, then
+  ``term`` (it can never succeed);
+- handler succeeded -> ``ack`` (handlers commit before they return, so an acked
+  message is durable);
+- transient failure (NATS/Postgres/embedder down) -> ``nak`` with exponential backoff,
+  never dead-lettered: an outage must not throw events away;
+- any other failure -> ``nak`` with backoff until delivery ``max_deliver``, then the
+  DLQ with the error and ``term``.
+While a handler runs, ``in_progress`` is sent every third of ``ack_wait`` so long
+work is not redelivered under it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Generic, TypeVar
+
+import asyncpg
+from nats.aio.msg import Msg
+from nats.errors import TimeoutError as NatsTimeout
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+from ..codec import decode, encode
+from ..errors import DependencyDown, TooLarge, ValidationFailed
+from ..observability.logging import get_logger
+from ..observability.metrics import DLQ_MESSAGES, JOB_SECONDS, JOBS, QUEUE_LAG
+from ..schemas import DeadLetter
+from ..subjects import dlq_subject
+
+log = get_logger(__name__)
+T = TypeVar("T")
+
+#: Dead letters keep at most this much of the payload (base64 grows it by a third).
+MAX_DLQ_PAYLOAD = 512 * 1024
+
+TRANSIENT: tuple[type[BaseException], ...] = (
+    DependencyDown,
+    ConnectionError,
+    TimeoutError,
+    OSError,
+    NatsTimeout,
+    asyncpg.PostgresConnectionError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.TooManyConnectionsError,
+    asyncpg.InterfaceError,
+    asyncpg.DeadlockDetectedError,
+    asyncpg.SerializationError,
+    asyncpg.AdminShutdownError,
+)
+
+
+def is_transient(exc: BaseException) -> bool:
+    return isinstance(exc, TRANSIENT)
+
+
+def backoff_s(deliveries: int, base: float = 0.5, cap: float = 30.0) -> float:
+    """Redelivery delay after the ``deliveries``-th attempt: 0.5, 1, 2, ... capped."""
+    return float(min(cap, base * (2 ** max(0, deliveries - 1))))
+
+
+@dataclass(frozen=True)
+class ConsumerSpec:
+    stage: str
+    stream: str
+    durable: str
+    subject: str
+    max_deliver: int = 5
+    ack_wait_s: float = 30.0
+    max_ack_pending: int = 1000
+    batch: int = 32
+
+
+@dataclass
+class JobContext:
+    """What a handler may know about the message it handles."""
+
+    msg: Msg
+    deliveries: int
+    subject: str
+
+    async def in_progress(self) -> None:
+        await self.msg.in_progress()
+
+
+Handler = Callable[[T, JobContext], Awaitable[None]]
+
+
+class PullConsumer(Generic[T]):
+    """Fetch batches from a durable pull consumer and apply the policy above."""
+
+    def __init__(self, js: JetStreamContext, spec: ConsumerSpec, tp: type[T], handler: Handler[T]) -> None:
+        self._js = js
+        self._spec = spec
+        self._tp = tp
+        self._handler = handler
+
+    def consumer_config(self) -> ConsumerConfig:
+        return ConsumerConfig(
+            durable_name=self._spec.durable,
+            ack_policy=AckPolicy.EXPLICIT,
+            deliver_policy=DeliverPolicy.ALL,
+            filter_subject=self._spec.subject,
+            ack_wait=self._spec.ack_wait_s,
+            max_deliver=-1,  # the loop dead-letters at spec.max_deliver itself
+            max_ack_pending=self._spec.max_ack_pending,
+        )
+
+    async def run(self, stop: asyncio.Event) -> None:
+        spec = self._spec
+        sub = await self._js.pull_subscribe(
+            spec.subject, durable=spec.durable, stream=spec.stream, config=self.consumer_config()
+        )
+        last_lag = 0.0
+        while not stop.is_set():
+            try:
+                msgs = await sub.fetch(spec.batch, timeout=1.0)
+            except NatsTimeout:
+                msgs = []
+            except Exception as exc:
+                log.warning("consumer.fetch_failed", stage=spec.stage, error=str(exc) or type(exc).__name__)
+                await asyncio.sleep(1.0)
+                continue
+            if msgs:
+                await asyncio.gather(*(self._process(m) for m in msgs))
+            if time.monotonic() - last_lag > 5.0:
+                last_lag = time.monotonic()
+                with contextlib.suppress(Exception):
+                    info = await sub.consumer_info()
+                    QUEUE_LAG.labels(spec.durable).set(info.num_pending or 0)
+        with contextlib.suppress(Exception):
+            await sub.unsubscribe()
+
+    async def _process(self, msg: Msg) -> None:
+        spec = self._spec
+        started = time.perf_counter()
+        deliveries = msg.metadata.num_delivered
+        try:
+            value = decode(msg.data, self._tp)
+        except (ValidationFailed, TooLarge) as exc:
+            await self._dead_letter(msg, deliveries, f"{exc.err_code}: {exc.description}")
+            await msg.term()
+            JOBS.labels(spec.stage, "invalid").inc()
+            return
+        keepalive = asyncio.create_task(self._keepalive(msg))
+        try:
+            await self._handler(value, JobContext(msg=msg, deliveries=deliveries, subject=msg.subject))
+        except Exception as exc:
+            await self._failed(msg, deliveries, exc)
+        else:
+            await msg.ack()
+            JOBS.labels(spec.stage, "acked").inc()
+        finally:
+            keepalive.cancel()
+            JOB_SECONDS.labels(spec.stage).observe(time.perf_counter() - started)
+
+    async def _failed(self, msg: Msg, deliveries: int, exc: BaseException) -> None:
+        spec = self._spec
+        error = f"{type(exc).__name__}: {exc}"
+        if is_transient(exc):
+            log.warning("consumer.transient", stage=spec.stage, deliveries=deliveries, error=error)
+            await msg.nak(delay=backoff_s(deliveries))
+            JOBS.labels(spec.stage, "retry_transient").inc()
+        elif deliveries >= spec.max_deliver:
+            log.error("consumer.dead_letter", stage=spec.stage, deliveries=deliveries, error=error)
+            await self._dead_letter(msg, deliveries, error)
+            await msg.term()
+            JOBS.labels(spec.stage, "dead_lettered").inc()
+        else:
+            log.warning("consumer.retry", stage=spec.stage, deliveries=deliveries, error=error, exc_info=exc)
+            await msg.nak(delay=backoff_s(deliveries))
+            JOBS.labels(spec.stage, "retry").inc()
+
+    async def _dead_letter(self, msg: Msg, deliveries: int, error: str) -> None:
+        payload = msg.data
+        if len(payload) > MAX_DLQ_PAYLOAD:
+            error = f"{error} [payload of {len(payload)} bytes cut to {MAX_DLQ_PAYLOAD}]"
+            payload = payload[:MAX_DLQ_PAYLOAD]
+        letter = DeadLetter(
+            stage=self._spec.stage,
+            subject=msg.subject,
+            error=error[:4000],
+            deliveries=deliveries,
+            payload=payload,
+            failed_at=datetime.now(UTC),
+            headers=dict(msg.headers or {}),
+        )
+        await self._js.publish(dlq_subject(self._spec.stage), encode(letter))
+        DLQ_MESSAGES.labels(self._spec.stage).inc()
+
+    async def _keepalive(self, msg: Msg) -> None:
+        period = max(1.0, self._spec.ack_wait_s / 3)
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            while True:
+                await asyncio.sleep(period)
+                await msg.in_progress()

@@ -1,0 +1,133 @@
+"""The RPC layer: every operation served through ``nats.micro`` with the error envelope.
+
+A reply is always ``<Op>Result | RpcError`` as JSON; on errors the micro headers
+``Nats-Service-Error`` / ``Nats-Service-Error-Code`` are set too. Typed
+``MemorydError``s keep their description; anything else is a 500 with an opaque
+``error_id`` (the full error goes to the log, never to the caller).
+
+``nats.micro`` calls an endpoint's handler one request at a time; ``RpcServer`` hands
+each request to its own task (bounded by ``max_concurrency``) so a slow request does
+not queue the others, and ``drain`` waits for the tasks in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import structlog
+from nats.aio.client import Client
+from nats.micro import add_service
+from nats.micro.request import Request
+from nats.micro.service import Service
+
+from ..codec import decode, encode
+from ..errors import MemorydError
+from ..observability.logging import get_logger
+from ..observability.metrics import RPC_REQUESTS, RPC_SECONDS
+from ..schemas import HEALTH_OP, RpcError, RpcOp
+from ..subjects import rpc_subject
+
+log = get_logger(__name__)
+
+ERROR_HEADER = "Nats-Service-Error"
+ERROR_CODE_HEADER = "Nats-Service-Error-Code"
+REQUEST_ID_HEADER = "x-request-id"
+
+Handler = Callable[[Any], Awaitable[Any]]
+
+
+def error_reply(exc: BaseException, op: str) -> RpcError:
+    """Map an exception to the reply a caller may see."""
+    if isinstance(exc, MemorydError) and exc.code != 500:
+        return RpcError(code=exc.code, err_code=exc.err_code, description=exc.description)
+    error_id = uuid.uuid4().hex[:12]
+    log.error("rpc.internal_error", op=op, error_id=error_id, exc_info=exc)
+    return RpcError(code=500, err_code="internal", description="internal error", error_id=error_id)
+
+
+class RpcServer:
+    """One micro service (name, version, queue group) with typed endpoints."""
+
+    def __init__(self, nc: Client, service: str, version: str, *, max_concurrency: int = 256) -> None:
+        self._nc = nc
+        self._service_name = service
+        self._version = version
+        self._micro: Service | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._slots = asyncio.Semaphore(max_concurrency)
+
+    async def start(self) -> None:
+        self._micro = await add_service(
+            self._nc,
+            name=f"memoryd-{self._service_name}",
+            version=self._version,
+            description=f"memoryd {self._service_name} service",
+            queue_group=f"memoryd-{self._service_name}",
+        )
+
+    async def add(
+        self, op: RpcOp, handler: Handler, *, subject: str | None = None, queue_group: str | None = None
+    ) -> None:
+        """Serve ``op`` on ``mem.v1.rpc.<op>`` (or ``subject``) with ``handler(request) -> result``."""
+        assert self._micro is not None, "start() first"
+        subject = subject or rpc_subject(op.name)
+
+        async def on_request(req: Request) -> None:
+            await self._slots.acquire()
+            task = asyncio.create_task(self._handle(op, handler, req))
+            self._tasks.add(task)
+            task.add_done_callback(self._done)
+
+        await self._micro.add_endpoint(
+            name=subject.replace(".", "_"),
+            subject=subject,
+            handler=on_request,
+            queue_group=queue_group,
+        )
+
+    async def add_health(self, check: Callable[[bool], Awaitable[Any]]) -> None:
+        """``mem.v1.rpc.health`` (any service answers) and ``mem.v1.rpc.health.<service>``."""
+        await self.add(HEALTH_OP, check, queue_group="memoryd-health")
+        await self.add(HEALTH_OP, check, subject=f"{rpc_subject('health')}.{self._service_name}")
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._slots.release()
+
+    async def _handle(self, op: RpcOp, handler: Handler, req: Request) -> None:
+        started = time.perf_counter()
+        headers = req.headers or {}
+        request_id = headers.get(REQUEST_ID_HEADER) or uuid.uuid4().hex[:16]
+        with structlog.contextvars.bound_contextvars(request_id=request_id, op=op.name):
+            reply: Any
+            try:
+                request = decode(req.data, op.request)
+                owner = getattr(request, "owner", None)
+                if owner:
+                    structlog.contextvars.bind_contextvars(owner=owner)
+                reply = await handler(request)
+            except Exception as exc:
+                reply = error_reply(exc, op.name)
+            code = reply.code if isinstance(reply, RpcError) else 200
+            out_headers = {REQUEST_ID_HEADER: request_id}
+            if isinstance(reply, RpcError):
+                out_headers |= {ERROR_HEADER: reply.description, ERROR_CODE_HEADER: str(reply.code)}
+            try:
+                await req.respond(encode(reply), headers=out_headers)
+            except Exception as exc:
+                log.warning("rpc.respond_failed", error=str(exc))
+            RPC_REQUESTS.labels(self._service_name, op.name, str(code)).inc()
+            RPC_SECONDS.labels(self._service_name, op.name).observe(time.perf_counter() - started)
+
+    async def drain(self, timeout: float = 10.0) -> None:
+        """Stop taking requests, then wait for those in flight."""
+        if self._micro is not None:
+            with contextlib.suppress(Exception):  # NATS may already be gone
+                await asyncio.wait_for(self._micro.stop(), timeout=timeout)
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=timeout)

@@ -1,0 +1,68 @@
+"""Calling RPC operations: encode the request, decode ``Result | RpcError``, raise typed errors."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, TypeVar
+
+from nats.aio.client import Client
+from nats.errors import NoRespondersError
+from nats.errors import TimeoutError as NatsTimeout
+
+from ..codec import decode_reply, encode
+from ..errors import (
+    BudgetExceeded,
+    Conflict,
+    DependencyDown,
+    MemorydError,
+    NotFound,
+    TooLarge,
+    ValidationFailed,
+)
+from ..schemas import RPC_OPS, RpcError, RpcOp
+from ..subjects import rpc_subject
+from .rpc import REQUEST_ID_HEADER
+
+T = TypeVar("T")
+
+_BY_CODE: dict[int, type[MemorydError]] = {
+    400: ValidationFailed,
+    404: NotFound,
+    409: Conflict,
+    413: TooLarge,
+    429: BudgetExceeded,
+    503: DependencyDown,
+}
+
+
+class RemoteError(MemorydError):
+    """A 500 from a service; ``error_id`` finds the full error in its log."""
+
+    def __init__(self, description: str, error_id: str | None) -> None:
+        super().__init__(f"{description} (error_id={error_id})")
+        self.error_id = error_id
+
+
+def raise_for(err: RpcError) -> None:
+    cls = _BY_CODE.get(err.code)
+    if cls is not None:
+        raise cls(err.description)
+    raise RemoteError(err.description, err.error_id)
+
+
+async def call(nc: Client, op: str | RpcOp, request: Any, *, timeout: float = 10.0, subject: str | None = None) -> Any:
+    """Send ``request`` to ``op`` and return its result, or raise the typed error."""
+    spec = RPC_OPS[op] if isinstance(op, str) else op
+    subject = subject or rpc_subject(spec.name)
+    try:
+        msg = await nc.request(
+            subject, encode(request), timeout=timeout, headers={REQUEST_ID_HEADER: uuid.uuid4().hex[:16]}
+        )
+    except NoRespondersError as exc:
+        raise DependencyDown(f"no service answers {subject}") from exc
+    except NatsTimeout as exc:
+        raise DependencyDown(f"{subject} did not answer within {timeout} s") from exc
+    reply = decode_reply(msg.data, spec.result)
+    if isinstance(reply, RpcError):
+        raise_for(reply)
+    return reply

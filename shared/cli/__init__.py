@@ -1,0 +1,1 @@
+"""The ``memoryd`` command line: ``up``, ``serve``, ``migrate`` and the client commands."""

@@ -1,0 +1,56 @@
+"""``memoryd`` entry point: builds the argument parser from each command module and dispatches.
+
+Exit codes: 0 success, 1 a failed operation, 2 bad configuration or usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from ..errors import ConfigError, MemorydError
+from . import commands_server
+
+Register = Callable[[argparse._SubParsersAction], None]
+
+#: Each module adds its sub-commands; a command sets ``func(args) -> int`` as its default.
+COMMAND_MODULES: list[Register] = [commands_server.register]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="memoryd", description="Long-term memory for LLM applications.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for register in COMMAND_MODULES:
+        register(sub)
+    return parser
+
+
+def default_data_dir() -> Path:
+    return Path(os.environ.get("MEMORYD_DATA_DIR") or ".memoryd")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    warnings.filterwarnings("ignore", module="platformdirs")
+    args = build_parser().parse_args(argv)
+    try:
+        result = args.func(args)
+        if asyncio.iscoroutine(result):
+            result = asyncio.run(result)
+        return int(result or 0)
+    except ConfigError as exc:
+        print(f"memoryd: configuration error: {exc.description}", file=sys.stderr)
+        return 2
+    except MemorydError as exc:
+        print(f"memoryd: {exc.err_code}: {exc.description}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,73 @@
+"""JSON encoding and decoding of wire messages, with decoders built once per type.
+
+Decoding failures become ``ValidationFailed`` carrying msgspec's path (e.g.
+``Expected `str`, got `int` - at `$.messages[0].content```), and oversize payloads
+become ``TooLarge``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+
+from .errors import TooLarge, ValidationFailed
+from .schemas import RPC_OPS, Wire
+from .schemas.base import MAX_PAYLOAD_BYTES
+from .schemas.events import Activity, ChatEvent, DeadLetter, EmbedJob, ExtractJob, SleepRun
+from .schemas.ops import HealthRequest, HealthResult, RpcError
+
+T = TypeVar("T")
+
+_encoder = msgspec.json.Encoder()
+
+
+def encode(msg: Any) -> bytes:
+    """Encode a Struct (or any msgspec-encodable value) as JSON."""
+    return _encoder.encode(msg)
+
+
+@functools.cache
+def _decoder(tp: Any) -> msgspec.json.Decoder[Any]:
+    return msgspec.json.Decoder(tp)
+
+
+def decode(data: bytes | str, tp: type[T], *, max_bytes: int = MAX_PAYLOAD_BYTES) -> T:
+    """Decode ``data`` as ``tp``; raise ``TooLarge`` or ``ValidationFailed``."""
+    if len(data) > max_bytes:
+        raise TooLarge(f"payload is {len(data)} bytes; the limit is {max_bytes}")
+    try:
+        return _decoder(tp).decode(data)  # type: ignore[arg-type]
+    except msgspec.ValidationError as exc:
+        raise ValidationFailed(str(exc)) from exc
+    except msgspec.DecodeError as exc:
+        raise ValidationFailed(f"malformed JSON: {exc}") from exc
+
+
+def decode_reply(data: bytes, result: type[T]) -> T | RpcError:
+    """Decode an RPC reply as ``result | RpcError``."""
+    return _decoder(result | RpcError).decode(data)
+
+
+#: Every message type that appears on the wire, for the JSON Schema export.
+def wire_types() -> list[type[Wire]]:
+    types: list[type[Wire]] = [ChatEvent, ExtractJob, EmbedJob, SleepRun, Activity, DeadLetter]
+    types += [HealthRequest, HealthResult, RpcError]
+    for op in RPC_OPS.values():
+        types += [op.request, op.result]
+    return types
+
+
+def export_json_schemas(out_dir: Path) -> list[Path]:
+    """Write one JSON Schema per wire message into ``out_dir``; return the paths written."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for tp in wire_types():
+        schema = msgspec.json.schema(tp)
+        path = out_dir / f"{tp.__struct_config__.tag}.json"
+        path.write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n")
+        written.append(path)
+    return written

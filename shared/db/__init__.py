@@ -1,0 +1,1 @@
+"""PostgreSQL: the asyncpg pool and the ordered SQL migrations."""

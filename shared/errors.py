@@ -1,0 +1,67 @@
+"""One error root for memoryd, and how each error maps to an RPC status code.
+
+    MemorydError                 base; code 500, description opaque to callers
+    ├── ConfigError              bad configuration at start-up (names the setting)
+    ├── ValidationFailed    400  a request or message failed validation (names the path)
+    ├── NotFound            404  the addressed memory/run does not exist for this owner
+    ├── Conflict            409  the request contradicts current state
+    ├── TooLarge            413  a payload or field is over its limit
+    ├── BudgetExceeded      429  a per-owner budget (e.g. LLM tokens) is spent
+    └── DependencyDown      503  NATS, Postgres, the embedder or the LLM is unreachable
+
+Only these typed errors travel to callers with their description; anything else
+becomes a 500 with an opaque error id (the traceback goes to the log).
+"""
+
+from __future__ import annotations
+
+
+class MemorydError(Exception):
+    """Base of every error memoryd raises on purpose."""
+
+    code: int = 500
+    err_code: str = "internal"
+
+    def __init__(self, description: str) -> None:
+        super().__init__(description)
+        self.description = description
+
+
+class ConfigError(MemorydError):
+    """A setting is missing, malformed or points at something unusable."""
+
+    err_code = "config"
+
+    def __init__(self, setting: str, problem: str) -> None:
+        super().__init__(f"{setting}: {problem}")
+        self.setting = setting
+
+
+class ValidationFailed(MemorydError):
+    code = 400
+    err_code = "validation"
+
+
+class NotFound(MemorydError):
+    code = 404
+    err_code = "not_found"
+
+
+class Conflict(MemorydError):
+    code = 409
+    err_code = "conflict"
+
+
+class TooLarge(MemorydError):
+    code = 413
+    err_code = "too_large"
+
+
+class BudgetExceeded(MemorydError):
+    code = 429
+    err_code = "budget_exceeded"
+
+
+class DependencyDown(MemorydError):
+    code = 503
+    err_code = "dependency_down"

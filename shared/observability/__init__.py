@@ -1,0 +1,1 @@
+"""Logging and metrics shared by every service."""

@@ -1,0 +1,51 @@
+"""Every ``memoryd_*`` Prometheus metric, defined once, and the per-service HTTP endpoint.
+
+Each service process serves the default registry (process and platform collectors
+included) on its own port; port 0 picks a free one, reported back to the caller.
+"""
+
+from __future__ import annotations
+
+import errno
+
+from prometheus_client import Counter, Gauge, Histogram, start_http_server
+
+from ..errors import ConfigError
+
+_LAT = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+UP = Gauge("memoryd_up", "1 while the service runs", ["service"])
+RPC_REQUESTS = Counter("memoryd_rpc_requests_total", "RPC requests by op and code", ["service", "op", "code"])
+RPC_SECONDS = Histogram("memoryd_rpc_seconds", "RPC handling time", ["service", "op"], buckets=_LAT)
+JOBS = Counter("memoryd_jobs_total", "Stream messages by stage and outcome", ["stage", "outcome"])
+JOB_SECONDS = Histogram("memoryd_job_seconds", "Time to handle one stream message", ["stage"], buckets=_LAT)
+EVENTS = Counter("memoryd_events_total", "Chat events by outcome", ["outcome"])
+TURNS = Counter("memoryd_turns_total", "Chat turns by outcome (stored, duplicate)", ["outcome"])
+FACTS = Counter("memoryd_facts_total", "Extracted facts by extractor and outcome", ["extractor", "outcome"])
+LLM_CALLS = Counter("memoryd_llm_calls_total", "LLM calls by operation and outcome", ["operation", "outcome"])
+LLM_TOKENS = Counter("memoryd_llm_tokens_total", "LLM tokens by operation", ["operation"])
+EMBED_BATCH = Histogram(
+    "memoryd_embed_batch_size", "Texts per inference batch", buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256)
+)
+EMBED_SECONDS = Histogram("memoryd_embed_inference_seconds", "Inference time per batch", buckets=_LAT)
+EMBED_TEXTS = Counter("memoryd_embed_texts_total", "Texts embedded, by path", ["path"])
+EMBED_CACHE = Counter("memoryd_embed_cache_total", "Query-embedding cache lookups", ["result"])
+QUEUE_LAG = Gauge("memoryd_queue_lag", "Pending messages of a durable consumer", ["consumer"])
+RETRIEVE_SECONDS = Histogram(
+    "memoryd_retrieve_seconds", "Retrieval latency by strategy and tier", ["strategy", "tier"], buckets=_LAT
+)
+RETRIEVE_FALLBACKS = Counter("memoryd_retrieve_fallbacks_total", "Tier fallbacks by reason", ["reason"])
+RETRIEVE_RESULTS = Histogram("memoryd_retrieve_results", "Results per query", buckets=(0, 1, 2, 5, 10, 20, 50, 100))
+SLEEP_RUNS = Counter("memoryd_sleep_runs_total", "Sleep runs by status", ["status"])
+DLQ_MESSAGES = Counter("memoryd_dlq_total", "Messages sent to the DLQ", ["stage"])
+
+
+def serve_metrics(host: str, port: int) -> int:
+    """Start the metrics HTTP server; return the bound port (useful with port 0)."""
+    try:
+        server, _thread = start_http_server(port, addr=host)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigError("MEMORYD_METRICS_PORT", f"port {port} on {host} is already in use") from exc
+        raise ConfigError("MEMORYD_METRICS_HOST", f"cannot listen on {host}:{port}: {exc}") from exc
+    return int(server.server_port)

@@ -1,0 +1,184 @@
+"""The memory record and the memory CRUD RPCs (served by ingest)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+import msgspec
+
+from .base import (
+    Content,
+    Limit,
+    MemoryId,
+    MemoryKey,
+    MemoryScope,
+    MemorySource,
+    MemoryState,
+    MemoryType,
+    Offset,
+    Owner,
+    SessionId,
+    Wire,
+)
+
+Days = Annotated[int, msgspec.Meta(ge=0, le=36_500)]
+
+
+class MemoryRecord(Wire, frozen=True):
+    """A memory as stored (and exported).
+
+    The memory's type is `memory_type` on the wire: `type` is the message tag.
+    """
+
+    id: str
+    owner: str
+    memory_type: MemoryType
+    content: str
+    source: MemorySource
+    state: MemoryState
+    created_at: datetime
+    updated_at: datetime
+    content_hash: str
+    scope: MemoryScope = "apiKey"
+    key: str | None = None
+    session_id: str | None = None
+    metadata: dict[str, Any] = {}
+    last_accessed_at: datetime | None = None
+    expires_at: datetime | None = None
+    full_content: str | None = None
+    embedding_signature: str | None = None
+    needs_reindex: bool = False
+
+
+class DeletionReceipt(msgspec.Struct, frozen=True, kw_only=True):
+    """What a deletion removed from each store, so an operator can prove it."""
+
+    rows: int = 0
+    pgvector_vectors: int = 0
+    qdrant_points: int = 0
+    history_rows: int = 0
+
+
+# --- create / get / update / delete --------------------------------------------------------
+class MemoryCreateRequest(Wire, frozen=True):
+    owner: Owner
+    content: Content
+    memory_type: MemoryType = "factual"
+    key: MemoryKey | None = None
+    session_id: SessionId | None = None
+    metadata: dict[str, Any] = {}
+    expires_at: datetime | None = None
+    scope: MemoryScope = "apiKey"
+
+
+class MemoryCreateResult(Wire, frozen=True):
+    memory: MemoryRecord
+    created: bool
+
+
+class MemoryGetRequest(Wire, frozen=True):
+    owner: Owner
+    id: MemoryId
+
+
+class MemoryGetResult(Wire, frozen=True):
+    memory: MemoryRecord
+
+
+class MemoryUpdateRequest(Wire, frozen=True):
+    """Partial update: only the fields given change."""
+
+    owner: Owner
+    id: MemoryId
+    content: Content | None = None
+    memory_type: MemoryType | None = None
+    metadata: dict[str, Any] | None = None
+    expires_at: datetime | None = None
+    session_id: SessionId | None = None
+
+
+class MemoryUpdateResult(Wire, frozen=True):
+    memory: MemoryRecord
+    reembed: bool
+
+
+class MemoryDeleteRequest(Wire, frozen=True):
+    owner: Owner
+    id: MemoryId
+
+
+class MemoryDeleteResult(Wire, frozen=True):
+    id: str
+    removed: DeletionReceipt
+
+
+class MemoryRestoreRequest(Wire, frozen=True):
+    owner: Owner
+    id: MemoryId
+
+
+class MemoryRestoreResult(Wire, frozen=True):
+    memory: MemoryRecord
+
+
+# --- list / clear ---------------------------------------------------------------------------
+class MemoryListRequest(Wire, frozen=True):
+    owner: Owner
+    memory_type: MemoryType | None = None
+    session_id: SessionId | None = None
+    q: Annotated[str, msgspec.Meta(max_length=2_000)] | None = None
+    state: MemoryState | None = None
+    limit: Limit = 50
+    offset: Offset = 0
+    page: Annotated[int, msgspec.Meta(ge=1)] | None = None
+
+
+class MemoryListResult(Wire, frozen=True):
+    memories: list[MemoryRecord]
+    total: int
+    tokens_used: int
+    hit_rate: float
+
+
+class MemoryClearRequest(Wire, frozen=True):
+    owner: Owner
+    memory_type: MemoryType | None = None
+    older_than_days: Days | None = None
+
+
+class MemoryClearResult(Wire, frozen=True):
+    count: int
+    removed: DeletionReceipt
+
+
+# --- export / import -------------------------------------------------------------------------
+class MemoryExportRequest(Wire, frozen=True):
+    owner: Owner
+    include_archived: bool = True
+
+
+class MemoryExportResult(Wire, frozen=True):
+    """``lines``: one JSON-encoded ``MemoryRecord`` per line."""
+
+    lines: str
+    count: int
+
+
+class ImportLineError(msgspec.Struct, frozen=True, kw_only=True):
+    line: int
+    error: str
+
+
+class MemoryImportRequest(Wire, frozen=True):
+    """``lines``: JSON lines of ``MemoryRecord`` (as exported); idempotent by id/key."""
+
+    owner: Owner
+    lines: str
+
+
+class MemoryImportResult(Wire, frozen=True):
+    imported: int
+    updated: int
+    unchanged: int
+    errors: list[ImportLineError] = []

@@ -1,0 +1,95 @@
+"""Retrieval, injection and query-embedding RPCs."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from .base import MAX_QUERY_CHARS, Limit, MemoryScope, MemoryType, Owner, SessionId, Strategy, Wire
+from .events import ChatMessage
+
+Tier = Literal["keyword", "pgvector", "qdrant", "recent"]
+MaxTokens = Annotated[int, msgspec.Meta(ge=0, le=16_000)]
+Query = Annotated[str, msgspec.Meta(max_length=MAX_QUERY_CHARS)]
+
+
+class RetrieveRequest(Wire, frozen=True):
+    owner: Owner
+    query: Query = ""
+    session_id: SessionId | None = None
+    strategy: Strategy | None = None
+    max_tokens: MaxTokens | None = None
+    limit: Limit = 20
+    types: list[MemoryType] | None = None
+    dry_run: bool = False
+    no_memory: bool = False
+
+
+class RetrievedMemory(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    id: str
+    content: str
+    memory_type: MemoryType
+    created_at: datetime
+    score: float
+    tier: Tier
+    tokens: int
+    session_id: str | None = None
+    scope: MemoryScope = "apiKey"
+    fts_score: float | None = None
+    vec_score: float | None = None
+    fts_rank: int | None = None
+    vec_rank: int | None = None
+    metadata: dict[str, Any] = {}
+
+
+class TierReport(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One tier's part in a retrieval: did it serve, how long, and why not."""
+
+    tier: Tier
+    served: bool
+    ms: float
+    reason: str | None = None
+
+
+class RetrieveResult(Wire, frozen=True):
+    memories: list[RetrievedMemory]
+    strategy: Literal["exact", "semantic", "hybrid"]
+    tokens_used: int
+    tiers: list[TierReport] = []
+    fallbacks: list[str] = []
+    disabled_reason: str | None = None
+
+
+class InjectRequest(Wire, frozen=True):
+    owner: Owner
+    messages: Annotated[list[ChatMessage], msgspec.Meta(min_length=1)]
+    provider: str | None = None
+    model: str | None = None
+    session_id: SessionId | None = None
+    query: Query | None = None
+    strategy: Strategy | None = None
+    max_tokens: MaxTokens | None = None
+    no_memory: bool = False
+
+
+class InjectResult(Wire, frozen=True):
+    messages: list[ChatMessage]
+    placement: Literal["system", "user", "none"]
+    injected: list[RetrievedMemory] = []
+    context: str = ""
+    retrieval: RetrieveResult | None = None
+
+
+class EmbedRequest(Wire, frozen=True):
+    texts: Annotated[
+        list[Annotated[str, msgspec.Meta(max_length=MAX_QUERY_CHARS)]], msgspec.Meta(min_length=1, max_length=256)
+    ]
+
+
+class EmbedResult(Wire, frozen=True):
+    vectors: list[list[float]]
+    signature: str
+    dim: int
+    cached: int = 0

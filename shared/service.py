@@ -1,0 +1,183 @@
+"""The lifecycle every service shares: start, serve, drain on SIGINT/SIGTERM, exit 0.
+
+``run_service`` configures logging, serves metrics, connects to NATS (and Postgres
+when the service needs it), provisions the streams, registers the micro service with
+its health endpoints, lets the service wire its own endpoints and consumers, prints
+``memoryd service ready ...`` on stdout, and on a signal stops taking work, waits for
+what is in flight, drains NATS and closes the pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+from nats.aio.client import Client
+from nats.js import JetStreamContext
+
+from . import __version__
+from .bus.connect import connect
+from .bus.provision import ensure_streams
+from .bus.rpc import RpcServer
+from .config import ServiceConfig, load_service_config
+from .db.pool import create_pool
+from .errors import ConfigError
+from .observability.logging import configure, get_logger
+from .observability.metrics import UP, serve_metrics
+from .schemas.ops import HealthResult
+
+log = get_logger(__name__)
+
+HealthCheck = Callable[[], Awaitable[str]]
+
+
+@dataclass
+class ServiceContext:
+    """What a service's ``setup`` gets to wire itself."""
+
+    name: str
+    config: ServiceConfig
+    nc: Client
+    js: JetStreamContext
+    rpc: RpcServer
+    stop: asyncio.Event
+    pool: asyncpg.Pool | None = None
+    metrics_port: int = 0
+    checks: dict[str, HealthCheck] = field(default_factory=dict)
+    tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+    closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> None:
+        """Run a background loop until ``stop``; its crash is logged and stops the service."""
+        task = asyncio.create_task(coro, name=name)
+
+        def done(t: asyncio.Task[Any]) -> None:
+            if not t.cancelled() and t.exception() is not None:
+                log.error("service.task_crashed", task=name, exc_info=t.exception())
+                self.stop.set()
+
+        task.add_done_callback(done)
+        self.tasks.append(task)
+
+    @property
+    def db(self) -> asyncpg.Pool:
+        assert self.pool is not None, "this service was started without a database"
+        return self.pool
+
+
+Setup = Callable[[ServiceContext], Awaitable[None]]
+
+
+async def _health(ctx: ServiceContext, deep: bool) -> HealthResult:
+    started = time.perf_counter()
+    checks: dict[str, str] = {"nats": "ok" if ctx.nc.is_connected else "disconnected"}
+    if ctx.pool is not None:
+        try:
+            await asyncio.wait_for(ctx.pool.fetchval("SELECT 1"), timeout=2)
+            checks["postgres"] = "ok"
+        except Exception as exc:
+            checks["postgres"] = f"down: {type(exc).__name__}"
+    for name, check in ctx.checks.items():
+        try:
+            checks[name] = await asyncio.wait_for(check(), timeout=5)
+        except Exception as exc:
+            checks[name] = f"down: {type(exc).__name__}: {exc}"
+    healthy = all(v.startswith("ok") for v in checks.values())
+    return HealthResult(
+        service=ctx.name,
+        status="ok" if healthy else "degraded",
+        version=__version__,
+        checks=checks,
+        latency_ms=round((time.perf_counter() - started) * 1000, 3),
+    )
+
+
+async def serve(
+    name: str,
+    config: ServiceConfig,
+    setup: Setup,
+    *,
+    needs_db: bool = True,
+    stop: asyncio.Event | None = None,
+    on_ready: Callable[[ServiceContext], None] | None = None,
+) -> None:
+    """Run one service until SIGINT/SIGTERM (or until ``stop`` is set, for in-process use)."""
+    if stop is None:
+        configure(name, config.log)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+    metrics_port = serve_metrics(config.metrics.host, config.metrics.port)
+    nc = await connect(config.nats, f"memoryd-{name}")
+    pool: asyncpg.Pool | None = None
+    ctx: ServiceContext | None = None
+    try:
+        pool = await create_pool(config.pg) if needs_db else None
+        js = nc.jetstream()
+        try:
+            await ensure_streams(js, config.nats)
+        except Exception as exc:
+            raise ConfigError("MEMORYD_NATS_URL", f"JetStream unavailable at {config.nats.url}: {exc}") from exc
+        rpc = RpcServer(nc, name, __version__)
+        ctx = ServiceContext(
+            name=name, config=config, nc=nc, js=js, rpc=rpc, stop=stop, pool=pool, metrics_port=metrics_port
+        )
+        await rpc.start()
+        service_ctx = ctx
+
+        async def health(req: Any) -> HealthResult:
+            return await _health(service_ctx, bool(getattr(req, "deep", False)))
+
+        await rpc.add_health(health)
+        await setup(ctx)
+        UP.labels(name).set(1)
+        metrics_url = f"http://{config.metrics.host}:{metrics_port}/metrics"
+        print(f"memoryd service ready name={name} metrics={metrics_url}", flush=True)
+        log.info("service.ready", metrics=metrics_url, nats=config.nats.url)
+        if on_ready is not None:
+            on_ready(ctx)
+        await stop.wait()
+        log.info("service.stopping")
+    finally:
+        UP.labels(name).set(0)
+        if ctx is not None:
+            await _shutdown(ctx)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(nc.drain(), timeout=10)
+        if pool is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(pool.close(), timeout=10)
+        log.info("service.stopped")
+
+
+async def _shutdown(ctx: ServiceContext) -> None:
+    """Stop taking requests, let loops finish their current work, run the closers."""
+    ctx.stop.set()
+    await ctx.rpc.drain()
+    if ctx.tasks:
+        _done, pending = await asyncio.wait(ctx.tasks, timeout=15)
+        for task in pending:
+            task.cancel()
+    for close in reversed(ctx.closers):
+        with contextlib.suppress(Exception):
+            await close()
+
+
+def main(name: str, setup: Setup, *, needs_db: bool = True, env: Mapping[str, str] | None = None) -> int:
+    """Entry point of ``python -m services.<name>``: exit 0 after a clean stop, 2 on bad config."""
+    try:
+        config = load_service_config(os.environ if env is None else env)
+        asyncio.run(serve(name, config, setup, needs_db=needs_db))
+    except ConfigError as exc:
+        print(f"memoryd {name}: configuration error: {exc.description}", file=sys.stderr, flush=True)
+        return 2
+    return 0

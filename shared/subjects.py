@@ -1,0 +1,73 @@
+"""Every NATS subject, stream, consumer and bucket name memoryd uses, in one place.
+
+No stream's subject filter may cover ``mem.v1.rpc.>``: a stream would answer an RPC
+request with a PubAck before the service does.
+"""
+
+from __future__ import annotations
+
+PREFIX = "mem.v1"
+
+# JetStream: chat events
+EVENTS_STREAM = "MEM_EVENTS"
+CHAT_EVENTS = f"{PREFIX}.events.chat"
+EVENTS_SUBJECTS = (f"{PREFIX}.events.>",)
+
+# JetStream: work queues
+JOBS_STREAM = "MEM_JOBS"
+EXTRACT_JOBS = f"{PREFIX}.jobs.extract"
+EMBED_JOBS = f"{PREFIX}.jobs.embed"
+JOBS_SUBJECTS = (EXTRACT_JOBS, EMBED_JOBS)
+
+SLEEP_STREAM = "MEM_SLEEP"
+SLEEP_JOBS = f"{PREFIX}.jobs.sleep"
+
+# JetStream: dead letters
+DLQ_STREAM = "MEM_DLQ"
+DLQ_PREFIX = f"{PREFIX}.dlq"
+DLQ_SUBJECTS = (f"{DLQ_PREFIX}.>",)
+
+
+def dlq_subject(stage: str) -> str:
+    """The dead-letter subject of one pipeline stage (``ingest``, ``extract``, ...)."""
+    return f"{DLQ_PREFIX}.{stage}"
+
+
+# Durable consumers, one per stage
+INGEST_CONSUMER = "ingest"
+EXTRACT_CONSUMER = "extract"
+EMBED_CONSUMER = "embed"
+SLEEP_CONSUMER = "sleep"
+
+# Activity (core NATS + KV bucket of last-activity times)
+ACTIVITY_PREFIX = f"{PREFIX}.activity"
+ACTIVITY_BUCKET = "MEM_ACTIVITY"
+
+
+def activity_subject(owner: str) -> str:
+    """Core-NATS subject announcing activity of one owner."""
+    return f"{ACTIVITY_PREFIX}.{owner}"
+
+
+# Settings change notifications (core NATS; every replica drops its cache)
+SETTINGS_CHANGED = f"{PREFIX}.settings.changed"
+
+# Request-reply
+RPC_PREFIX = f"{PREFIX}.rpc"
+
+
+def rpc_subject(op: str) -> str:
+    """The request subject of one RPC operation, e.g. ``mem.v1.rpc.memory.get``."""
+    return f"{RPC_PREFIX}.{op}"
+
+
+# Header names
+MSG_ID_HEADER = "Nats-Msg-Id"
+NO_MEMORY_HEADER = "x-memory-no-memory"
+
+ALL_STREAM_SUBJECTS: dict[str, tuple[str, ...]] = {
+    EVENTS_STREAM: EVENTS_SUBJECTS,
+    JOBS_STREAM: JOBS_SUBJECTS,
+    SLEEP_STREAM: (SLEEP_JOBS,),
+    DLQ_STREAM: DLQ_SUBJECTS,
+}

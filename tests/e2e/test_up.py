@@ -1,0 +1,179 @@
+"""`memoryd up` as a user runs it: ready line, every service discoverable and healthy with a
+metrics page, clean Ctrl-C with no process left, a second start on the same data, and bad
+configuration failing fast with the setting named."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+import pytest
+
+MEMORYD = [sys.executable, "-m", "shared.cli.main"]
+SERVICES = ("ingest", "extract", "embed", "retrieve", "sleep")
+pytestmark = pytest.mark.slow
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
+    return env | extra
+
+
+def _start(data_dir: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [*MEMORYD, "up", "--data-dir", str(data_dir), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env or _env(),
+    )
+
+
+def _ready_line(proc: subprocess.Popen[str], timeout: float = 60.0) -> dict[str, str]:
+    assert proc.stdout is not None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            err = proc.stderr.read() if proc.stderr else ""
+            raise AssertionError(f"memoryd up exited ({proc.wait()}): {err[-3000:]}")
+        if line.startswith("memoryd ready "):
+            return dict(f.split("=", 1) for f in line.split()[2:])
+    raise AssertionError("no ready line")
+
+
+def _descendants(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _stop(proc: subprocess.Popen[str], children: list[psutil.Process]) -> int:
+    proc.send_signal(signal.SIGINT)
+    code = proc.wait(timeout=60)
+    _gone, alive = psutil.wait_procs(children, timeout=10)
+    assert alive == [], f"left behind: {[p.cmdline() for p in alive]}"
+    return code
+
+
+async def _check_services(nats_url: str) -> None:
+    import nats
+
+    from shared.bus.rpc_client import call
+    from shared.schemas import HEALTH_OP
+    from shared.schemas.ops import HealthRequest
+
+    nc = await nats.connect(nats_url)
+    try:
+        for name in SERVICES:
+            ping = json.loads((await nc.request(f"$SRV.PING.memoryd-{name}", b"", timeout=5)).data)
+            assert ping["name"] == f"memoryd-{name}"
+            health = await call(nc, HEALTH_OP, HealthRequest(), subject=f"mem.v1.rpc.health.{name}", timeout=5)
+            assert health.service == name
+            assert health.status == "ok", health.checks
+            assert health.checks["nats"] == "ok" and health.checks["postgres"] == "ok"
+    finally:
+        await nc.close()
+
+
+def test_up_ready_healthy_and_clean_stop(tmp_path: Path) -> None:
+    import asyncio
+
+    data = tmp_path / "data"
+    started = time.monotonic()
+    proc = _start(data)
+    try:
+        ready = _ready_line(proc)
+        assert time.monotonic() - started < 30
+        assert ready["nats"].startswith("nats://127.0.0.1:")
+        assert ready["postgres"].startswith("postgresql://postgres@127.0.0.1:")
+        metrics = ready["metrics"].split(",")
+        assert len(metrics) == len(SERVICES)
+        for url in metrics:
+            body = urllib.request.urlopen(url, timeout=5).read().decode()
+            assert "memoryd_up{" in body and "process_cpu_seconds_total" in body
+        asyncio.run(_check_services(ready["nats"]))
+        runtime = json.loads((data / "runtime.json").read_text())
+        assert runtime["nats_url"] == ready["nats"]
+        children = _descendants(proc.pid)
+        assert len(children) >= 7  # nats, postgres (+ its workers), five services
+    except BaseException:
+        proc.kill()
+        raise
+    assert _stop(proc, children) == 0
+    assert not (data / "runtime.json").exists()
+
+    # a second start on the same data dir works and keeps the data
+    proc = _start(data)
+    try:
+        ready2 = _ready_line(proc)
+        children = _descendants(proc.pid)
+    except BaseException:
+        proc.kill()
+        raise
+    assert ready2["postgres"].endswith("/memoryd")
+    assert _stop(proc, children) == 0
+
+
+def test_port_in_use_fails_fast_naming_the_setting(tmp_path: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        result = subprocess.run(
+            [*MEMORYD, "up", "--data-dir", str(tmp_path), "--nats-port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=_env(),
+        )
+    assert result.returncode == 2
+    assert "--nats-port" in result.stderr and "already in use" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_unreachable_nats_fails_fast_naming_the_setting(tmp_path: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead_port = sock.getsockname()[1]
+    env = _env(MEMORYD_NATS_URL=f"nats://127.0.0.1:{dead_port}", MEMORYD_PG_DSN="postgresql://x@127.0.0.1:1/x")
+    t0 = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, "-m", "services.ingest"], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert result.returncode == 2
+    assert "MEMORYD_NATS_URL" in result.stderr and "Traceback" not in result.stderr
+    assert time.monotonic() - t0 < 15
+
+
+def test_unknown_setting_value_fails_fast(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "services.retrieve"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_env(MEMORYD_LOG_LEVEL="loud"),
+    )
+    assert result.returncode == 2
+    assert "MEMORYD_LOG_LEVEL" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_unreachable_postgres_fails_fast_naming_the_setting() -> None:
+    result = subprocess.run(
+        [*MEMORYD, "migrate", "--dsn", "postgresql://x@127.0.0.1:1/x"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_env(),
+    )
+    assert result.returncode == 2
+    assert "MEMORYD_PG_DSN" in result.stderr and "Traceback" not in result.stderr
