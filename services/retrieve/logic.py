@@ -1,0 +1,312 @@
+"""Pure retrieval logic (no I/O): rank fusion, optional re-scoring, token budget, queries.
+
+Ranked lists come best first, one per source: ``"fts"`` (``ts_rank_cd``) and ``"vec"``
+(similarity, higher is better: ``1 - distance``). Everything returning ``Fused`` sorts in one
+canonical order: score descending, then the better (smaller) best rank, then ``memory_id``.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Protocol, TypeVar
+
+import msgspec
+
+T = TypeVar("T")
+
+SOURCES: tuple[str, ...] = ("fts", "vec")  # any other list name is rejected: typos fail loudly
+RankedList = Sequence[tuple[str, float]]  # (memory_id, raw score) in rank order, best first
+
+DEFAULT_RRF_K = 60
+DEFAULT_RRF_DEPTH = 20
+MIN_MAX_TOKENS = 1
+MAX_MAX_TOKENS = 8000
+DEFAULT_MAX_TOKENS = 2000
+MAX_QUERY_CHARS = 2000
+
+
+class Candidate(msgspec.Struct, frozen=True, kw_only=True):
+    """A memory row that matched, with the per-source ranking info it was found with."""
+
+    memory_id: str
+    content: str
+    created_at: datetime
+    session_id: str | None = None
+    fts_score: float | None = None
+    vec_score: float | None = None
+    fts_rank: int | None = None
+    vec_rank: int | None = None
+
+
+class Fused(msgspec.Struct, frozen=True, kw_only=True):
+    """One fused result: the fused ``score`` plus raw score and 1-based rank per source."""
+
+    memory_id: str
+    score: float
+    fts_score: float | None = None
+    vec_score: float | None = None
+    fts_rank: int | None = None
+    vec_rank: int | None = None
+
+    @property
+    def best_rank(self) -> int:
+        """The smallest rank over the sources that returned this memory."""
+        return min((r for r in (self.fts_rank, self.vec_rank) if r is not None), default=2**31)
+
+
+Hits = Mapping[str, tuple[int, float]]  # source -> (1-based rank, raw score) of one memory
+Bounds = Mapping[str, tuple[float, float]]  # source -> (min, max) of its finite raw scores
+
+
+def _canonical(items: Sequence[Fused]) -> list[Fused]:
+    return sorted(items, key=lambda f: (-f.score, f.best_rank, f.memory_id))
+
+
+def _fuse(lists: Mapping[str, RankedList], depth: int | None, score_of: Callable[[Hits, Bounds], float]) -> list[Fused]:
+    """Collect the top ``depth`` of each list per memory, score each memory, sort.
+
+    A memory listed twice in one list keeps its first (best) position; ranks count distinct ids.
+    """
+    if depth is not None and depth < 1:
+        raise ValueError(f"depth must be >= 1, got {depth}")
+    found: dict[str, dict[str, tuple[int, float]]] = {}
+    bounds: dict[str, tuple[float, float]] = {}
+    for source, ranked in lists.items():
+        if source not in SOURCES:
+            raise ValueError(f"unknown ranking source {source!r}; allowed: {', '.join(SOURCES)}")
+        rank = 0
+        for memory_id, raw in ranked:
+            if depth is not None and rank >= depth:
+                break
+            hits = found.setdefault(memory_id, {})
+            if source not in hits:
+                rank += 1
+                hits[source] = (rank, raw)
+                if math.isfinite(raw):
+                    lo, hi = bounds.get(source, (raw, raw))
+                    bounds[source] = (min(lo, raw), max(hi, raw))
+    none = (None, None)
+    return _canonical(
+        [
+            Fused(
+                memory_id=memory_id,
+                score=score_of(hits, bounds),
+                fts_rank=hits.get("fts", none)[0],
+                fts_score=hits.get("fts", none)[1],
+                vec_rank=hits.get("vec", none)[0],
+                vec_score=hits.get("vec", none)[1],
+            )
+            for memory_id, hits in found.items()
+        ]
+    )
+
+
+def rrf_fuse(lists: Mapping[str, RankedList], k: int = DEFAULT_RRF_K, depth: int = DEFAULT_RRF_DEPTH) -> list[Fused]:
+    """Reciprocal Rank Fusion: ``score(d) = sum_i 1 / (k + rank_i(d))``, rank 1-based.
+
+    Only the top ``depth`` of each list takes part (depth 20 beat 100 on LoCoMo). Terms are
+    summed with ``math.fsum`` so equal rank sets give bit-equal scores; ties then fall to the
+    canonical order (better best rank, then ``memory_id``). Raw scores are carried, not used.
+    """
+    if k < 0:
+        raise ValueError(f"k must be >= 0, got {k}")
+    return _fuse(lists, depth, lambda hits, _: math.fsum(1.0 / (k + r) for r, _ in hits.values()))
+
+
+def _minmax(raw: float, lo: float, hi: float) -> float:
+    return 0.0 if not math.isfinite(raw) else 1.0 if hi == lo else (raw - lo) / (hi - lo)
+
+
+def score_fuse(
+    lists: Mapping[str, RankedList],
+    weights: Mapping[str, float] | None = None,
+    depth: int | None = None,
+) -> list[Fused]:
+    """Score-level fusion: ``sum_i w_i * minmax_i(score)`` over the union of candidates.
+
+    Each list is min-max normalised over its own top ``depth`` (None: the whole list) to
+    0..1; a memory missing from a list, or with a non-finite score (NaN from a zero vector),
+    counts 0 for it; a list whose finite scores are all equal normalises them to 1.0.
+    ``weights`` default to 0.5/0.5 and must name every source given. Scores must be
+    "higher is better". Output order and tie-break as for ``rrf_fuse``.
+    """
+    weights = {"fts": 0.5, "vec": 0.5} if weights is None else weights
+    for source, weight in weights.items():
+        if source not in SOURCES:
+            raise ValueError(f"unknown weight source {source!r}; allowed: {', '.join(SOURCES)}")
+        if not (math.isfinite(weight) and weight >= 0):
+            raise ValueError(f"weight for {source!r} must be finite and >= 0, got {weight}")
+    missing = [s for s in lists if s not in weights and s in SOURCES]
+    if missing:
+        raise ValueError(f"no weight for ranking source(s): {', '.join(missing)}")
+    return _fuse(
+        lists,
+        depth,
+        lambda hits, bounds: math.fsum(
+            weights[s] * _minmax(raw, *bounds.get(s, (0.0, 0.0))) for s, (_, raw) in hits.items()
+        ),
+    )
+
+
+def _rescored(fused: Sequence[Fused], share: float, gain_of: Callable[[Fused], float]) -> list[Fused]:
+    """``fused`` with ``share * gain_of(f)`` added to each score, in canonical order."""
+    if not (math.isfinite(share) and share >= 0):
+        raise ValueError(f"share must be finite and >= 0, got {share}")
+    if share == 0:
+        return _canonical(fused)
+    out = []
+    for f in fused:
+        gain = share * gain_of(f)
+        out.append(msgspec.structs.replace(f, score=f.score + gain) if gain else f)
+    return _canonical(out)
+
+
+def session_boost(fused: Sequence[Fused], session_of: Mapping[str, str | None], share: float = 0.0) -> list[Fused]:
+    """Each memory gains ``share`` x the best fused score in its session (itself included).
+
+    Evidence clusters in sessions (LoCoMo lead: ~+0.035 R@10). Scores before the boost are
+    used, so the order of the input does not matter. Memories without a session (None or not
+    in ``session_of``) neither gain nor give. ``share=0`` (default, off) only re-sorts.
+    """
+    best: dict[str, float] = {}
+    for f in fused:
+        if (session := session_of.get(f.memory_id)) is not None:
+            best[session] = max(best.get(session, -math.inf), f.score)
+
+    def gain(f: Fused) -> float:
+        session = session_of.get(f.memory_id)
+        return best[session] if session is not None else 0.0
+
+    return _rescored(fused, share, gain)
+
+
+def neighbour_boost(
+    fused: Sequence[Fused],
+    position_of: Mapping[str, tuple[str, int]],
+    share: float = 0.0,
+    distance_weights: Sequence[float] = (1.0, 0.5),
+) -> list[Fused]:
+    """Each memory gains ``share`` x the weighted scores of its neighbouring turns.
+
+    ``position_of`` maps a memory to ``(session_id, turn index)``; the neighbours at distance
+    d (both sides, same session) weigh ``distance_weights[d-1]``, so the default reaches ±1
+    at 1.0 and ±2 at 0.5. Only fused candidates count (a neighbour that did not match adds
+    0); scores before the boost are used. ``share=0`` (default, off) only re-sorts.
+    """
+    at: dict[tuple[str, int], float] = {}
+    for f in fused:
+        if (pos := position_of.get(f.memory_id)) is not None:
+            at[pos] = max(at.get(pos, -math.inf), f.score)
+
+    def gain(f: Fused) -> float:
+        if (pos := position_of.get(f.memory_id)) is None:
+            return 0.0
+        session, index = pos
+        return math.fsum(
+            w * (at.get((session, index - d), 0.0) + at.get((session, index + d), 0.0))
+            for d, w in enumerate(distance_weights, start=1)
+        )
+
+    return _rescored(fused, share, gain)
+
+
+class TokenCounter(Protocol):
+    """Counts the tokens of a text; ``estimate_tokens`` or a real tokenizer's wrapper."""
+
+    def __call__(self, text: str, /) -> int: ...
+
+
+def estimate_tokens(text: str) -> int:
+    """``ceil(len(text) / 4)``: 0 for "", at least 1 for any non-empty text."""
+    return -(-len(text) // 4)
+
+
+def apply_budget(items: Sequence[T], tokens_of: Callable[[T], int], max_tokens: int) -> list[T]:
+    """Take items in rank order while the running total fits in ``max_tokens``.
+
+    Stops at the first item that does not fit (a smaller item after it is not taken, so the
+    result is always a prefix of the ranking). The first item is always returned when there
+    is one, even if it alone exceeds the budget. ``tokens_of`` is called once per item
+    examined; pass precomputed counts (e.g. ``(item, tokens)`` pairs) to avoid recounting.
+    """
+    taken: list[T] = []
+    used = 0
+    for item in items:
+        tokens = tokens_of(item)
+        if tokens < 0:
+            raise ValueError(f"tokens_of returned a negative count: {tokens}")
+        if taken and used + tokens > max_tokens:
+            break
+        taken.append(item)
+        used += tokens
+    return taken
+
+
+def clamp_max_tokens(value: int | None, default: int = DEFAULT_MAX_TOKENS) -> int:
+    """The request's ``maxTokens`` clamped to 1..8000; None gives ``default`` (also clamped)."""
+    chosen = default if value is None else value
+    return max(MIN_MAX_TOKENS, min(MAX_MAX_TOKENS, chosen))
+
+
+# Runs of characters that are neither whitespace nor C0/C1 controls nor lone surrogates
+# (Postgres rejects NUL; asyncpg cannot encode a surrogate). Those act as separators.
+_WORD = re.compile(r"[^\s\x00-\x1f\x7f-\x9f\ud800-\udfff]+")
+
+
+def normalize_query(query: str, max_chars: int = MAX_QUERY_CHARS) -> str:
+    """Strip, collapse whitespace and control characters to one space, cut to ``max_chars``.
+
+    Returns "" for a query of only whitespace/controls. The cut is a plain prefix (it may
+    split the last word) followed by a right-strip, so it is deterministic. Cost stays
+    proportional to ``max_chars``, not to the input size, once enough words are read.
+    """
+    if max_chars < 1:
+        raise ValueError(f"max_chars must be >= 1, got {max_chars}")
+    words: list[str] = []
+    length = 0
+    for match in _WORD.finditer(query):
+        words.append(match.group())
+        length += len(words[-1]) + 1
+        if length > max_chars:
+            break
+    return " ".join(words)[:max_chars].rstrip()
+
+
+def keyword_query_is_usable(query: str) -> bool:
+    """False when the query has no letter or digit (only punctuation, symbols, emoji).
+
+    The caller then skips full-text search instead of sending Postgres a query with no
+    lexemes; the vector side can still run.
+    """
+    return any(ch.isalnum() for ch in query)
+
+
+class Strategy(enum.StrEnum):
+    """Retrieval strategies; ``exact`` is chronological, newest first."""
+
+    EXACT = "exact"
+    SEMANTIC = "semantic"
+    HYBRID = "hybrid"
+
+
+STRATEGY_ALIASES: Mapping[str, Strategy] = {"recent": Strategy.EXACT}
+DEFAULT_STRATEGY = Strategy.HYBRID
+
+
+def parse_strategy(value: str | None) -> Strategy:
+    """Parse a strategy name (case-insensitive, ``recent`` = ``exact``); None gives hybrid."""
+    if value is None:
+        return DEFAULT_STRATEGY
+    name = value.strip().lower()
+    if name in STRATEGY_ALIASES:
+        return STRATEGY_ALIASES[name]
+    try:
+        return Strategy(name)
+    except ValueError:
+        allowed = ", ".join([*(s.value for s in Strategy), *STRATEGY_ALIASES])
+        shown = value if len(value) <= 40 else value[:40] + "..."
+        raise ValueError(f"strategy: unknown value {shown!r}; allowed: {allowed}") from None
