@@ -1,0 +1,179 @@
+"""Conflict resolution, part 1: which candidate pairs go to the LLM, in which batches.
+
+Input: candidate pairs from the vector index (both directions and self-matches allowed;
+they are folded), the `updated_at` and `content_hash` of each memory, the
+`differentiated_pairs` rows and the `conflict_reviewed` ledger. Steps, in order:
+
+1. threshold: similarity >= the strictness threshold (at or above counts);
+2. suppression: a differentiated pair whose two hashes are unchanged (`suppressed`);
+3. ledger: a reviewed pair neither of whose memories was updated after `judged_at`
+   (`ledgerSkipped`);
+4. one pair per memory, greedy by similarity (ties by the normalised ids) (`dedupeSkipped`);
+5. the per-run cap (0 = unlimited); leftovers are not recorded (`perRunSkipped`);
+6. batches of `sleepConflictMaxPairs` (0 = one batch).
+
+A pair whose memory is unknown (deleted since the search) is dropped (`missing`). Pairs are
+always in normalised (sorted) order, the order of every ledger and differentiated row; ids
+are canonical lowercase uuid strings (`str(uuid)`), whose string order is Postgres' uuid
+order, so `CHECK (memory_a < memory_b)` holds.
+"""
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+
+import msgspec
+
+PairKey = tuple[str, str]
+
+
+def normalise_pair(a: str, b: str) -> PairKey:
+    """The canonical (sorted) order of a pair; a memory never pairs with itself."""
+    if a == b:
+        raise ValueError(f"a pair needs two distinct memories, got {a!r} twice")
+    return (a, b) if a < b else (b, a)
+
+
+class CandidatePair(msgspec.Struct, frozen=True):
+    """One hit of the vector index: two memory ids of the same owner and their similarity."""
+
+    a_id: str
+    b_id: str
+    similarity: float
+
+
+class PairMemory(msgspec.Struct, frozen=True, kw_only=True):
+    """What selection needs of one memory."""
+
+    id: str
+    updated_at: datetime
+    content_hash: str
+
+
+class ConflictPair(msgspec.Struct, frozen=True, kw_only=True):
+    """A selected pair in normalised order (a_id < b_id) with what the decisions need."""
+
+    a_id: str
+    b_id: str
+    similarity: float
+    a_updated_at: datetime
+    b_updated_at: datetime
+    a_hash: str
+    b_hash: str
+
+    @property
+    def key(self) -> PairKey:
+        return (self.a_id, self.b_id)
+
+
+class PairSelection(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """Selected pairs split into batches, with a counter for every step."""
+
+    batches: tuple[tuple[ConflictPair, ...], ...]
+    candidates: int = 0
+    below_threshold: int = 0
+    missing: int = 0
+    suppressed: int = 0
+    ledger_skipped: int = 0
+    dedupe_skipped: int = 0
+    per_run_skipped: int = 0
+    pairs: int = 0
+
+
+def _fold_candidates(candidates: Iterable[CandidatePair]) -> dict[PairKey, float]:
+    best: dict[PairKey, float] = {}
+    for cand in candidates:
+        if cand.a_id == cand.b_id or cand.similarity != cand.similarity:  # self or NaN
+            continue
+        key = normalise_pair(cand.a_id, cand.b_id)
+        if key not in best or cand.similarity > best[key]:
+            best[key] = cand.similarity
+    return best
+
+
+def _normalised_differentiated(
+    rows: Mapping[PairKey, tuple[str, str]],
+) -> dict[PairKey, tuple[str, str]]:
+    out: dict[PairKey, tuple[str, str]] = {}
+    for (a, b), (hash_a, hash_b) in rows.items():
+        out[normalise_pair(a, b)] = (hash_a, hash_b) if a < b else (hash_b, hash_a)
+    return out
+
+
+def _chunks(pairs: list[ConflictPair], size: int) -> tuple[tuple[ConflictPair, ...], ...]:
+    if not pairs:
+        return ()
+    if size <= 0:
+        return (tuple(pairs),)
+    return tuple(tuple(pairs[i : i + size]) for i in range(0, len(pairs), size))
+
+
+def select_pairs(
+    candidates: Iterable[CandidatePair],
+    memories: Mapping[str, PairMemory],
+    differentiated: Mapping[PairKey, tuple[str, str]],
+    ledger: Mapping[PairKey, datetime],
+    *,
+    threshold: float,
+    max_pairs_per_run: int,
+    max_pairs_per_batch: int,
+) -> PairSelection:
+    """Run the selection steps of the module docstring, in order, and batch the result.
+
+    `differentiated` maps a pair to the two hashes recorded with it (in the pair's order);
+    `ledger` maps a pair to its `judged_at`. Keys may come in either order.
+    """
+    folded = _fold_candidates(candidates)
+    diff = _normalised_differentiated(differentiated)
+    judged = {normalise_pair(a, b): at for (a, b), at in ledger.items()}
+    counts = dict.fromkeys(("below_threshold", "missing", "suppressed", "ledger_skipped", "dedupe_skipped"), 0)
+    survivors: list[ConflictPair] = []
+    for (a, b), similarity in folded.items():
+        if similarity < threshold:
+            counts["below_threshold"] += 1
+            continue
+        mem_a, mem_b = memories.get(a), memories.get(b)
+        if mem_a is None or mem_b is None:
+            counts["missing"] += 1
+            continue
+        if diff.get((a, b)) == (mem_a.content_hash, mem_b.content_hash):
+            counts["suppressed"] += 1
+            continue
+        judged_at = judged.get((a, b))
+        if judged_at is not None and mem_a.updated_at <= judged_at and mem_b.updated_at <= judged_at:
+            counts["ledger_skipped"] += 1
+            continue
+        survivors.append(
+            ConflictPair(
+                a_id=a,
+                b_id=b,
+                similarity=similarity,
+                a_updated_at=mem_a.updated_at,
+                b_updated_at=mem_b.updated_at,
+                a_hash=mem_a.content_hash,
+                b_hash=mem_b.content_hash,
+            )
+        )
+    survivors.sort(key=lambda p: (-p.similarity, p.a_id, p.b_id))
+    used: set[str] = set()
+    chosen: list[ConflictPair] = []
+    for pair in survivors:
+        if pair.a_id in used or pair.b_id in used:
+            counts["dedupe_skipped"] += 1
+            continue
+        used.update(pair.key)
+        chosen.append(pair)
+    per_run_skipped = 0
+    if max_pairs_per_run > 0 and len(chosen) > max_pairs_per_run:
+        per_run_skipped = len(chosen) - max_pairs_per_run
+        chosen = chosen[:max_pairs_per_run]
+    return PairSelection(
+        batches=_chunks(chosen, max_pairs_per_batch),
+        candidates=len(folded),
+        per_run_skipped=per_run_skipped,
+        pairs=len(chosen),
+        below_threshold=counts["below_threshold"],
+        missing=counts["missing"],
+        suppressed=counts["suppressed"],
+        ledger_skipped=counts["ledger_skipped"],
+        dedupe_skipped=counts["dedupe_skipped"],
+    )

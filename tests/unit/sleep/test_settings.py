@@ -1,0 +1,114 @@
+"""Sleep settings: defaults, camelCase wire names, range validation, layering, thresholds."""
+
+import msgspec
+import pytest
+
+from services.sleep.settings_logic import (
+    SleepSettings,
+    decode_settings,
+    resolve_settings,
+    strictness_threshold,
+)
+
+DEFAULTS = {
+    "sleepModeEnabled": False,
+    "sleepIdleMinutes": 5,
+    "sleepMinIntervalHours": 8,
+    "sleepFailureBackoff": False,
+    "sleepConflictStrictness": "normal",
+    "sleepConflictMaxPairs": 12,
+    "sleepConflictMaxPairsPerRun": 60,
+    "sleepActionSet": "default",
+    "sleepArchiveDays": 30,
+    "sleepCompressDays": 90,
+    "sleepPatternMinMemories": 100,
+    "sleepPatternLookbackDays": 30,
+    "sleepMaxPatternPerRun": 3,
+    "sleepAffectiveEnabled": False,
+    "sleepAffectiveTraitMinSessions": 3,
+    "sleepAffectiveMaxRelationsPerRun": 10,
+    "sleepMaxTokens": 8192,
+    "sleepLlmModel": None,
+}
+
+
+def test_defaults_encode_with_the_camel_case_names_of_the_issue() -> None:
+    assert msgspec.to_builtins(SleepSettings()) == DEFAULTS
+
+
+def test_decode_reads_camel_case_and_ignores_other_services_keys() -> None:
+    settings = decode_settings(
+        b'{"sleepModeEnabled": true, "sleepIdleMinutes": 10, "maxTokens": 2000, "sleepLlmModel": "gpt-x"}'
+    )
+    assert settings.sleep_mode_enabled is True
+    assert settings.sleep_idle_minutes == 10
+    assert settings.sleep_llm_model == "gpt-x"
+    assert settings.sleep_min_interval_hours == 8
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("sleepAffectiveTraitMinSessions", 1),
+        ("sleepAffectiveTraitMinSessions", 11),
+        ("sleepAffectiveMaxRelationsPerRun", -1),
+        ("sleepAffectiveMaxRelationsPerRun", 51),
+        ("sleepIdleMinutes", -1),
+        ("sleepMinIntervalHours", 0),
+        ("sleepConflictMaxPairs", -3),
+        ("sleepConflictStrictness", "brutal"),
+        ("sleepActionSet", "everything"),
+        ("sleepLlmModel", ""),
+        ("sleepMaxTokens", 10),
+    ],
+)
+def test_out_of_range_value_names_the_field(field: str, value: object) -> None:
+    with pytest.raises(msgspec.ValidationError) as info:
+        resolve_settings({field: value})
+    assert f"$.{field}" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("sleepAffectiveTraitMinSessions", 2),
+        ("sleepAffectiveTraitMinSessions", 10),
+        ("sleepAffectiveMaxRelationsPerRun", 0),
+        ("sleepAffectiveMaxRelationsPerRun", 50),
+    ],
+)
+def test_range_bounds_are_inclusive(field: str, value: int) -> None:
+    assert msgspec.to_builtins(resolve_settings({field: value}))[field] == value
+
+
+def test_compress_days_below_archive_days_is_rejected_naming_both() -> None:
+    with pytest.raises(msgspec.ValidationError) as info:
+        decode_settings(b'{"sleepArchiveDays": 30, "sleepCompressDays": 10}')
+    assert "sleepCompressDays (10)" in str(info.value)
+    assert "sleepArchiveDays (30)" in str(info.value)
+
+
+def test_owner_layer_overrides_global_key_by_key() -> None:
+    settings = resolve_settings(
+        {"sleepModeEnabled": True, "sleepIdleMinutes": 15, "sleepLlmModel": "global-model"},
+        {"sleepIdleMinutes": 2, "sleepLlmModel": None},
+    )
+    assert settings.sleep_mode_enabled is True
+    assert settings.sleep_idle_minutes == 2
+    assert settings.sleep_llm_model is None
+
+
+def test_settings_are_frozen() -> None:
+    settings = SleepSettings()
+    with pytest.raises(AttributeError):
+        settings.sleep_idle_minutes = 1  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(("name", "threshold"), [("gentle", 0.92), ("normal", 0.85), ("aggressive", 0.75)])
+def test_strictness_threshold(name: str, threshold: float) -> None:
+    assert strictness_threshold(name) == threshold
+
+
+def test_unknown_strictness_names_the_setting() -> None:
+    with pytest.raises(ValueError, match="sleepConflictStrictness 'wild'"):
+        strictness_threshold("wild")
