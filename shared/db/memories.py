@@ -1,0 +1,184 @@
+"""The ``memories`` table: one place for its columns, row mapping, upsert and deletion.
+
+Every service that reads or writes memories goes through these functions, so the
+rules (content hash, key upsert with metadata merge, ``needs_reindex`` on content change,
+deletion from every store with a receipt) live once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, TypeAlias
+
+import asyncpg
+
+from ..schemas.memory import DeletionReceipt, MemoryRecord
+
+#: The columns of a full ``MemoryRecord``, in SELECT form.
+COLUMNS = (
+    "id, owner, session_id, type, key, content, metadata, source, scope, created_at, updated_at, "
+    "last_accessed_at, expires_at, state, full_content, content_hash, embedding_signature, needs_reindex"
+)
+
+Conn: TypeAlias = asyncpg.Connection | asyncpg.Pool
+
+
+def content_hash(text: str) -> str:
+    """sha256 of the UTF-8 text, hex (the dedupe and change-detection key)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def new_id() -> uuid.UUID:
+    return uuid.uuid4()
+
+
+def to_record(row: asyncpg.Record) -> MemoryRecord:
+    """A ``memories`` row (selected with ``COLUMNS``) as the wire record."""
+    return MemoryRecord(
+        id=str(row["id"]),
+        owner=row["owner"],
+        session_id=row["session_id"],
+        memory_type=row["type"],
+        key=row["key"],
+        content=row["content"],
+        metadata=dict(row["metadata"] or {}),
+        source=row["source"],
+        scope=row["scope"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        last_accessed_at=row["last_accessed_at"],
+        expires_at=row["expires_at"],
+        state=row["state"],
+        full_content=row["full_content"],
+        content_hash=row["content_hash"],
+        embedding_signature=row["embedding_signature"],
+        needs_reindex=row["needs_reindex"],
+    )
+
+
+async def get(conn: Conn, owner: str, memory_id: str | uuid.UUID) -> MemoryRecord | None:
+    """The owner's memory by id (another owner's id finds nothing)."""
+    row = await conn.fetchrow(f"SELECT {COLUMNS} FROM memories WHERE owner = $1 AND id = $2", owner, _uuid(memory_id))
+    return to_record(row) if row else None
+
+
+async def insert(
+    conn: Conn,
+    *,
+    owner: str,
+    memory_type: str,
+    content: str,
+    source: str,
+    session_id: str | None = None,
+    key: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    scope: str = "apiKey",
+    expires_at: datetime | None = None,
+    created_at: datetime | None = None,
+    memory_id: uuid.UUID | None = None,
+) -> MemoryRecord:
+    """Insert a new memory (no key conflict handling: use ``upsert_by_key`` for keyed ones)."""
+    row = await conn.fetchrow(
+        f"INSERT INTO memories (id, owner, session_id, type, key, content, metadata, source, scope, expires_at,"
+        f" content_hash, created_at, updated_at)"
+        f" VALUES ($1,$2,$3,$4,$5,$6,$7::jsonb,$8,$9,$10,$11, coalesce($12, now()), coalesce($12, now()))"
+        f" RETURNING {COLUMNS}",
+        memory_id or new_id(),
+        owner,
+        session_id,
+        memory_type,
+        key,
+        content,
+        metadata or {},
+        source,
+        scope,
+        expires_at,
+        content_hash(content),
+        created_at,
+    )
+    assert row is not None
+    return to_record(row)
+
+
+async def upsert_by_key(
+    conn: Conn,
+    *,
+    owner: str,
+    key: str,
+    memory_type: str,
+    content: str,
+    source: str,
+    session_id: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    scope: str = "apiKey",
+    expires_at: datetime | None = None,
+) -> tuple[MemoryRecord, bool, bool]:
+    """Insert, or update the owner's memory with this key, merging metadata.
+
+    Returns ``(record, created, content_changed)``; a changed content sets
+    ``needs_reindex`` (the caller publishes an ``EmbedJob``).
+    """
+    digest = content_hash(content)
+    row = await conn.fetchrow(
+        f"""
+        WITH prev AS (SELECT content_hash FROM memories WHERE owner = $2 AND key = $5)
+        INSERT INTO memories (id, owner, session_id, type, key, content, metadata, source, scope, expires_at,
+                              content_hash)
+        VALUES ($1,$2,$3,$4,$5,$6,$7::jsonb,$8,$9,$10,$11)
+        ON CONFLICT (owner, key) WHERE key IS NOT NULL DO UPDATE SET
+            content = EXCLUDED.content,
+            type = EXCLUDED.type,
+            metadata = memories.metadata || EXCLUDED.metadata,
+            session_id = coalesce(EXCLUDED.session_id, memories.session_id),
+            expires_at = EXCLUDED.expires_at,
+            content_hash = EXCLUDED.content_hash,
+            updated_at = now(),
+            needs_reindex = memories.needs_reindex OR memories.content_hash <> EXCLUDED.content_hash,
+            state = CASE WHEN memories.content_hash <> EXCLUDED.content_hash THEN 'active' ELSE memories.state END
+        RETURNING {COLUMNS}, (SELECT content_hash FROM prev) AS prev_hash
+        """,
+        new_id(),
+        owner,
+        session_id,
+        memory_type,
+        key,
+        content,
+        metadata or {},
+        source,
+        scope,
+        expires_at,
+        digest,
+    )
+    assert row is not None
+    prev = row["prev_hash"]
+    return to_record(row), prev is None, prev is not None and prev != digest
+
+
+async def delete(conn: asyncpg.Connection, owner: str, ids: Sequence[str | uuid.UUID]) -> DeletionReceipt:
+    """Delete the owner's memories by id from Postgres (rows, pgvector vectors, history).
+
+    Vectors in other stores (Qdrant) are removed by the caller through the vector-store
+    port, which adds its count to the receipt.
+    """
+    uuids = [_uuid(i) for i in ids]
+    async with conn.transaction():
+        vectors = await conn.fetchval(
+            "SELECT count(*) FROM memory_embeddings e JOIN memories m ON m.id = e.memory_id"
+            " WHERE m.owner = $1 AND m.id = ANY($2::uuid[])",
+            owner,
+            uuids,
+        )
+        history = await conn.fetchval(
+            "SELECT count(*) FROM content_history WHERE owner = $1 AND memory_id = ANY($2::uuid[])", owner, uuids
+        )
+        deleted = await conn.fetch(
+            "DELETE FROM memories WHERE owner = $1 AND id = ANY($2::uuid[]) RETURNING id", owner, uuids
+        )
+    return DeletionReceipt(rows=len(deleted), pgvector_vectors=int(vectors or 0), history_rows=int(history or 0))
+
+
+def _uuid(value: str | uuid.UUID) -> uuid.UUID:
+    return value if isinstance(value, uuid.UUID) else uuid.UUID(value)
