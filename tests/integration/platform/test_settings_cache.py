@@ -1,0 +1,46 @@
+"""A settings change made through one process is seen by another within a second."""
+
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+from nats.aio.client import Client
+
+from shared.bus.connect import connect
+from shared.config import NatsConfig
+from shared.db.settings_store import put_values
+from shared.embedded.nats import EmbeddedNats
+from shared.settings_cache import SettingsCache, announce_change
+
+
+async def test_change_in_one_replica_is_visible_in_another(
+    pool: asyncpg.Pool, nc: Client, nats_server: EmbeddedNats
+) -> None:
+    other_nc = await connect(NatsConfig(url=nats_server.url), "replica-2")
+    mine, theirs = SettingsCache(pool, ttl_s=3600), SettingsCache(pool, ttl_s=3600)
+    await mine.start(nc)
+    await theirs.start(other_nc)
+    try:
+        assert (await theirs.get("dora")).max_tokens == 2000  # now cached for an hour
+        await put_values(pool, "dora", {"maxTokens": 300})
+        await announce_change(nc, "dora")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 1.0
+        while (await theirs.get("dora")).max_tokens != 300:
+            assert loop.time() < deadline, "not visible within a second"
+            await asyncio.sleep(0.01)
+        # a global change drops every owner's entry
+        assert (await theirs.get("erin")).strategy == "hybrid"
+        await put_values(pool, None, {"strategy": "exact"})
+        await announce_change(nc, None)
+        deadline = loop.time() + 1.0
+        while (await theirs.get("erin")).strategy != "exact":
+            assert loop.time() < deadline
+            await asyncio.sleep(0.01)
+        assert (await theirs.get("dora")).max_tokens == 300  # the owner value still overrides
+    finally:
+        await put_values(pool, None, {"strategy": "hybrid"})
+        await mine.stop()
+        await theirs.stop()
+        await other_nc.close()
