@@ -10,6 +10,7 @@ from nats.aio.client import Client
 
 from ..config import NatsConfig
 from ..errors import ConfigError
+from ..nats_auth import inbox_prefix
 from ..observability.logging import get_logger
 
 log = get_logger(__name__)
@@ -45,6 +46,7 @@ async def connect(cfg: NatsConfig, name: str, *, reconnect_forever: bool = True)
     if cfg.user:
         opts["user"] = cfg.user
         opts["password"] = cfg.password or ""
+        opts["inbox_prefix"] = inbox_prefix(cfg.user)  # its permissions allow only this reply prefix
     nc = Client()
     try:
         await asyncio.wait_for(nc.connect(**opts), timeout=cfg.connect_timeout_s + 2)

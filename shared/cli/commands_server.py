@@ -26,6 +26,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         nats_port=args.nats_port,
         pg_port=args.pg_port,
         embed_processes=args.embed_processes,
+        auth=not args.no_auth,
     )
     return asyncio.run(run_up(opts))
 
@@ -99,6 +100,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     up.add_argument("--nats-port", type=_port, default=0, help="0 = a free port")
     up.add_argument("--pg-port", type=_port, default=0, help="0 = a free port")
     up.add_argument("--embed-processes", type=_positive, default=1, help="embed worker processes")
+    up.add_argument("--no-auth", action="store_true", help="run the embedded NATS without users (not recommended)")
     up.set_defaults(func=cmd_up)
 
     serve = sub.add_parser("serve", help="run one service against external NATS/PostgreSQL")

@@ -19,6 +19,7 @@ import signal
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 import asyncpg
 import nats
@@ -27,6 +28,7 @@ from ..db.migrate import migrate
 from ..embedded.nats import EmbeddedNats
 from ..embedded.postgres import EmbeddedPostgres
 from ..errors import ConfigError
+from ..nats_auth import CLIENT_ROLE, OPERATOR_ROLE, Credentials, render_authorization
 from .supervisor import Supervisor, child_env
 
 SERVICES = ("ingest", "extract", "embed", "retrieve", "sleep")
@@ -39,6 +41,7 @@ class UpOptions:
     nats_port: int = 0
     pg_port: int = 0
     embed_processes: int = 1
+    auth: bool = True  # per-service NATS users (embedded NATS only)
     services: tuple[str, ...] = SERVICES
     extra_env: dict[str, str] = field(default_factory=dict)
 
@@ -91,6 +94,22 @@ async def wait_for_discovery(nats_url: str, expected: set[str], timeout: float =
         await nc.close()
 
 
+def with_user(url: str, user: str, creds: Credentials | None) -> str:
+    """``nats://user:password@host:port`` when auth is on, else ``url`` unchanged."""
+    if creds is None:
+        return url
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://{user}:{quote(creds.passwords[user], safe='')}@{rest}"
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write a file only its owner can read (it holds credentials)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    os.chmod(path, 0o600)
+
+
 async def run_up(opts: UpOptions) -> int:
     data_dir = opts.data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -105,9 +124,13 @@ async def run_up(opts: UpOptions) -> int:
     supervisor: Supervisor | None = None
     try:
         nats_url = os.environ.get("MEMORYD_NATS_URL") or ""
+        creds: Credentials | None = None
         if not nats_url:
-            nats_srv = EmbeddedNats(data_dir / "nats", port=opts.nats_port)
+            creds = Credentials.load_or_create(data_dir / "credentials.json") if opts.auth else None
+            auth_conf = render_authorization(creds) if creds else ""
+            nats_srv = EmbeddedNats(data_dir / "nats", port=opts.nats_port, extra_config=auth_conf)
             nats_url = nats_srv.start()  # main thread: see embedded.process.spawn
+        operator_url = with_user(nats_url, OPERATOR_ROLE, creds)
         pg_dsn = os.environ.get("MEMORYD_PG_DSN") or ""
         if not pg_dsn:
             pg_srv = EmbeddedPostgres(data_dir / "pg", port=opts.pg_port)
@@ -123,13 +146,23 @@ async def run_up(opts: UpOptions) -> int:
         supervisor = Supervisor(env)
         for name in opts.services:
             count = opts.embed_processes if name == "embed" else 1
+            role_env = {"MEMORYD_NATS_USER": name, "MEMORYD_NATS_PASSWORD": creds.passwords[name]} if creds else {}
             for i in range(count):
-                supervisor.add(name, i, log_path=data_dir / "logs" / f"{name}-{i}.log")
+                supervisor.add(name, i, env=role_env, log_path=data_dir / "logs" / f"{name}-{i}.log")
         await supervisor.start_all()
-        await wait_for_discovery(nats_url, {f"memoryd-{n}" for n in opts.services})
+        await wait_for_discovery(operator_url, {f"memoryd-{n}" for n in opts.services})
         metrics = ",".join(c.metrics_url for c in supervisor.children)
-        runtime_file(data_dir).write_text(
-            json.dumps({"nats_url": nats_url, "pg_dsn": pg_dsn, "metrics": metrics.split(","), "pid": os.getpid()})
+        write_private(
+            runtime_file(data_dir),
+            json.dumps(
+                {
+                    "nats_url": operator_url,
+                    "client_nats_url": with_user(nats_url, CLIENT_ROLE, creds),
+                    "pg_dsn": pg_dsn,
+                    "metrics": metrics.split(","),
+                    "pid": os.getpid(),
+                }
+            ),
         )
         print(f"memoryd ready nats={nats_url} postgres={pg_dsn} metrics={metrics}", flush=True)
         print(

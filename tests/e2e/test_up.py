@@ -85,6 +85,41 @@ async def _check_services(nats_url: str) -> None:
         await nc.close()
 
 
+async def _check_client_permissions(client_url: str, bare_url: str) -> None:
+    """The client credential may publish events and call client RPCs, nothing else."""
+    import asyncio
+
+    import nats
+    import nats.errors
+
+    errors: list[str] = []
+
+    async def on_error(exc: Exception) -> None:
+        errors.append(str(exc))
+
+    with pytest.raises(Exception):  # noqa: B017 - no credentials: authorization violation
+        await nats.connect(bare_url, allow_reconnect=False, max_reconnect_attempts=0, connect_timeout=2)
+    user = client_url.split("//", 1)[1].split(":", 1)[0]
+    nc = await nats.connect(client_url, error_cb=on_error, inbox_prefix=f"_INBOX.{user}")
+    try:
+        ack = await nc.jetstream().publish(
+            "mem.v1.events.chat", b'{"type":"mem.v1.chat_event"}', headers={"Nats-Msg-Id": "perm-check"}
+        )
+        assert ack.stream == "MEM_EVENTS"
+        await nc.subscribe("mem.v1.jobs.>")
+        await nc.flush()
+        await nc.publish("$JS.API.CONSUMER.CREATE.MEM_JOBS", b"{}")
+        await nc.publish("mem.v1.rpc.sleep.run", b"{}")
+        await nc.flush()
+        await asyncio.sleep(0.5)
+    finally:
+        await nc.close()
+    joined = " | ".join(errors).lower()
+    assert 'permissions violation for subscription to "mem.v1.jobs.>"' in joined, errors
+    assert 'permissions violation for publish to "$js.api.consumer.create.mem_jobs"' in joined, errors
+    assert 'permissions violation for publish to "mem.v1.rpc.sleep.run"' in joined, errors
+
+
 def test_up_ready_healthy_and_clean_stop(tmp_path: Path) -> None:
     import asyncio
 
@@ -101,9 +136,12 @@ def test_up_ready_healthy_and_clean_stop(tmp_path: Path) -> None:
         for url in metrics:
             body = urllib.request.urlopen(url, timeout=5).read().decode()
             assert "memoryd_up{" in body and "process_cpu_seconds_total" in body
-        asyncio.run(_check_services(ready["nats"]))
         runtime = json.loads((data / "runtime.json").read_text())
-        assert runtime["nats_url"] == ready["nats"]
+        assert oct((data / "runtime.json").stat().st_mode & 0o777) == "0o600"
+        assert oct((data / "credentials.json").stat().st_mode & 0o777) == "0o600"
+        assert runtime["nats_url"].endswith("@" + ready["nats"].removeprefix("nats://"))
+        asyncio.run(_check_services(runtime["nats_url"]))
+        asyncio.run(_check_client_permissions(runtime["client_nats_url"], ready["nats"]))
         children = _descendants(proc.pid)
         assert len(children) >= 7  # nats, postgres (+ its workers), five services
     except BaseException:

@@ -1,0 +1,145 @@
+"""NATS users and permissions: one user per service, one for client applications, one operator.
+
+Least privilege per role (what each service publishes and subscribes), rendered as a
+nats-server ``authorization`` block. Clients may publish chat events and call the
+retrieve/inject/memory RPCs but cannot touch JetStream's API (so they cannot read
+``mem.v1.jobs.>``) nor subscribe outside their own inbox prefix ``_INBOX.<user>``.
+Owner-bound client users may only use their owners' subjects
+(``mem.v1.events.chat.<owner>``, ``mem.v1.rpc.<op>.<owner>``); the services check that
+the owner in the payload matches the subject.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SERVICE_ROLES = ("ingest", "extract", "embed", "retrieve", "sleep")
+CLIENT_ROLE = "client"
+OPERATOR_ROLE = "operator"
+
+_JS = ["$JS.API.>", "$JS.ACK.>", "$JS.FC.>", "$SRV.>", "mem.v1.dlq.>"]
+_SERVICE_SUB = ["$SRV.>", "mem.v1.rpc.health", "mem.v1.settings.changed"]
+CLIENT_RPC_OPS = ("retrieve", "inject", "memory.*", "health")
+
+
+def inbox_prefix(user: str) -> str:
+    """Each user's private reply-subject prefix (``_INBOX.<user>``)."""
+    return f"_INBOX.{user}"
+
+
+def _service(name: str, publish: list[str], subscribe: list[str]) -> dict[str, object]:
+    return {
+        "publish": {"allow": [*_JS, *publish]},
+        "subscribe": {"allow": [f"{inbox_prefix(name)}.>", *_SERVICE_SUB, f"mem.v1.rpc.health.{name}", *subscribe]},
+        "allow_responses": True,
+    }
+
+
+def role_permissions() -> dict[str, dict[str, object]]:
+    """The permissions of every fixed role."""
+    return {
+        "ingest": _service(
+            "ingest",
+            [
+                "mem.v1.jobs.extract",
+                "mem.v1.jobs.embed",
+                "mem.v1.activity.>",
+                "$KV.MEM_ACTIVITY.>",
+                "mem.v1.settings.changed",
+            ],
+            [
+                "mem.v1.rpc.memory.>",
+                "mem.v1.rpc.settings.>",
+                "mem.v1.rpc.summarize",
+                "mem.v1.rpc.summarize.>",
+                "mem.v1.rpc.cleanup",
+                "mem.v1.rpc.cleanup.>",
+            ],
+        ),
+        "extract": _service("extract", ["mem.v1.jobs.embed"], []),
+        "embed": _service("embed", ["mem.v1.jobs.embed"], ["mem.v1.rpc.embed", "mem.v1.rpc.reindex"]),
+        "retrieve": _service(
+            "retrieve",
+            ["mem.v1.rpc.embed"],
+            [
+                "mem.v1.rpc.retrieve",
+                "mem.v1.rpc.retrieve.*",
+                "mem.v1.rpc.inject",
+                "mem.v1.rpc.inject.*",
+                "mem.v1.rpc.engine.status",
+            ],
+        ),
+        "sleep": _service("sleep", ["mem.v1.jobs.sleep"], ["mem.v1.rpc.sleep.>", "mem.v1.activity.>"]),
+        CLIENT_ROLE: {
+            "publish": {"allow": ["mem.v1.events.>", *[f"mem.v1.rpc.{op}" for op in CLIENT_RPC_OPS]]},
+            "subscribe": {"allow": [f"{inbox_prefix(CLIENT_ROLE)}.>"]},
+        },
+        OPERATOR_ROLE: {"publish": {"allow": [">"]}, "subscribe": {"allow": [">"]}},
+    }
+
+
+def bound_client_permissions(user: str, owners: list[str]) -> dict[str, object]:
+    """A client user that may act only for ``owners``."""
+    publish = []
+    for owner in owners:
+        publish.append(f"mem.v1.events.chat.{owner}")
+        publish += [f"mem.v1.rpc.{op}.{owner}" for op in CLIENT_RPC_OPS if op != "health"]
+    return {"publish": {"allow": [*publish, "mem.v1.rpc.health"]}, "subscribe": {"allow": [f"{inbox_prefix(user)}.>"]}}
+
+
+@dataclass
+class Credentials:
+    """Passwords per user (roles and owner-bound clients), stored 0600 under the data dir."""
+
+    passwords: dict[str, str] = field(default_factory=dict)
+    bound_owners: dict[str, list[str]] = field(default_factory=dict)
+
+    @classmethod
+    def load_or_create(cls, path: Path) -> Credentials:
+        if path.exists():
+            raw = json.loads(path.read_text())
+            creds = cls(passwords=raw["passwords"], bound_owners=raw.get("bound_owners", {}))
+        else:
+            creds = cls()
+        for role in (*SERVICE_ROLES, CLIENT_ROLE, OPERATOR_ROLE):
+            creds.passwords.setdefault(role, secrets.token_urlsafe(24))
+        creds.save(path)
+        return creds
+
+    def add_bound_client(self, user: str, owners: list[str]) -> str:
+        self.passwords.setdefault(user, secrets.token_urlsafe(24))
+        self.bound_owners[user] = owners
+        return self.passwords[user]
+
+    def save(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            json.dump({"passwords": self.passwords, "bound_owners": self.bound_owners}, fh, indent=2)
+        os.replace(tmp, path)
+        os.chmod(path, 0o600)
+
+
+def _conf_value(value: object) -> str:
+    """JSON is valid nats-server configuration syntax for maps, lists and strings."""
+    return json.dumps(value)
+
+
+def render_authorization(creds: Credentials) -> str:
+    """The ``authorization { users = [...] }`` block for nats-server."""
+    perms = role_permissions()
+    users = []
+    for user, password in sorted(creds.passwords.items()):
+        if user in creds.bound_owners:
+            permissions = bound_client_permissions(user, creds.bound_owners[user])
+        elif user in perms:
+            permissions = perms[user]
+        else:
+            continue
+        users.append({"user": user, "password": password, "permissions": permissions})
+    return f"authorization {{\n  users = {_conf_value(users)}\n}}\n"
