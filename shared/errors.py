@@ -3,6 +3,7 @@
     MemorydError                 base; code 500, description opaque to callers
     ├── ConfigError              bad configuration at start-up (names the setting)
     ├── ValidationFailed    400  a request or message failed validation (names the path)
+    ├── Forbidden           403  an owner-bound credential acted for another owner
     ├── NotFound            404  the addressed memory/run does not exist for this owner
     ├── Conflict            409  the request contradicts current state
     ├── TooLarge            413  a payload or field is over its limit
@@ -40,6 +41,11 @@ class ConfigError(MemorydError):
 class ValidationFailed(MemorydError):
     code = 400
     err_code = "validation"
+
+
+class Forbidden(MemorydError):
+    code = 403
+    err_code = "forbidden"
 
 
 class NotFound(MemorydError):

@@ -6,6 +6,8 @@ request with a PubAck before the service does.
 
 from __future__ import annotations
 
+import re
+
 PREFIX = "mem.v1"
 
 # JetStream: chat events
@@ -49,6 +51,20 @@ def activity_subject(owner: str) -> str:
     return f"{ACTIVITY_PREFIX}.{owner}"
 
 
+def activity_key(owner: str) -> str:
+    """The ``MEM_ACTIVITY`` KV key of an owner.
+
+    KV keys allow no ``:`` or ``@`` (owners may hold them), so those are written as
+    ``=3A`` / ``=40`` (and ``=`` as ``=3D``); ``owner_of_activity_key`` reverses it.
+    """
+    return owner.replace("=", "=3D").replace(":", "=3A").replace("@", "=40")
+
+
+def owner_of_activity_key(key: str) -> str:
+    """The owner an ``activity_key`` was made from."""
+    return re.sub(r"=([0-9A-F]{2})", lambda m: chr(int(m.group(1), 16)), key)
+
+
 # Settings change notifications (core NATS; every replica drops its cache)
 SETTINGS_CHANGED = f"{PREFIX}.settings.changed"
 
@@ -59,6 +75,32 @@ RPC_PREFIX = f"{PREFIX}.rpc"
 def rpc_subject(op: str) -> str:
     """The request subject of one RPC operation, e.g. ``mem.v1.rpc.memory.get``."""
     return f"{RPC_PREFIX}.{op}"
+
+
+#: Client operations that also have an owner-bound subject ``mem.v1.rpc.<op>.<owner>``: a
+#: credential allowed only that subject can act only for that owner (see shared/nats_auth.py).
+OWNER_BOUND_OPS = (
+    "retrieve",
+    "inject",
+    "memory.create",
+    "memory.get",
+    "memory.update",
+    "memory.delete",
+    "memory.restore",
+    "memory.list",
+    "memory.clear",
+    "memory.export",
+    "memory.import",
+)
+
+
+def owner_rpc_subject(op: str, owner: str) -> str:
+    return f"{RPC_PREFIX}.{op}.{owner}"
+
+
+def owner_events_subject(owner: str) -> str:
+    """Chat events of an owner-bound client (captured by ``MEM_EVENTS`` like ``CHAT_EVENTS``)."""
+    return f"{CHAT_EVENTS}.{owner}"
 
 
 # Header names

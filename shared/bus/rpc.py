@@ -26,11 +26,11 @@ from nats.micro.request import Request
 from nats.micro.service import Service
 
 from ..codec import decode, encode
-from ..errors import MemorydError
+from ..errors import Forbidden, MemorydError
 from ..observability.logging import get_logger
 from ..observability.metrics import RPC_REQUESTS, RPC_SECONDS
 from ..schemas import HEALTH_OP, RpcError, RpcOp
-from ..subjects import rpc_subject
+from ..subjects import OWNER_BOUND_OPS, rpc_subject
 
 log = get_logger(__name__)
 
@@ -75,20 +75,29 @@ class RpcServer:
     ) -> None:
         """Serve ``op`` on ``mem.v1.rpc.<op>`` (or ``subject``) with ``handler(request) -> result``."""
         assert self._micro is not None, "start() first"
+        bindable = subject is None and op.name in OWNER_BOUND_OPS
         subject = subject or rpc_subject(op.name)
 
-        async def on_request(req: Request) -> None:
-            await self._slots.acquire()
-            task = asyncio.create_task(self._handle(op, handler, req))
-            self._tasks.add(task)
-            task.add_done_callback(self._done)
+        def on_request_for(bound: bool) -> Callable[[Request], Awaitable[None]]:
+            async def on_request(req: Request) -> None:
+                await self._slots.acquire()
+                owner = req.subject.rsplit(".", 1)[1] if bound else None
+                task = asyncio.create_task(self._handle(op, handler, req, owner))
+                self._tasks.add(task)
+                task.add_done_callback(self._done)
+
+            return on_request
 
         await self._micro.add_endpoint(
-            name=subject.replace(".", "_"),
-            subject=subject,
-            handler=on_request,
-            queue_group=queue_group,
+            name=subject.replace(".", "_"), subject=subject, handler=on_request_for(False), queue_group=queue_group
         )
+        if bindable:  # mem.v1.rpc.<op>.<owner>: the payload's owner must match the subject's
+            await self._micro.add_endpoint(
+                name=subject.replace(".", "_") + "_owner",
+                subject=f"{subject}.*",
+                handler=on_request_for(True),
+                queue_group=queue_group,
+            )
 
     async def add_health(self, check: Callable[[bool], Awaitable[Any]]) -> None:
         """``mem.v1.rpc.health`` (any service answers) and ``mem.v1.rpc.health.<service>``."""
@@ -99,7 +108,7 @@ class RpcServer:
         self._tasks.discard(task)
         self._slots.release()
 
-    async def _handle(self, op: RpcOp, handler: Handler, req: Request) -> None:
+    async def _handle(self, op: RpcOp, handler: Handler, req: Request, bound_owner: str | None) -> None:
         started = time.perf_counter()
         headers = req.headers or {}
         request_id = headers.get(REQUEST_ID_HEADER) or uuid.uuid4().hex[:16]
@@ -108,6 +117,8 @@ class RpcServer:
             try:
                 request = decode(req.data, op.request)
                 owner = getattr(request, "owner", None)
+                if bound_owner is not None and owner != bound_owner:
+                    raise Forbidden(f"this subject acts for owner {bound_owner!r}, not {owner!r}")
                 if owner:
                     structlog.contextvars.bind_contextvars(owner=owner)
                 reply = await handler(request)

@@ -14,6 +14,7 @@ from ..errors import (
     BudgetExceeded,
     Conflict,
     DependencyDown,
+    Forbidden,
     MemorydError,
     NotFound,
     TooLarge,
@@ -27,6 +28,7 @@ T = TypeVar("T")
 
 _BY_CODE: dict[int, type[MemorydError]] = {
     400: ValidationFailed,
+    403: Forbidden,
     404: NotFound,
     409: Conflict,
     413: TooLarge,

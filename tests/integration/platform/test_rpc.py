@@ -132,3 +132,19 @@ def _encode(msg: object) -> bytes:
     from shared.codec import encode
 
     return encode(msg)
+
+
+async def test_owner_bound_subject_rejects_another_owner(nc: Client) -> None:
+    from shared.errors import Forbidden
+    from shared.subjects import owner_rpc_subject
+
+    async def handler(req: MemoryGetRequest) -> MemoryGetResult:
+        raise NotFound(f"looked up for {req.owner}")
+
+    server = await _server(nc, handler)
+    alice_subject = owner_rpc_subject("memory.get", "alice")
+    with pytest.raises(Forbidden, match="'alice', not 'bob'"):
+        await call(nc, OP, MemoryGetRequest(owner="bob", id=MEM_ID), subject=alice_subject, timeout=2)
+    with pytest.raises(NotFound, match="looked up for alice"):
+        await call(nc, OP, MemoryGetRequest(owner="alice", id=MEM_ID), subject=alice_subject, timeout=2)
+    await server.drain()
