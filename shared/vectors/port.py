@@ -3,6 +3,19 @@
 A store keeps one vector per (memory, signature). Searching is always scoped to one
 owner (plus global-scope memories when asked), optionally one session, only ``active``
 memories that are not expired; a store never returns another owner's vectors.
+
+Filter semantics, identical in every adapter:
+
+- visible = (``owner == query.owner`` and, when ``session_id`` is given, ``session_id ==
+  query.session_id``) or (``include_global`` and ``scope == 'global'``, of any owner);
+- and ``state == 'active'``, ``expires_at`` is null or after ``query.now`` (default: now),
+  ``created_at > created_after`` when given, ``memory_type in types`` when given.
+
+Who calls what: embed -> ``ensure``/``upsert``/``activate``; retrieve -> ``search``/``status``;
+ingest -> ``delete``/``update_payload``; sleep -> ``neighbours``/``update_payload``.
+Adapters: ``pgvector.PgVectorStore``, ``qdrant.QdrantStore``; ``registry.open_stores`` builds them.
+Errors: bad vectors (wrong dimension, NaN, zero) -> ``ValidationFailed``; the backend
+unreachable or not prepared (e.g. a missing Qdrant collection) -> ``DependencyDown``.
 """
 
 from __future__ import annotations
@@ -13,6 +26,7 @@ from typing import Protocol
 
 import msgspec
 import numpy as np
+from msgspec import UNSET, UnsetType
 from numpy.typing import NDArray
 
 
@@ -55,6 +69,10 @@ class StoreStatus(msgspec.Struct, frozen=True, kw_only=True):
     detail: str = ""
 
 
+#: ``(memory_id_a, memory_id_b, cosine)`` with ``memory_id_a < memory_id_b``.
+Pair = tuple[str, str, float]
+
+
 class VectorStore(Protocol):
     """What embed (write), retrieve (search), ingest (delete) and sleep (pairs) need."""
 
@@ -74,3 +92,46 @@ class VectorStore(Protocol):
 
     async def status(self, signature: str) -> StoreStatus:
         """Health and counts, for ``engine.status``."""
+
+    async def activate(self, signature: str) -> None:
+        """Make ``signature`` the active one (Qdrant: alias swap; pgvector: nothing to switch,
+        search always names its signature). Call when its backfill is complete."""
+
+    async def drop(self, signature: str) -> int:
+        """Remove every vector of a retired ``signature`` (and its index / collection); return how many."""
+
+    async def neighbours(
+        self,
+        signature: str,
+        owner: str,
+        *,
+        min_score: float,
+        per_memory: int = 5,
+        limit: int = 1000,
+        since: datetime | None = None,
+    ) -> list[Pair]:
+        """Similar pairs among ``owner``'s active, unexpired memories (the sleep conflict phase).
+
+        Each memory probes its ``per_memory`` nearest neighbours of the same owner (never
+        another owner's, never global ones of others); pairs with cosine >= ``min_score``
+        are returned once each as ``(a, b, score)`` with ``a < b`` (as strings), best first,
+        at most ``limit``. ``since``: only memories created or updated at/after it probe
+        (their partners may be older), for incremental runs.
+        """
+
+    async def update_payload(
+        self,
+        owner: str,
+        memory_ids: Sequence[str],
+        *,
+        state: str | UnsetType = UNSET,
+        scope: str | UnsetType = UNSET,
+        memory_type: str | UnsetType = UNSET,
+        session_id: str | UnsetType | None = UNSET,
+        expires_at: datetime | UnsetType | None = UNSET,
+    ) -> int:
+        """Mirror changed memory fields into the store's filter payload (every signature).
+
+        Returns how many vectors were updated. pgvector filters by joining ``memories``, so
+        it has nothing to mirror and returns 0; Qdrant updates the points' payload.
+        """

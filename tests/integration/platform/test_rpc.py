@@ -121,7 +121,7 @@ async def test_micro_discovery_and_stats(nc: Client) -> None:
     ping = json.loads((await nc.request("$SRV.PING.memoryd-testsvc", b"", timeout=2)).data)
     assert ping["name"] == "memoryd-testsvc" and ping["version"] == "0.1.0"
     info = json.loads((await nc.request("$SRV.INFO.memoryd-testsvc", b"", timeout=2)).data)
-    assert [e["subject"] for e in info["endpoints"]] == ["mem.v1.rpc.memory.get"]
+    assert [e["subject"] for e in info["endpoints"]] == ["mem.v1.rpc.memory.get", "mem.v1.rpc.memory.get.*"]
     assert info["endpoints"][0]["queue_group"] == "memoryd-testsvc"
     stats = json.loads((await nc.request("$SRV.STATS.memoryd-testsvc", b"", timeout=2)).data)
     assert stats["endpoints"][0]["num_requests"] == 0
