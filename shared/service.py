@@ -52,6 +52,7 @@ class ServiceContext:
     pool: asyncpg.Pool | None = None
     metrics_port: int = 0
     checks: dict[str, HealthCheck] = field(default_factory=dict)
+    deep_checks: dict[str, HealthCheck] = field(default_factory=dict)  # only for ``health`` with deep=True
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
@@ -85,7 +86,7 @@ async def _health(ctx: ServiceContext, deep: bool) -> HealthResult:
             checks["postgres"] = "ok"
         except Exception as exc:
             checks["postgres"] = f"down: {type(exc).__name__}"
-    for name, check in ctx.checks.items():
+    for name, check in [*ctx.checks.items(), *(ctx.deep_checks.items() if deep else ())]:
         try:
             checks[name] = await asyncio.wait_for(check(), timeout=5)
         except Exception as exc:
@@ -139,6 +140,7 @@ async def serve(
 
         await rpc.add_health(health)
         await setup(ctx)
+        await nc.flush()  # the endpoints' subscriptions reach the server before "ready" is announced
         UP.labels(name).set(1)
         metrics_url = f"http://{config.metrics.host}:{metrics_port}/metrics"
         print(f"memoryd service ready name={name} metrics={metrics_url}", flush=True)

@@ -1,11 +1,75 @@
-"""Wiring of the extract service: endpoints and consumers on the shared lifecycle."""
+"""Wiring of the extract service: the ``mem.v1.jobs.extract`` consumer and, when
+``MEMORYD_LLM_*`` is configured, the LLM extractor.
+
+Service settings (``MEMORYD_EXTRACT_*``): ``LLM`` (use the LLM extractor when an endpoint
+is configured; default true), ``LLM_MAX_INPUT_BYTES`` (conversation text sent, cut to
+its tail), ``LLM_MAX_TOKENS`` (reply limit), ``BATCH`` (jobs fetched and handled at
+once), ``SETTINGS_TTL_S`` (runtime-settings cache).
+"""
 
 from __future__ import annotations
 
+import os
+from typing import Annotated
+
+import msgspec
+
+from shared.bus.consumer import ConsumerSpec, JobContext, PullConsumer
+from shared.config import load
+from shared.llm import LlmClient
+from shared.schemas import ExtractJob
 from shared.service import ServiceContext
+from shared.settings_cache import SettingsCache
+from shared.subjects import EXTRACT_CONSUMER, EXTRACT_JOBS, JOBS_STREAM
+
+from .handlers import ExtractDeps, handle_extract
+from .llm_extractor import LlmExtractor
+from .llm_logic import MAX_INPUT_BYTES
 
 NEEDS_DB = True
 
 
+class ExtractSettings(msgspec.Struct, frozen=True, kw_only=True):
+    llm: bool = True
+    llm_max_input_bytes: Annotated[int, msgspec.Meta(ge=256, le=1_048_576)] = MAX_INPUT_BYTES
+    llm_max_tokens: Annotated[int, msgspec.Meta(ge=16, le=32_768)] = 1024
+    batch: Annotated[int, msgspec.Meta(ge=1, le=256)] = 32
+    settings_ttl_s: Annotated[float, msgspec.Meta(ge=0)] = 30.0
+
+
 async def setup(ctx: ServiceContext) -> None:
-    """Register the extract service's endpoints and consumers (health comes from the runtime)."""
+    """Start the extract consumer (health comes from the runtime, plus an ``llm`` check)."""
+    settings = load(ExtractSettings, "MEMORYD_EXTRACT_", os.environ)
+    cache = SettingsCache(ctx.db, ttl_s=settings.settings_ttl_s)
+    await cache.start(ctx.nc)
+    ctx.closers.append(cache.stop)
+
+    extractor: LlmExtractor | None = None
+    llm_cfg = ctx.config.llm
+    if llm_cfg.configured and settings.llm:
+        client = LlmClient(llm_cfg, ctx.db)
+        ctx.closers.append(client.close)
+        extractor = LlmExtractor(
+            client, max_input_bytes=settings.llm_max_input_bytes, max_tokens=settings.llm_max_tokens
+        )
+
+    async def llm_check() -> str:
+        return f"ok: {llm_cfg.model}" if extractor is not None else "ok: off"
+
+    ctx.checks["llm"] = llm_check
+
+    deps = ExtractDeps(pool=ctx.db, js=ctx.js, settings=cache.get, llm=extractor)
+
+    async def handle(job: ExtractJob, _job_ctx: JobContext) -> None:
+        await handle_extract(job, deps)
+
+    spec = ConsumerSpec(
+        stage="extract",
+        stream=JOBS_STREAM,
+        durable=EXTRACT_CONSUMER,
+        subject=EXTRACT_JOBS,
+        max_deliver=ctx.config.nats.max_deliver,
+        ack_wait_s=ctx.config.nats.ack_wait_s,
+        batch=settings.batch,
+    )
+    ctx.spawn(PullConsumer(ctx.js, spec, ExtractJob, handle).run(ctx.stop), "extract-consumer")

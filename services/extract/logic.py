@@ -87,7 +87,7 @@ def normalize_content(text: str) -> str | None:
     return None
 
 
-def fact_key(category: Category, text: str) -> str:
+def fact_key(category: str, text: str) -> str:
     """Stable upsert key, e.g. `fact_key("preference", "TypeScript") == "preference:typescript"`.
 
     NFKC + casefold, runs of non-alphanumerics become one `_`, leading "to/the/a/an" are

@@ -24,11 +24,17 @@ TURNS = Counter("memoryd_turns_total", "Chat turns by outcome (stored, duplicate
 FACTS = Counter("memoryd_facts_total", "Extracted facts by extractor and outcome", ["extractor", "outcome"])
 LLM_CALLS = Counter("memoryd_llm_calls_total", "LLM calls by operation and outcome", ["operation", "outcome"])
 LLM_TOKENS = Counter("memoryd_llm_tokens_total", "LLM tokens by operation", ["operation"])
+EXTRACT_LLM_SKIPPED = Counter(
+    "memoryd_extract_llm_skipped_total", "Extract jobs whose LLM pass failed (rule facts still stored)", ["reason"]
+)
 EMBED_BATCH = Histogram(
     "memoryd_embed_batch_size", "Texts per inference batch", buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256)
 )
 EMBED_SECONDS = Histogram("memoryd_embed_inference_seconds", "Inference time per batch", buckets=_LAT)
 EMBED_TEXTS = Counter("memoryd_embed_texts_total", "Texts embedded, by path", ["path"])
+EMBED_SKIPPED = Counter(
+    "memoryd_embed_skipped_total", "Embed jobs acked without embedding (deleted, unchanged)", ["reason"]
+)
 EMBED_CACHE = Counter("memoryd_embed_cache_total", "Query-embedding cache lookups", ["result"])
 QUEUE_LAG = Gauge("memoryd_queue_lag", "Pending messages of a durable consumer", ["consumer"])
 RETRIEVE_SECONDS = Histogram(

@@ -1,0 +1,182 @@
+"""Handling one ``ExtractJob``: rule facts (and LLM facts), entities, one transaction, embed jobs.
+
+Per job:
+1. pick the turns to read: user turns, plus assistant turns when the owner's
+   ``extractAssistant`` setting is on;
+2. rule facts per turn (``logic.extract_facts``), deduplicated across the job by key,
+   the later turn winning; LLM facts when an extractor is configured and no earlier
+   delivery of this job completed its LLM pass (the call happens before the
+   transaction, and its failure only costs the LLM facts);
+3. one transaction: facts upserted by ``(owner, key)`` with merged metadata, entities of
+   the stored turns and of the facts with their mentions, the ``extract_runs`` row;
+4. after the commit, an ``EmbedJob`` (``Nats-Msg-Id`` ``embed:<id>:<hash>``) for every
+   fact that is new, changed or still without a vector.
+Everything is an upsert, so a redelivered job writes nothing new and republishes only
+what JetStream dedupes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+import structlog
+from nats.js import JetStreamContext
+
+from shared.codec import encode
+from shared.memory_settings import MemorySettings
+from shared.observability.logging import get_logger
+from shared.observability.metrics import FACTS
+from shared.schemas import EmbedJob, ExtractJob
+from shared.schemas.events import Turn
+from shared.subjects import EMBED_JOBS, MSG_ID_HEADER
+
+from . import store
+from .entities import Entity, extract_entities
+from .llm_extractor import LlmExtractor
+from .llm_logic import ValidFact
+from .logic import Fact, extract_facts, fact_metadata
+
+log = get_logger(__name__)
+
+SettingsLookup = Callable[[str], Awaitable[MemorySettings]]
+
+
+@dataclass(frozen=True)
+class ExtractDeps:
+    pool: asyncpg.Pool
+    js: JetStreamContext
+    settings: SettingsLookup
+    llm: LlmExtractor | None = None
+
+
+@dataclass(frozen=True)
+class ExtractOutcome:
+    facts: list[store.StoredFact]
+    llm_status: str
+    new_mentions: int
+    embed_jobs: int
+
+
+def eligible_turns(turns: list[Turn], settings: MemorySettings) -> list[Turn]:
+    roles = {"user", "assistant"} if settings.extract_assistant else {"user"}
+    return [t for t in turns if t.role in roles]
+
+
+def rule_facts(turns: list[Turn]) -> list[Fact]:
+    """Facts of all turns by key: a later turn's statement wins, at the first mention's place."""
+    by_key: dict[str, Fact] = {}
+    for turn in turns:
+        for fact in extract_facts(turn.content):
+            by_key[fact.key] = fact
+    return list(by_key.values())
+
+
+def _same_text(text: str) -> str:
+    return " ".join(text.casefold().rstrip(".!").split())
+
+
+def new_llm_facts(rules: list[Fact], llm: list[ValidFact]) -> list[ValidFact]:
+    """LLM facts that do not repeat a rule fact of the same job word for word."""
+    seen = {_same_text(fact.content) for fact in rules}
+    return [fact for fact in llm if _same_text(fact.content) not in seen]
+
+
+def plan_facts(job: ExtractJob, rules: list[Fact], llm: list[ValidFact]) -> list[store.PlannedFact]:
+    """Rows to upsert: the rule facts, then the LLM facts (already without repeats)."""
+    extracted_at = job.occurred_at.isoformat()
+    planned = [
+        store.PlannedFact(
+            key=fact.key,
+            memory_type=fact.memory_type,
+            content=fact.content,
+            source="rule",
+            metadata={**fact_metadata(fact, extracted_at=extracted_at), "event_id": job.event_id},
+        )
+        for fact in rules
+    ]
+    planned += [
+        store.PlannedFact(
+            key=fact.key,
+            memory_type=fact.memory_type,
+            content=fact.content,
+            source="llm",
+            metadata={
+                "category": fact.category,
+                "extracted_at": extracted_at,
+                "source": "llm",
+                "event_id": job.event_id,
+            },
+        )
+        for fact in llm
+    ]
+    return planned
+
+
+def entity_mentions(turns: list[Turn], facts: list[store.StoredFact]) -> list[tuple[Entity, str]]:
+    """Entities of each stored turn (linked to its memory) and of each fact (linked to it)."""
+    mentions = [(e, t.memory_id) for t in turns if t.memory_id for e in extract_entities(t.content)]
+    mentions += [(e, f.memory_id) for f in facts for e in extract_entities(f.content)]
+    return mentions
+
+
+async def handle_extract(job: ExtractJob, deps: ExtractDeps) -> ExtractOutcome:
+    with structlog.contextvars.bound_contextvars(owner=job.owner, event_id=job.event_id):
+        settings = await deps.settings(job.owner)
+        turns = eligible_turns(job.turns, settings)
+        rules = rule_facts(turns)
+        llm_status, llm_facts = "off", []
+        if deps.llm is not None and turns:
+            if await store.llm_already_done(deps.pool, job.owner, job.event_id):
+                llm_status = "done_before"
+            else:
+                extraction = await deps.llm.extract(job.owner, [(t.role, t.content) for t in turns])
+                llm_status, llm_facts = extraction.status, new_llm_facts(rules, extraction.facts)
+                if len(llm_facts) < len(extraction.facts):
+                    FACTS.labels("llm", "duplicate").inc(len(extraction.facts) - len(llm_facts))
+        planned = plan_facts(job, rules, llm_facts)
+        async with deps.pool.acquire() as conn, conn.transaction():
+            stored = await store.upsert_facts(conn, owner=job.owner, session_id=job.session_id, facts=planned)
+            new_mentions = await store.link_entities(conn, job.owner, entity_mentions(turns, stored))
+            await store.record_run(
+                conn,
+                owner=job.owner,
+                event_id=job.event_id,
+                rule_facts=len(rules),
+                llm_facts=len(llm_facts),
+                llm_status=llm_status,
+            )
+        to_embed = [f for f in stored if f.needs_embed]
+        if llm_status == "done_before":
+            known = {f.memory_id for f in to_embed}
+            pending = await store.unembedded_llm_facts(deps.pool, job.owner, job.event_id)
+            to_embed += [f for f in pending if f.memory_id not in known]
+        await publish_embed_jobs(deps.js, job.owner, to_embed)
+        for fact in stored:
+            FACTS.labels(fact.source, "created" if fact.created else "updated" if fact.changed else "unchanged").inc()
+        log.info(
+            "extract.done",
+            turns=len(turns),
+            facts=len(stored),
+            llm=llm_status,
+            new_mentions=new_mentions,
+            embed_jobs=len(to_embed),
+        )
+        return ExtractOutcome(stored, llm_status, new_mentions, len(to_embed))
+
+
+async def publish_embed_jobs(js: JetStreamContext, owner: str, facts: list[store.StoredFact]) -> None:
+    async def one(fact: store.StoredFact) -> Any:
+        job = EmbedJob(
+            memory_id=fact.memory_id,
+            owner=owner,
+            content_hash=fact.content_hash,
+            reason="new" if fact.created else "update",
+        )
+        headers = {MSG_ID_HEADER: f"embed:{fact.memory_id}:{fact.content_hash}"}
+        return await js.publish(EMBED_JOBS, encode(job), headers=headers)
+
+    await asyncio.gather(*(one(f) for f in facts))

@@ -1,0 +1,330 @@
+"""A scripted OpenAI-compatible HTTP server for tests: chat completions and embeddings.
+
+No LLM is reachable from the test machines (FACTS.md), so tests talk to this server
+over real HTTP on 127.0.0.1, through the same client code production uses::
+
+    async with FakeLlm() as llm:
+        llm.reply_json({"facts": []})           # queue one reply (FIFO)
+        llm.reply_text("```json\\n{}\\n```")     # content as the model would write it
+        llm.fail(503)                           # queue one HTTP error
+        llm.handler = lambda req: (200, FakeLlm.completion(req, "{}"))  # when the queue is empty
+        cfg = LlmConfig(base_url=llm.base_url, model="fake")
+        ...
+        llm.requests                            # decoded JSON bodies of /v1/chat/completions
+
+Replies to ``POST /v1/chat/completions`` come from the queue first, then ``handler``
+(``fn(request) -> (status, body)`` or the content string; may be async), else a 500.
+Every reply carries ``usage`` (about ``len/4`` tokens of prompt and content unless
+given). ``POST /v1/embeddings`` returns deterministic unit vectors derived from a hash
+of each text (``embedding_dim``, or the request's ``dimensions``); ``fail_embeddings``
+queues errors for it. ``GET /v1/models`` lists ``model``. Built on asyncio streams
+(HTTP/1.1, keep-alive, Content-Length or chunked bodies), one task per connection, so
+concurrent requests are served concurrently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import http
+import inspect
+import json
+import math
+import struct
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+Reply = tuple[int, dict[str, Any]]
+Handler = Callable[[dict[str, Any]], Reply | str | Awaitable[Reply | str]]
+
+
+@dataclass(frozen=True)
+class _Scripted:
+    status: int
+    content: str | None = None  # a completion with this content (status 200)
+    body: dict[str, Any] | None = None  # or this exact body
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    delay_s: float = 0.0
+
+
+def _tokens(text: str) -> int:
+    return max(1, (len(text) + 3) // 4)
+
+
+def error_body(status: int, message: str) -> dict[str, Any]:
+    """An OpenAI-style error body."""
+    kind = "server_error" if status >= 500 else "rate_limit_error" if status == 429 else "invalid_request_error"
+    return {"error": {"message": message, "type": kind, "code": status}}
+
+
+class FakeLlm:
+    """An OpenAI-compatible server on ``127.0.0.1:<free port>``; see the module docstring."""
+
+    def __init__(self, *, model: str = "fake-llm", embedding_dim: int = 384, host: str = "127.0.0.1") -> None:
+        self.model = model
+        self.embedding_dim = embedding_dim
+        self.host = host
+        self.port = 0
+        self.handler: Handler | None = None
+        #: Decoded JSON bodies of chat-completion requests, in arrival order.
+        self.requests: list[dict[str, Any]] = []
+        #: Lower-cased request headers of each chat-completion request (same order).
+        self.request_headers: list[dict[str, str]] = []
+        #: Decoded JSON bodies of embedding requests.
+        self.embedding_requests: list[dict[str, Any]] = []
+        self._queue: deque[_Scripted] = deque()
+        self._embed_failures: deque[int] = deque()
+        self._server: asyncio.Server | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+
+    # --- lifecycle -----------------------------------------------------------------------
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1`` (what ``MEMORYD_LLM_BASE_URL`` would be)."""
+        return f"http://{self.host}:{self.port}/v1"
+
+    async def start(self) -> FakeLlm:
+        self._server = await asyncio.start_server(self._serve, self.host, 0)
+        self.port = int(self._server.sockets[0].getsockname()[1])
+        return self
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._connections):
+            task.cancel()
+        if self._connections:
+            await asyncio.gather(*self._connections, return_exceptions=True)
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), timeout=5)
+            self._server = None
+
+    async def __aenter__(self) -> FakeLlm:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # --- scripting -----------------------------------------------------------------------
+    def reply_json(
+        self,
+        obj: Any,
+        *,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+        delay_s: float = 0.0,
+    ) -> None:
+        """Queue one completion whose content is ``json.dumps(obj)``."""
+        self.reply_text(
+            json.dumps(obj), prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, delay_s=delay_s
+        )
+
+    def reply_text(
+        self,
+        content: str,
+        *,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+        delay_s: float = 0.0,
+    ) -> None:
+        """Queue one completion with this content."""
+        self._queue.append(_Scripted(200, content, None, prompt_tokens, completion_tokens, delay_s))
+
+    def reply_raw(self, status: int, body: dict[str, Any], *, delay_s: float = 0.0) -> None:
+        """Queue one reply with exactly this status and JSON body."""
+        self._queue.append(_Scripted(status, None, body, delay_s=delay_s))
+
+    def fail(self, status: int = 500, message: str = "scripted failure", *, delay_s: float = 0.0) -> None:
+        """Queue one HTTP error reply."""
+        self._queue.append(_Scripted(status, None, error_body(status, message), delay_s=delay_s))
+
+    def fail_embeddings(self, status: int = 500) -> None:
+        """Queue one HTTP error for ``/v1/embeddings``."""
+        self._embed_failures.append(status)
+
+    @property
+    def pending(self) -> int:
+        """Queued chat replies not yet served."""
+        return len(self._queue)
+
+    @staticmethod
+    def completion(
+        request: dict[str, Any],
+        content: str,
+        *,
+        model: str | None = None,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+    ) -> dict[str, Any]:
+        """A ``chat.completion`` body answering ``request`` with ``content`` (for handlers)."""
+        prompt = "".join(str(m.get("content") or "") for m in request.get("messages") or [] if isinstance(m, dict))
+        p_tokens = _tokens(prompt) if prompt_tokens is None else prompt_tokens
+        c_tokens = _tokens(content) if completion_tokens is None else completion_tokens
+        return {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": 0,
+            "model": model or str(request.get("model") or "fake-llm"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": p_tokens, "completion_tokens": c_tokens, "total_tokens": p_tokens + c_tokens},
+        }
+
+    @staticmethod
+    def embedding(text: str, dim: int = 384) -> list[float]:
+        """The deterministic unit vector the server returns for ``text``."""
+        seed = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+        values: list[float] = []
+        counter = 0
+        while len(values) < dim:
+            block = hashlib.sha256(seed + counter.to_bytes(4, "big")).digest()
+            values.extend(v / 2**31 for v in struct.unpack(">8i", block))
+            counter += 1
+        values = values[:dim]
+        norm = math.sqrt(sum(v * v for v in values)) or 1.0
+        return [v / norm for v in values]
+
+    # --- HTTP ----------------------------------------------------------------------------
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        try:
+            while True:
+                request = await _read_request(reader)
+                if request is None:
+                    break
+                method, path, version, headers, body = request
+                status, payload = await self._dispatch(method, path, headers, body)
+                close = headers.get("connection", "").lower() == "close" or version == "HTTP/1.0"
+                data = json.dumps(payload).encode()
+                try:
+                    reason = http.HTTPStatus(status).phrase
+                except ValueError:
+                    reason = "Unknown"
+                head = (
+                    f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
+                    f"content-length: {len(data)}\r\nconnection: {'close' if close else 'keep-alive'}\r\n\r\n"
+                )
+                writer.write(head.encode("latin-1") + data)
+                await writer.drain()
+                if close:
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError, ValueError):
+            pass
+        except asyncio.CancelledError:
+            pass  # closed by ``close()``; ending normally keeps asyncio's stream callback quiet
+        finally:
+            self._connections.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _dispatch(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> Reply:
+        route = path.split("?", 1)[0].rstrip("/")
+        if method == "GET" and route in ("/v1/models", "/models"):
+            return 200, {"object": "list", "data": [{"id": self.model, "object": "model"}]}
+        if method != "POST" or route not in (
+            "/v1/chat/completions",
+            "/chat/completions",
+            "/v1/embeddings",
+            "/embeddings",
+        ):
+            return 404, error_body(404, f"no route {method} {path}")
+        try:
+            body = json.loads(raw or b"null")
+        except ValueError:
+            return 400, error_body(400, "request body is not JSON")
+        if not isinstance(body, dict):
+            return 400, error_body(400, "request body must be a JSON object")
+        if route.endswith("/embeddings"):
+            self.embedding_requests.append(body)
+            return self._embeddings(body)
+        self.requests.append(body)
+        self.request_headers.append(headers)
+        return await self._chat(body)
+
+    async def _chat(self, body: dict[str, Any]) -> Reply:
+        if self._queue:
+            scripted = self._queue.popleft()
+            if scripted.delay_s:
+                await asyncio.sleep(scripted.delay_s)
+            if scripted.body is not None:
+                return scripted.status, scripted.body
+            content = scripted.content or ""
+            return scripted.status, self.completion(
+                body,
+                content,
+                model=self.model,
+                prompt_tokens=scripted.prompt_tokens,
+                completion_tokens=scripted.completion_tokens,
+            )
+        if self.handler is None:
+            return 500, error_body(500, "FakeLlm: no scripted reply and no handler")
+        try:
+            result = self.handler(body)
+            if inspect.isawaitable(result):
+                result = await result
+        except Exception as exc:
+            return 500, error_body(500, f"FakeLlm handler failed: {type(exc).__name__}: {exc}")
+        if isinstance(result, str):
+            return 200, self.completion(body, result, model=self.model)
+        return result
+
+    def _embeddings(self, body: dict[str, Any]) -> Reply:
+        if self._embed_failures:
+            status = self._embed_failures.popleft()
+            return status, error_body(status, "scripted embeddings failure")
+        texts = body.get("input")
+        if isinstance(texts, str):
+            texts = [texts]
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            return 400, error_body(400, "`input` must be a string or a list of strings")
+        dim = body.get("dimensions") or self.embedding_dim
+        if not isinstance(dim, int) or dim < 1:
+            return 400, error_body(400, "`dimensions` must be a positive integer")
+        tokens = sum(_tokens(t) for t in texts)
+        return 200, {
+            "object": "list",
+            "model": str(body.get("model") or self.model),
+            "data": [
+                {"object": "embedding", "index": i, "embedding": self.embedding(t, dim)} for i, t in enumerate(texts)
+            ],
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
+
+
+async def _read_request(
+    reader: asyncio.StreamReader,
+) -> tuple[str, str, str, dict[str, str], bytes] | None:
+    """One HTTP/1.1 request, or None when the client closed the connection."""
+    line = await reader.readline()
+    if not line.strip():
+        return None
+    method, path, version = line.decode("latin-1").split(None, 2)
+    headers: dict[str, str] = {}
+    while True:
+        header = await reader.readline()
+        if header in (b"\r\n", b"\n", b""):
+            break
+        name, _, value = header.decode("latin-1").partition(":")
+        headers[name.strip().lower()] = value.strip()
+    if "content-length" in headers:
+        body = await reader.readexactly(int(headers["content-length"]))
+    elif headers.get("transfer-encoding", "").lower() == "chunked":
+        chunks = []
+        while True:
+            size = int((await reader.readline()).split(b";")[0].strip() or b"0", 16)
+            if size == 0:
+                await reader.readline()  # the blank line after the last chunk (no trailers)
+                break
+            chunks.append(await reader.readexactly(size))
+            await reader.readline()
+        body = b"".join(chunks)
+    else:
+        body = b""
+    return method.upper(), path, version.strip(), headers, body
