@@ -14,8 +14,9 @@ Filter semantics, identical in every adapter:
 Who calls what: embed -> ``ensure``/``upsert``/``activate``; retrieve -> ``search``/``status``;
 ingest -> ``delete``/``update_payload``; sleep -> ``neighbours``/``update_payload``.
 Adapters: ``pgvector.PgVectorStore``, ``qdrant.QdrantStore``; ``registry.open_stores`` builds them.
-Errors: bad vectors (wrong dimension, NaN, zero) -> ``ValidationFailed``; the backend
-unreachable or not prepared (e.g. a missing Qdrant collection) -> ``DependencyDown``.
+Errors: bad vectors (NaN, zero, a dimension unlike the signature's vectors in pgvector)
+-> ``ValidationFailed``; the backend unreachable or unable to serve the signature (a
+missing Qdrant collection, or one of another dimension) -> ``DependencyDown``.
 """
 
 from __future__ import annotations

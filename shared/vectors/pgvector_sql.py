@@ -1,0 +1,204 @@
+"""SQL text for the pgvector adapter, built per signature and dimension.
+
+The partial HNSW index of a signature only serves a query whose WHERE names the same
+signature as a constant and whose ORDER BY repeats the index's cast expression, so these
+builders inline the signature (escaped by ``common.sql_literal``) and the dimension (an
+int). Optional filters produce distinct statements rather than ``$n IS NULL OR ...``
+clauses, so every prepared plan fits its query.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import lru_cache
+from typing import Any
+
+from .common import aware, signature_hash, sql_literal
+from .port import VectorQuery
+
+HNSW_MAX_DIM = {False: 2000, True: 4000}  # vector / halfvec
+
+
+def hnsw_max_dim(half: bool) -> int:
+    return HNSW_MAX_DIM[half]
+
+
+def literal(signature: str) -> str:
+    return sql_literal(signature)
+
+
+def index_prefix(signature: str) -> str:
+    return f"memory_embeddings_hnsw_{signature_hash(signature)}_"
+
+
+def index_name(signature: str, dim: int, half: bool) -> str:
+    return f"{index_prefix(signature)}{'h' if half else 'v'}{int(dim)}"
+
+
+def lock_key(signature: str) -> int:
+    """A signed 64-bit advisory-lock key for building this signature's index."""
+    digest = hashlib.sha256(b"memoryd-hnsw:" + signature.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def _type(half: bool) -> str:
+    return "halfvec" if half else "vector"
+
+
+def vec_expr(alias: str, dim: int, half: bool) -> str:
+    """The indexed expression: the untyped column cast to this signature's dimension."""
+    return f"({alias}.embedding::{_type(half)}({int(dim)}))"
+
+
+def query_expr(dim: int, half: bool) -> str:
+    """Parameter ``$1`` cast so it compares with ``vec_expr``."""
+    return f"$1::vector({int(dim)})::halfvec({int(dim)})" if half else f"$1::vector({int(dim)})"
+
+
+def create_index(signature: str, dim: int, half: bool) -> str:
+    t = _type(half)
+    return (
+        f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{index_name(signature, dim, half)}" ON memory_embeddings'
+        f" USING hnsw ((embedding::{t}({int(dim)})) {t}_cosine_ops) WHERE signature = {literal(signature)}"
+    )
+
+
+def hnsw_settings(ef_search: int, max_scan_tuples: int) -> str:
+    """Executor settings for this transaction only (HNSW reads them at scan time)."""
+    ef = max(1, min(int(ef_search), 1000))
+    return (
+        f"SET LOCAL hnsw.ef_search = {ef}; SET LOCAL hnsw.iterative_scan = relaxed_order;"
+        f" SET LOCAL hnsw.max_scan_tuples = {max(1, int(max_scan_tuples))}"
+    )
+
+
+INDEX_VALID = (
+    "SELECT i.indisvalid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid"
+    " WHERE c.relname = $1 AND i.indrelid = 'memory_embeddings'::regclass"
+)
+INDEXES_OF = (
+    "SELECT c.relname AS indexname, i.indisvalid AS valid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid"
+    " WHERE starts_with(c.relname, $1) AND i.indrelid = 'memory_embeddings'::regclass ORDER BY 1"
+)
+BOUNDED_COUNT = "SELECT count(*) FROM (SELECT 1 FROM memory_embeddings WHERE signature = $1 AND owner = $2 LIMIT $3) s"
+STATUS = "SELECT count(*) AS n, min(dim) AS lo, max(dim) AS hi FROM memory_embeddings WHERE signature = $1"
+DELETE = "DELETE FROM memory_embeddings WHERE owner = $1 AND memory_id = ANY($2::uuid[])"
+MARK_EMBEDDED = """
+UPDATE memories m SET embedding_signature = $3, needs_reindex = false
+FROM unnest($1::uuid[], $2::text[]) AS u(id, hash)
+WHERE m.id = u.id AND m.content_hash = u.hash
+"""
+_ALIVE = "m.state = 'active' AND (m.expires_at IS NULL OR m.expires_at > now())"
+OWNER_VECTORS = f"""
+SELECT e.memory_id, e.embedding, m.updated_at
+FROM memory_embeddings e JOIN memories m ON m.id = e.memory_id
+WHERE e.signature = $2 AND e.owner = $1 AND m.owner = $1 AND {_ALIVE}
+ORDER BY e.memory_id
+"""
+OWNER_PROBES = f"""
+SELECT e.memory_id FROM memory_embeddings e JOIN memories m ON m.id = e.memory_id
+WHERE e.signature = $3 AND e.owner = $1 AND m.owner = $1 AND {_ALIVE}
+  AND ($2::timestamptz IS NULL OR m.updated_at >= $2)
+ORDER BY m.updated_at DESC, e.memory_id
+"""
+
+
+def upsert() -> str:
+    """Write vectors only for memories that exist and belong to the item's owner."""
+    return """
+INSERT INTO memory_embeddings (memory_id, signature, owner, dim, embedding)
+SELECT u.id, $5, m.owner, $4, u.v
+FROM unnest($1::uuid[], $2::text[], $3::vector[]) AS u(id, owner, v)
+JOIN memories m ON m.id = u.id AND m.owner = u.owner
+ON CONFLICT (memory_id, signature) DO UPDATE
+SET embedding = EXCLUDED.embedding, dim = EXCLUDED.dim, owner = EXCLUDED.owner, created_at = now()
+RETURNING memory_id
+"""
+
+
+@lru_cache(maxsize=256)
+def lateral_neighbours(signature: str, dim: int, half: bool) -> str:
+    """Per probe (``$1`` ids), its ``$3`` nearest of owner ``$2`` via the HNSW index, cosine >= ``$4``."""
+    sig, e, p = literal(signature), vec_expr("e", dim, half), vec_expr("p", dim, half)
+    member = f"(SELECT {_ALIVE} FROM memories m WHERE m.id = e.memory_id AND m.owner = $2)"
+    return f"""
+SELECT p.memory_id AS a, n.memory_id AS b, 1 - n.d AS score
+FROM memory_embeddings p
+CROSS JOIN LATERAL (
+    SELECT e.memory_id, {e} <=> {p} AS d
+    FROM memory_embeddings e
+    WHERE e.signature = {sig} AND e.dim = {int(dim)} AND e.owner = $2 AND e.memory_id <> p.memory_id AND {member}
+    ORDER BY {e} <=> {p}
+    LIMIT $3
+) n
+WHERE p.signature = {sig} AND p.dim = {int(dim)} AND p.memory_id = ANY($1::uuid[]) AND 1 - n.d >= $4
+"""
+
+
+def search(
+    signature: str, dim: int, query: VectorQuery, qvec: Any, limit: int, *, hnsw: bool, half: bool
+) -> tuple[str, list[Any]]:
+    """The search statement and its arguments (``$1`` the query vector, ``$2`` the owner)."""
+    args: list[Any] = [qvec, query.owner]
+
+    def param(value: Any, cast: str) -> str:
+        args.append(value)
+        return f"${len(args)}::{cast}"
+
+    alive = ["m.state = 'active'"]
+    now = "now()" if query.now is None else param(aware(query.now), "timestamptz")
+    alive.append(f"(m.expires_at IS NULL OR m.expires_at > {now})")
+    if query.created_after is not None:
+        alive.append(f"m.created_at > {param(aware(query.created_after), 'timestamptz')}")
+    if query.types is not None:
+        alive.append(f"m.type = ANY({param(list(query.types), 'text[]')})")
+    session = None if query.session_id is None else param(query.session_id, "text")
+    k = param(limit, "int")
+    return _search_text(signature, int(dim), hnsw, half, " AND ".join(alive), session, query.include_global, k), args
+
+
+@lru_cache(maxsize=512)
+def _search_text(
+    signature: str, dim: int, hnsw: bool, half: bool, alive: str, session: str | None, include_global: bool, k: str
+) -> str:
+    sig = literal(signature)
+    own_where = f"e.signature = {sig} AND e.dim = {dim} AND e.owner = $2 AND m.owner = $2 AND {alive}"
+    if session is not None:
+        own_where += f" AND m.session_id = {session}"
+    not_own = "m.owner <> $2" if session is None else f"(m.owner <> $2 OR m.session_id IS DISTINCT FROM {session})"
+    glob_from = (
+        f"FROM memories m JOIN memory_embeddings e ON e.memory_id = m.id AND e.signature = {sig} AND e.dim = {dim}"
+        f" WHERE m.scope = 'global' AND {not_own} AND {alive}"
+    )
+    if not hnsw:
+        # The uncast ``embedding <=> $1`` matches no HNSW index: this is always an exact scan
+        # of the owner's rows (found by the (signature, owner) btree), top-k by heapsort.
+        glob = f" UNION ALL SELECT e.memory_id, e.embedding <=> $1::vector AS d {glob_from}" if include_global else ""
+        return f"""
+SELECT memory_id, 1 - d AS score FROM (
+    SELECT e.memory_id, e.embedding <=> $1::vector AS d
+    FROM memory_embeddings e JOIN memories m ON m.id = e.memory_id
+    WHERE {own_where}{glob}
+) s ORDER BY d, memory_id LIMIT {k}
+"""
+    # HNSW: the memories filter is a correlated scalar subquery, so it can only run as a
+    # primary-key probe per index row (never a join the planner might reorder on stale
+    # statistics); the index scan keeps going (iterative scan) until k rows pass.
+    expr, q = vec_expr("e", dim, half), query_expr(dim, half)
+    member = f"(SELECT {alive}{' AND m.session_id = ' + session if session else ''} FROM memories m"
+    member += " WHERE m.id = e.memory_id AND m.owner = $2)"
+    glob = (
+        f", glob AS MATERIALIZED (SELECT e.memory_id, e.embedding <=> $1::vector AS d {glob_from} ORDER BY d LIMIT {k})"
+        if include_global
+        else ""
+    )
+    union = " UNION ALL SELECT memory_id, d FROM glob" if include_global else ""
+    return f"""
+WITH near AS MATERIALIZED (
+    SELECT e.memory_id, {expr} <=> {q} AS d
+    FROM memory_embeddings e
+    WHERE e.signature = {sig} AND e.dim = {dim} AND e.owner = $2 AND {member}
+    ORDER BY {expr} <=> {q} LIMIT {k}
+){glob}
+SELECT memory_id, 1 - d AS score FROM (SELECT memory_id, d FROM near{union}) s ORDER BY d, memory_id LIMIT {k}
+"""

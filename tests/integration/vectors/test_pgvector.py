@@ -1,0 +1,143 @@
+"""pgvector-only behaviour: partial HNSW indexes per signature (vector and halfvec), the
+HNSW path's plan and recall, row-level rules (owner join, FK cascade) and ``mark_embedded``."""
+
+from __future__ import annotations
+
+import uuid
+
+import asyncpg
+import numpy as np
+import pytest
+from pgvector import Vector
+
+from shared.db import memories
+from shared.errors import ValidationFailed
+from shared.vectors import pgvector_sql as sql
+from shared.vectors.pgvector import PgVectorStore, mark_embedded
+from shared.vectors.port import VectorItem, VectorQuery
+
+from .world import World, near, unit
+
+
+def sig() -> str:
+    return f"test:{uuid.uuid4().hex[:8]}:32"
+
+
+async def _plan(pool: asyncpg.Pool, store: PgVectorStore, signature: str, query: VectorQuery) -> str:
+    vec = np.asarray(query.vector, dtype=np.float32)
+    text, args = sql.search(signature, vec.size, query, Vector(vec), query.limit, hnsw=True, half=store.half)
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute(sql.hnsw_settings(100, 20_000))
+        rows = await conn.fetch("EXPLAIN " + text, *args)
+    return "\n".join(r[0] for r in rows)
+
+
+async def test_hnsw_path_uses_the_index_and_matches_exact(pool: asyncpg.Pool) -> None:
+    """A few thousand rows: the HNSW (iterative scan) top-10 agrees with exact search, for the
+    full-precision index and the halfvec one, and the plan really uses the partial index."""
+    rng = np.random.default_rng(21)
+    signature = sig()
+    full, half = PgVectorStore(pool, exact_max_rows=100), PgVectorStore(pool, half=True, exact_max_rows=100)
+    world = World(pool, full, signature)
+    alice, bob = f"a-{uuid.uuid4().hex[:6]}", f"b-{uuid.uuid4().hex[:6]}"
+    centers = unit(rng, 32, 30)
+    for c in centers[rng.integers(0, 30, 2500)]:
+        world.add(alice, near(rng, c, 1.0))
+    for c in centers[rng.integers(0, 30, 1500)]:
+        world.add(bob, near(rng, c, 1.0))
+    await world.flush()
+    await full.ensure(signature, 32)  # built over existing rows (CREATE INDEX CONCURRENTLY)
+    await half.ensure(signature, 32)
+    await world.analyze()
+    status = await full.status(signature)
+    assert status.healthy and status.vectors == 4000 and status.dim == 32
+    assert (
+        sql.index_name(signature, 32, False) in status.detail and sql.index_name(signature, 32, True) in status.detail
+    )
+    for store in (full, half):
+        plan = await _plan(pool, store, signature, VectorQuery(owner=alice, vector=unit(rng, 32), limit=10))
+        assert sql.index_name(signature, 32, store.half) in plan
+        recall = []
+        for q in unit(rng, 32, 20):
+            query = VectorQuery(owner=alice, vector=q, limit=10)
+            hnsw = await store.search_hnsw(signature, query, q, 10)
+            exact = await store.search_exact(signature, query, q, 10)
+            assert [h.memory_id for h in exact] == [i for i, _ in world.expected(alice, q, 10)]
+            assert all(world.rows[h.memory_id].owner == alice for h in hnsw)
+            recall.append(len({h.memory_id for h in hnsw} & {h.memory_id for h in exact}) / 10)
+        assert np.mean(recall) >= 0.9, (store.half, recall)
+    # a filter that leaves fewer than ``limit`` rows for the HNSW scan falls back to exact
+    few = [world.add(alice, unit(rng, 32), session_id="rare") for _ in range(3)]
+    await world.flush()
+    hits = await full.search(signature, VectorQuery(owner=alice, vector=unit(rng, 32), session_id="rare"))
+    assert await full.is_large(signature, alice)
+    assert {h.memory_id for h in hits} == set(few)
+
+
+async def test_signature_is_quoted_data_and_ensure_is_idempotent(pool: asyncpg.Pool) -> None:
+    rng = np.random.default_rng(22)
+    nasty = "x'; DROP TABLE memories; --\\" + uuid.uuid4().hex[:6]
+    store = PgVectorStore(pool)
+    await store.ensure(nasty, 8)
+    await store.ensure(nasty, 8)
+    names = [r["indexname"] for r in await pool.fetch(sql.INDEXES_OF, sql.index_prefix(nasty))]
+    assert names == [sql.index_name(nasty, 8, False)]
+    predicate = await pool.fetchval("SELECT pg_get_indexdef($1::regclass)", names[0])
+    assert predicate.endswith("WHERE (signature = " + "'" + nasty.replace("'", "''") + "'::text)")
+    world = World(pool, store, nasty)
+    mid = world.add("o-nasty", unit(rng, 8))
+    await world.flush()
+    hits = await store.search(nasty, VectorQuery(owner="o-nasty", vector=world.rows[mid].vector))
+    assert [h.memory_id for h in hits] == [mid]
+    assert await pool.fetchval("SELECT to_regclass('memories') IS NOT NULL")
+    with pytest.raises(ValidationFailed):
+        await store.ensure("bad\x00sig", 8)
+    with pytest.raises(ValidationFailed):
+        await store.ensure(nasty, 0)
+    with pytest.raises(ValidationFailed, match="already holds 8-dimensional"):
+        await PgVectorStore(pool).ensure(nasty, 16)
+    assert await store.drop(nasty) == 1
+    assert await pool.fetch(sql.INDEXES_OF, sql.index_prefix(nasty)) == []
+    assert "no hnsw index" in (await store.status(nasty)).detail
+
+
+async def test_rows_follow_memories(pool: asyncpg.Pool) -> None:
+    """Vectors are written only for existing memories of the item's owner, disappear with
+    the memory (FK cascade), and a query of another dimension is refused."""
+    rng = np.random.default_rng(23)
+    store = PgVectorStore(pool)
+    signature = sig()
+    world = World(pool, store, signature)
+    alice = f"a-{uuid.uuid4().hex[:6]}"
+    kept, doomed = world.add(alice, unit(rng, 32)), world.add(alice, unit(rng, 32))
+    await world.flush()
+    ghost = VectorItem(memory_id=str(uuid.uuid4()), owner=alice, vector=unit(rng, 32))
+    stolen = VectorItem(memory_id=kept, owner="mallory", vector=unit(rng, 32))
+    assert await store.upsert(signature, [ghost, stolen]) == 0
+    async with pool.acquire() as conn:
+        receipt = await memories.delete(conn, alice, [doomed])
+    assert receipt.pgvector_vectors == 1
+    hits = await store.search(signature, VectorQuery(owner=alice, vector=unit(rng, 32)))
+    assert [h.memory_id for h in hits] == [kept]
+    with pytest.raises(ValidationFailed):
+        await store.search(signature, VectorQuery(owner=alice, vector=unit(rng, 16)))
+    assert await store.update_payload(alice, [kept], state="archived") == 0  # memories row is the truth
+
+
+async def test_mark_embedded_only_where_content_is_unchanged(pool: asyncpg.Pool) -> None:
+    owner = f"a-{uuid.uuid4().hex[:6]}"
+    same = await memories.insert(pool, owner=owner, memory_type="factual", content="I like tea", source="api")
+    edited = await memories.insert(pool, owner=owner, memory_type="factual", content="I like coffee", source="api")
+    embedded = [(same.id, same.content_hash), (edited.id, edited.content_hash)]
+    await pool.execute(
+        "UPDATE memories SET content = 'I like cocoa', content_hash = $2 WHERE id = $1",
+        uuid.UUID(edited.id),
+        memories.content_hash("I like cocoa"),
+    )
+    assert await mark_embedded(pool, embedded, "local:minilm:384") == 1
+    after = {
+        m.id: m for m in [await memories.get(pool, owner, same.id), await memories.get(pool, owner, edited.id)] if m
+    }
+    assert after[same.id].needs_reindex is False and after[same.id].embedding_signature == "local:minilm:384"
+    assert after[edited.id].needs_reindex is True and after[edited.id].embedding_signature is None
+    assert await mark_embedded(pool, [], "local:minilm:384") == 0
