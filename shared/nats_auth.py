@@ -33,7 +33,7 @@ def inbox_prefix(user: str) -> str:
 
 def _service(name: str, publish: list[str], subscribe: list[str]) -> dict[str, object]:
     return {
-        "publish": {"allow": [*_JS, *publish]},
+        "publish": {"allow": [*_JS, f"{inbox_prefix(name)}.>", *publish]},  # own inbox: see service readiness sync
         "subscribe": {"allow": [f"{inbox_prefix(name)}.>", *_SERVICE_SUB, f"mem.v1.rpc.health.{name}", *subscribe]},
         "allow_responses": True,
     }
@@ -73,7 +73,9 @@ def role_permissions() -> dict[str, dict[str, object]]:
                 "mem.v1.rpc.engine.status",
             ],
         ),
-        "sleep": _service("sleep", ["mem.v1.jobs.sleep"], ["mem.v1.rpc.sleep.>", "mem.v1.activity.>"]),
+        "sleep": _service(
+            "sleep", ["mem.v1.jobs.sleep", "mem.v1.jobs.embed"], ["mem.v1.rpc.sleep.>", "mem.v1.activity.>"]
+        ),
         CLIENT_ROLE: {
             "publish": {"allow": ["mem.v1.events.>", *[f"mem.v1.rpc.{op}" for op in CLIENT_RPC_OPS]]},
             "subscribe": {"allow": [f"{inbox_prefix(CLIENT_ROLE)}.>"]},
