@@ -140,7 +140,7 @@ async def serve(
 
         await rpc.add_health(health)
         await setup(ctx)
-        await nc.flush()  # the endpoints' subscriptions reach the server before "ready" is announced
+        await rpc.wait_subscribed()  # the endpoints are subscribed on the server before "ready"
         UP.labels(name).set(1)
         metrics_url = f"http://{config.metrics.host}:{metrics_port}/metrics"
         print(f"memoryd service ready name={name} metrics={metrics_url}", flush=True)

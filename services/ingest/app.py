@@ -1,11 +1,63 @@
-"""Wiring of the ingest service: endpoints and consumers on the shared lifecycle."""
+"""Wiring of the ingest service: the chat-event consumer and the memory API on the shared lifecycle.
+
+Settings (``MEMORYD_INGEST_*``): ``batch`` (events fetched and handled concurrently per
+pull), ``activity_interval_s`` (at most one activity announcement per owner per
+interval; the sleep scheduler counts idleness in minutes) and ``settings_ttl_s`` (how
+long an owner's runtime settings are cached; changes announced on
+``mem.v1.settings.changed`` apply at once).
+"""
 
 from __future__ import annotations
 
+import os
+from typing import Annotated
+
+import msgspec
+
+from shared.bus.consumer import ConsumerSpec, PullConsumer
+from shared.bus.provision import ensure_activity_bucket
+from shared.config import load
+from shared.schemas.events import ChatEvent
 from shared.service import ServiceContext
+from shared.settings_cache import SettingsCache
+from shared.subjects import CHAT_EVENTS, EVENTS_STREAM, INGEST_CONSUMER
+from shared.vectors.registry import open_stores
+
+from .chat import ChatIngestor
+from .handlers import MemoryApi
+from .logic import ActivityThrottle
+from .publish import Publisher
+from .stores import MemoryStores
 
 NEEDS_DB = True
 
 
+class IngestSettings(msgspec.Struct, frozen=True, kw_only=True):
+    batch: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 32
+    activity_interval_s: Annotated[float, msgspec.Meta(ge=0)] = 1.0
+    settings_ttl_s: Annotated[float, msgspec.Meta(ge=0)] = 30.0
+
+
 async def setup(ctx: ServiceContext) -> None:
-    """Register the ingest service's endpoints and consumers (health comes from the runtime)."""
+    """Register the memory API endpoints and start the chat-event consumer."""
+    settings = load(IngestSettings, "MEMORYD_INGEST_", os.environ)
+    kv = await ensure_activity_bucket(ctx.js)
+    publisher = Publisher(ctx.nc, ctx.js, kv, ActivityThrottle(settings.activity_interval_s))
+    vectors = await open_stores(ctx.config, ctx.db)
+    ctx.closers.append(vectors.close)
+    external = [store for store in vectors.all if store is not vectors.pgvector]
+    await MemoryApi(MemoryStores(ctx.db, external), publisher).register(ctx.rpc)
+    spec = ConsumerSpec(
+        stage="ingest",
+        stream=EVENTS_STREAM,
+        durable=INGEST_CONSUMER,
+        subject=CHAT_EVENTS,
+        max_deliver=ctx.config.nats.max_deliver,
+        ack_wait_s=ctx.config.nats.ack_wait_s,
+        batch=settings.batch,
+    )
+    cache = SettingsCache(ctx.db, ttl_s=settings.settings_ttl_s)
+    await cache.start(ctx.nc)
+    ctx.closers.append(cache.stop)
+    consumer = PullConsumer(ctx.js, spec, ChatEvent, ChatIngestor(ctx.db, publisher, cache).handle)
+    ctx.spawn(consumer.run(ctx.stop), "ingest-consumer")

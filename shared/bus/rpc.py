@@ -104,6 +104,18 @@ class RpcServer:
         await self.add(HEALTH_OP, check, queue_group="memoryd-health")
         await self.add(HEALTH_OP, check, subject=f"{rpc_subject('health')}.{self._service_name}")
 
+    async def wait_subscribed(self, timeout: float = 5.0) -> None:
+        """Return once the server has every endpoint subscribed so far.
+
+        ``nc.flush()`` is not enough in nats-py 2.16: its PING is written to the socket directly,
+        ahead of SUBs still queued for the flusher task, so its PONG can come back before the
+        server knows the endpoints (a request right after "ready" then gets no responders). A
+        ``$SRV.PING`` to this very instance goes through the same queue, after the SUBs, and is
+        allowed by every role's permissions.
+        """
+        assert self._micro is not None, "start() first"
+        await self._nc.request(f"$SRV.PING.memoryd-{self._service_name}.{self._micro.id}", b"", timeout=timeout)
+
     def _done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
         self._slots.release()

@@ -14,12 +14,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..errors import ConfigError, MemorydError
-from . import commands_server
+from . import commands_client, commands_search, commands_server
 
 Register = Callable[[argparse._SubParsersAction], None]
 
 #: Each module adds its sub-commands; a command sets ``func(args) -> int`` as its default.
-COMMAND_MODULES: list[Register] = [commands_server.register]
+COMMAND_MODULES: list[Register] = [
+    commands_server.register,
+    commands_client.register,
+    commands_search.register,
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

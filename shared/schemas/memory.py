@@ -154,15 +154,23 @@ class MemoryClearResult(Wire, frozen=True):
 
 # --- export / import -------------------------------------------------------------------------
 class MemoryExportRequest(Wire, frozen=True):
+    """One page of the owner's memories in id order; ``after_id`` continues a previous page."""
+
     owner: Owner
     include_archived: bool = True
+    after_id: MemoryId | None = None
+    limit: Annotated[int, msgspec.Meta(ge=1, le=10_000)] = 1000
 
 
 class MemoryExportResult(Wire, frozen=True):
-    """``lines``: one JSON-encoded ``MemoryRecord`` per line."""
+    """``lines``: one JSON-encoded ``MemoryRecord`` per line.
+
+    ``next_after_id`` is set when more memories follow (pages are also cut by size).
+    """
 
     lines: str
     count: int
+    next_after_id: str | None = None
 
 
 class ImportLineError(msgspec.Struct, frozen=True, kw_only=True):

@@ -51,6 +51,7 @@ class TierReport(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     served: bool
     ms: float
     reason: str | None = None
+    hits: int | None = None  # candidates this tier returned (None: it did not run)
 
 
 class RetrieveResult(Wire, frozen=True):
@@ -60,6 +61,8 @@ class RetrieveResult(Wire, frozen=True):
     tiers: list[TierReport] = []
     fallbacks: list[str] = []
     disabled_reason: str | None = None
+    ms: float | None = None  # time the service spent on the request
+    embed_ms: float | None = None  # of which the query embedding (embed RPC round trip)
 
 
 class InjectRequest(Wire, frozen=True):

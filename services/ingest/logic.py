@@ -1,0 +1,328 @@
+"""Pure ingest rules (no I/O): which turns of a chat event are stored and how, the
+opt-out header, text checks Postgres needs, extract-job splitting, list paging and the
+import-line checks.
+
+Everything the chat consumer and the memory API decide without a database lives here
+so it is tested without NATS or Postgres.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import msgspec
+
+from shared.errors import ValidationFailed
+from shared.schemas.base import MAX_CONTENT_CHARS, MAX_KEY_LEN, MEMORY_TYPES, Role
+from shared.schemas.events import ChatEvent, ExtractJob, Turn
+from shared.schemas.memory import ImportLineError, MemoryRecord
+from shared.subjects import NO_MEMORY_HEADER
+
+#: Header values that opt a request out of memory (case-insensitive).
+NO_MEMORY_VALUES = frozenset({"true", "1", "yes"})
+#: Extraction reads at most this much of a turn (its tail; DESIGN.md "Extraction").
+EXTRACT_TAIL_BYTES = 64 * 1024
+#: An ExtractJob larger than this is split into parts (each published on its own).
+MAX_EXTRACT_JOB_BYTES = 1024 * 1024
+#: Namespace of the ids given to imported records whose id belongs to another owner.
+IMPORT_NAMESPACE = uuid.UUID("6d656d6f-7279-6400-8000-696d706f7274")
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
+
+
+# --- headers and text ------------------------------------------------------------------------
+def header_no_memory(headers: Mapping[str, str] | None) -> bool:
+    """True when an ``x-memory-no-memory`` header (any case) says ``true|1|yes``."""
+    for name, value in (headers or {}).items():
+        if name.lower() == NO_MEMORY_HEADER and value.strip().lower() in NO_MEMORY_VALUES:
+            return True
+    return False
+
+
+def find_nul(value: Any, path: str = "$") -> str | None:
+    """The path of the first string (or mapping key) holding U+0000, which Postgres cannot store."""
+    if isinstance(value, str):
+        return path if "\x00" in value else None
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if isinstance(key, str) and "\x00" in key:
+                return f"{path}.{key!r}"
+            found = find_nul(item, f"{path}.{key}")
+            if found:
+                return found
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            found = find_nul(item, f"{path}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def check_text(fields: Mapping[str, Any]) -> None:
+    """Raise ``ValidationFailed`` naming the first field whose text holds a NUL character."""
+    for name, value in fields.items():
+        found = find_nul(value, f"$.{name}")
+        if found:
+            raise ValidationFailed(f"text contains a NUL character (U+0000) - at `{found}`")
+
+
+def check_event(event: ChatEvent) -> None:
+    """What decoding cannot check: text Postgres would reject."""
+    check_text(
+        {
+            "session_id": event.session_id,
+            "provider": event.provider,
+            "model": event.model,
+            "messages": [{"content": m.content, "name": m.name} for m in event.messages],
+        }
+    )
+
+
+def utc(ts: datetime) -> datetime:
+    """A timezone-aware UTC datetime (a naive one is taken as UTC)."""
+    return ts.replace(tzinfo=UTC) if ts.tzinfo is None else ts.astimezone(UTC)
+
+
+def check_expiry(expires_at: datetime | None, now: datetime) -> datetime | None:
+    """``expires_at`` as UTC; ``ValidationFailed`` when it is not in the future."""
+    if expires_at is None:
+        return None
+    when = utc(expires_at)
+    if when <= now:
+        raise ValidationFailed(f"expires_at {when.isoformat()} is not in the future - at `$.expires_at`")
+    return when
+
+
+def text_hash(text: str) -> str:
+    """sha256 hex of the UTF-8 text (the turn dedupe key; same as ``memories.content_hash``)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+# --- chat turns ------------------------------------------------------------------------------
+def session_key(session_id: str | None) -> str:
+    """The ``turn_hashes`` session key: the session id, or '' for an event without one."""
+    return session_id or ""
+
+
+@dataclass(frozen=True)
+class PlannedTurn:
+    """One distinct turn of an event, ready to be stored and extracted."""
+
+    index: int  # position in the event's messages
+    role: Role
+    hash: str  # of the full content (the dedupe key)
+    content: str  # what is stored (cut to MAX_CONTENT_CHARS)
+    extract_text: str  # what extraction reads (the tail)
+    speaker: str | None
+    created_at: datetime
+    original_chars: int
+
+    @property
+    def truncated(self) -> bool:
+        return len(self.content) < self.original_chars
+
+
+def clip_head(text: str, max_chars: int = MAX_CONTENT_CHARS) -> str:
+    return text if len(text) <= max_chars else text[:max_chars]
+
+
+def clip_tail_bytes(text: str, max_bytes: int = EXTRACT_TAIL_BYTES) -> str:
+    """The last ``max_bytes`` of the UTF-8 text, cut on a character boundary."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= max_bytes:
+        return text
+    return data[-max_bytes:].decode("utf-8", "ignore")
+
+
+def plan_turns(event: ChatEvent) -> list[PlannedTurn]:
+    """The event's distinct turns by (role, content hash), first occurrence kept.
+
+    ``created_at`` is the event's ``occurred_at`` plus the turn's index in microseconds,
+    so turns of one event keep their order when sorted by time.
+    """
+    base = utc(event.occurred_at)
+    seen: set[tuple[str, str]] = set()
+    out: list[PlannedTurn] = []
+    for i, msg in enumerate(event.messages):
+        digest = text_hash(msg.content)
+        if (msg.role, digest) in seen:
+            continue
+        seen.add((msg.role, digest))
+        out.append(
+            PlannedTurn(
+                index=i,
+                role=msg.role,
+                hash=digest,
+                content=clip_head(msg.content),
+                extract_text=clip_tail_bytes(msg.content),
+                speaker=msg.name,
+                created_at=base + timedelta(microseconds=i),
+                original_chars=len(msg.content),
+            )
+        )
+    return out
+
+
+def turn_metadata(event: ChatEvent, turn: PlannedTurn) -> dict[str, Any]:
+    """Metadata of a stored raw turn."""
+    meta: dict[str, Any] = {
+        "role": turn.role,
+        "event_id": event.event_id,
+        "occurred_at": utc(event.occurred_at).isoformat(),
+        "turn_index": turn.index,
+    }
+    if turn.speaker:
+        meta["speaker"] = turn.speaker
+    if event.provider:
+        meta["provider"] = event.provider
+    if event.model:
+        meta["model"] = event.model
+    if turn.truncated:
+        meta["truncated"] = True
+        meta["original_chars"] = turn.original_chars
+    return meta
+
+
+def extract_msg_id(owner: str, event_id: str, part: int = 0) -> str:
+    """``Nats-Msg-Id`` of an event's ExtractJob (``:<part>`` only for a split job's later parts)."""
+    base = f"extract:{owner}:{event_id}"
+    return base if part == 0 else f"{base}:{part}"
+
+
+def embed_msg_id(memory_id: str, content_hash: str) -> str:
+    return f"embed:{memory_id}:{content_hash}"
+
+
+def extract_jobs(
+    event: ChatEvent, turns: Sequence[Turn], max_bytes: int = MAX_EXTRACT_JOB_BYTES
+) -> list[tuple[str, ExtractJob]]:
+    """The event's ExtractJob(s) with their msg ids; split by size, deterministically."""
+    if not turns:
+        return []
+    parts: list[list[Turn]] = [[]]
+    size = 0
+    for turn in turns:
+        n = len(msgspec.json.encode(turn)) + 1
+        if parts[-1] and size + n > max_bytes:
+            parts.append([])
+            size = 0
+        parts[-1].append(turn)
+        size += n
+    return [
+        (
+            extract_msg_id(event.owner, event.event_id, i),
+            ExtractJob(
+                event_id=event.event_id,
+                owner=event.owner,
+                turns=part,
+                occurred_at=utc(event.occurred_at),
+                session_id=event.session_id,
+            ),
+        )
+        for i, part in enumerate(parts)
+    ]
+
+
+# --- listing ---------------------------------------------------------------------------------
+def estimate_tokens(text: str) -> int:
+    """``ceil(len / 4)``, as retrieval estimates."""
+    return -(-len(text) // 4)
+
+
+def page_offset(limit: int, offset: int, page: int | None) -> int:
+    """``page`` (1-based) wins over ``offset`` when given."""
+    return (page - 1) * limit if page is not None else offset
+
+
+def hit_rate(retrieved: int, total: int) -> float:
+    """Share of the matching memories that retrieval ever returned (``last_accessed_at`` set)."""
+    return round(retrieved / total, 4) if total else 0.0
+
+
+def like_pattern(text: str) -> str:
+    """A LIKE pattern matching ``text`` literally anywhere (``%``, ``_`` and ``\\`` escaped)."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+# --- import ----------------------------------------------------------------------------------
+_record_decoder = msgspec.json.Decoder(MemoryRecord)
+
+
+def _check_record(rec: MemoryRecord) -> str | None:
+    if not _UUID.match(rec.id):
+        return f"id {rec.id!r} is not a UUID - at `$.id`"
+    if not rec.content.strip():
+        return "content is empty or whitespace - at `$.content`"
+    if len(rec.content) > MAX_CONTENT_CHARS:
+        return f"content has {len(rec.content)} characters; the limit is {MAX_CONTENT_CHARS} - at `$.content`"
+    if rec.key is not None and (not rec.key.strip() or len(rec.key) > MAX_KEY_LEN):
+        return f"key must be 1..{MAX_KEY_LEN} characters and not blank - at `$.key`"
+    if rec.session_id is not None and not 1 <= len(rec.session_id) <= 256:
+        return "session_id must be 1..256 characters - at `$.session_id`"
+    if rec.memory_type not in MEMORY_TYPES:  # pragma: no cover - the decoder checks the Literal
+        return f"unknown memory_type {rec.memory_type!r}"
+    found = find_nul(msgspec.to_builtins(rec))
+    if found:
+        return f"text contains a NUL character (U+0000) - at `{found}`"
+    return None
+
+
+def parse_import(lines: str) -> tuple[list[tuple[int, MemoryRecord]], list[ImportLineError]]:
+    """Decode and check every non-blank line; line numbers are 1-based."""
+    records: list[tuple[int, MemoryRecord]] = []
+    errors: list[ImportLineError] = []
+    for number, line in enumerate(lines.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = _record_decoder.decode(line)
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            errors.append(ImportLineError(line=number, error=str(exc)))
+            continue
+        problem = _check_record(rec)
+        if problem:
+            errors.append(ImportLineError(line=number, error=problem))
+        else:
+            records.append((number, rec))
+    return records, errors
+
+
+def import_id(owner: str, record_id: str) -> uuid.UUID:
+    """The id an imported record gets when its own id belongs to another owner (stable)."""
+    return uuid.uuid5(IMPORT_NAMESPACE, f"{owner}:{uuid.UUID(record_id)}")
+
+
+#: Fields an import compares to decide "unchanged" (owner, source and timestamps excluded).
+_COMPARED = ("content", "memory_type", "key", "session_id", "metadata", "scope", "state", "full_content")
+
+
+def record_differs(existing: MemoryRecord, incoming: MemoryRecord) -> bool:
+    if any(getattr(existing, f) != getattr(incoming, f) for f in _COMPARED):
+        return True
+    a, b = existing.expires_at, incoming.expires_at
+    return (a is None) != (b is None) or (a is not None and b is not None and utc(a) != utc(b))
+
+
+# --- activity --------------------------------------------------------------------------------
+class ActivityThrottle:
+    """At most one activity announcement per owner per ``interval_s`` (the scheduler works in minutes)."""
+
+    def __init__(self, interval_s: float, max_owners: int = 100_000) -> None:
+        self.interval_s = interval_s
+        self.max_owners = max_owners
+        self._last: dict[str, float] = {}
+
+    def due(self, owner: str, now: float) -> bool:
+        last = self._last.get(owner)
+        return last is None or now - last >= self.interval_s
+
+    def mark(self, owner: str, now: float) -> None:
+        if len(self._last) >= self.max_owners and owner not in self._last:
+            self._last.clear()
+        self._last[owner] = now

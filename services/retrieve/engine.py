@@ -1,0 +1,351 @@
+"""Retrieval orchestration: strategy, concurrent tiers, fallbacks, fusion, budget, timing.
+
+``Engine.retrieve`` turns a ``RetrieveRequest`` into a ``RetrieveResult``:
+
+1. effective settings of the owner (cached) -> strategy, budget, retention, fusion;
+2. ``plan_logic.plan`` picks the tiers; hybrid runs full-text and (embed -> vector store)
+   concurrently; the vector side tries the stores in order (Qdrant, then pgvector) and
+   each failure degrades to the next, then to full-text, then to newest-first;
+3. ranked lists are fused (RRF or score fusion), the candidates' rows fetched in one query,
+   optional session/neighbour boosts applied, then limit and token budget;
+4. returned memories are queued for the ``last_accessed_at`` touch (not on ``dry_run``).
+
+A degraded tier is never an error: it appears as a ``TierReport`` with its reason and a
+``from->to:code`` fallback. Only Postgres being unreachable (nothing can serve) is a 503.
+
+Hybrid fetches and fuses the top ``rrfDepth`` of each list, so it returns at most twice that
+many results whatever ``limit`` asks; semantic, keyword fallback and ``exact`` fetch ``limit``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+from typing import Annotated
+
+import asyncpg
+import msgspec
+from nats.aio.client import Client
+from nats.errors import TimeoutError as NatsTimeout
+
+from shared.errors import DependencyDown, MemorydError, ValidationFailed
+from shared.memory_settings import MemorySettings
+from shared.observability.logging import get_logger
+from shared.observability.metrics import RETRIEVE_FALLBACKS, RETRIEVE_RESULTS, RETRIEVE_SECONDS
+from shared.schemas.retrieval import RetrieveRequest, RetrieveResult, Tier, TierReport
+from shared.vectors.port import VectorStore
+
+from . import tiers
+from .breaker_logic import Breaker
+from .logic import (
+    Fused,
+    RankedList,
+    Strategy,
+    clamp_max_tokens,
+    neighbour_boost,
+    normalize_query,
+    parse_strategy,
+    rrf_fuse,
+    score_fuse,
+    session_boost,
+)
+from .plan_logic import (
+    Attempt,
+    FallbackCode,
+    MemoryRow,
+    answer,
+    fallback_labels,
+    plan,
+    recency_ranking,
+    single_ranking,
+    store_failure,
+    store_mismatch,
+)
+from .plan_logic import tier_of as credit_tier
+from .touch import Toucher
+
+log = get_logger(__name__)
+_PG_ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError)
+
+NonNegative = Annotated[float, msgspec.Meta(ge=0)]
+Positive = Annotated[float, msgspec.Meta(gt=0)]
+
+
+class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """Service settings, ``MEMORYD_RETRIEVE_<FIELD>`` (per-owner behaviour is in runtime settings)."""
+
+    embed_timeout_s: Positive = 1.0
+    store_timeout_s: Positive = 2.0
+    settings_ttl_s: NonNegative = 5.0
+    meta_ttl_s: NonNegative = 5.0
+    touch_interval_s: Positive = 1.0
+    breaker_threshold: Annotated[int, msgspec.Meta(ge=1)] = 3
+    breaker_cooldown_s: NonNegative = 5.0
+    session_boost: NonNegative = 0.0  # hybrid only: share of the best score in a result's session
+    neighbour_boost: NonNegative = 0.0  # hybrid only: share of the neighbouring turns' scores
+    fts_weight: NonNegative = 0.5  # score fusion weights
+    vec_weight: NonNegative = 0.5
+    no_system_providers: str = ""  # comma-separated; empty = injection's built-in list
+    keyword_max_candidates: Annotated[int, msgspec.Meta(ge=0)] = 2000  # newest matches ranked per query; 0 = all
+
+
+SettingsGetter = Callable[[str], Awaitable[MemorySettings]]
+
+
+class Engine:
+    def __init__(
+        self,
+        *,
+        pool: asyncpg.Pool,
+        nc: Client,
+        stores: Sequence[VectorStore],
+        settings: SettingsGetter,
+        toucher: Toucher,
+        config: EngineConfig = EngineConfig(),
+    ) -> None:
+        self.pool = pool
+        self.nc = nc
+        self.stores = list(stores)
+        self.settings = settings
+        self.toucher = toucher
+        self.config = config
+        self.meta = tiers.VecMetaCache(pool, config.meta_ttl_s)
+        self.fallbacks: Counter[str] = Counter()
+        self.breakers: dict[str, Breaker] = {
+            name: Breaker(config.breaker_threshold, config.breaker_cooldown_s)
+            for name in ["embed", *(s.name for s in self.stores)]
+        }
+
+    # --- the request -----------------------------------------------------------------------
+    async def retrieve(self, req: RetrieveRequest) -> RetrieveResult:
+        started = time.perf_counter()
+        try:
+            settings = await self.settings(req.owner)
+        except _PG_ERRORS as exc:
+            raise DependencyDown(f"postgres unavailable: {type(exc).__name__}") from exc
+        try:
+            strategy = parse_strategy(req.strategy or settings.strategy)
+        except ValueError as exc:
+            raise ValidationFailed(str(exc)) from exc
+        if req.no_memory or not settings.enabled:
+            reason = "no_memory requested" if req.no_memory else "memory is disabled for this owner (enabled=false)"
+            return RetrieveResult(memories=[], strategy=strategy.value, tokens_used=0, disabled_reason=reason)
+        query = normalize_query(req.query)
+        vis = tiers.Visibility(
+            req.owner, req.session_id, tuple(req.types) if req.types else None, settings.retention_days
+        )
+        run = _Run(self, vis, query)
+        ranked, vector_tier, recent_only = await run.rank(strategy, req.limit, settings)
+        rows = await self._rows(vis, ranked)
+        if strategy is Strategy.HYBRID and not recent_only:
+            ranked = await self._boost(vis, ranked, rows)
+        memories, tokens = answer(
+            ranked,
+            rows,
+            limit=req.limit,
+            max_tokens=clamp_max_tokens(req.max_tokens, settings.max_tokens),
+            tier=lambda f: credit_tier(f, vector_tier, recent=recent_only),
+        )
+        if memories and not req.dry_run:
+            self.toucher.touch((m.id for m in memories), datetime.now(UTC))
+        total_ms = _ms(started)
+        self._observe(strategy, run.attempts, total_ms, len(memories))
+        return RetrieveResult(
+            memories=memories,
+            strategy=strategy.value,
+            tokens_used=tokens,
+            tiers=[_report(a) for a in run.attempts],
+            fallbacks=fallback_labels(run.attempts),
+            ms=round(total_ms, 3),
+            embed_ms=None if run.embed_ms is None else round(run.embed_ms, 3),
+        )
+
+    async def _rows(self, vis: tiers.Visibility, ranked: list[Fused]) -> dict[str, MemoryRow]:
+        try:
+            return await tiers.fetch_rows(self.pool, vis, [f.memory_id for f in ranked])
+        except _PG_ERRORS as exc:
+            raise DependencyDown(f"postgres unavailable: {type(exc).__name__}") from exc
+
+    async def _boost(self, vis: tiers.Visibility, ranked: list[Fused], rows: dict[str, MemoryRow]) -> list[Fused]:
+        """Optional hybrid re-scoring: a share of the best score of a result's session, and of
+        the scores of its neighbouring turns (both off by default; see ``EngineConfig``)."""
+        cfg = self.config
+        if cfg.session_boost > 0:
+            ranked = session_boost(ranked, {i: r.session_id for i, r in rows.items()}, cfg.session_boost)
+        if cfg.neighbour_boost > 0:
+            positions = await tiers.turn_positions(self.pool, vis.owner, list(rows))
+            ranked = neighbour_boost(ranked, positions, cfg.neighbour_boost)
+        return ranked
+
+    def _observe(self, strategy: Strategy, attempts: list[Attempt], total_ms: float, results: int) -> None:
+        for attempt in attempts:
+            if attempt.served or attempt.ms > 0:
+                RETRIEVE_SECONDS.labels(strategy.value, attempt.tier).observe(attempt.ms / 1000)
+            if not attempt.served and attempt.code is not None:
+                RETRIEVE_FALLBACKS.labels(attempt.code).inc()
+                self.fallbacks[attempt.code] += 1
+        RETRIEVE_SECONDS.labels(strategy.value, "all").observe(total_ms / 1000)
+        RETRIEVE_RESULTS.observe(results)
+
+
+class _Run:
+    """The tiers of one request: what was tried, in order, and what it returned."""
+
+    def __init__(self, engine: Engine, vis: tiers.Visibility, query: str) -> None:
+        self.e = engine
+        self.vis = vis
+        self.query = query
+        self.attempts: list[Attempt] = []
+        self.embed_ms: float | None = None
+
+    async def rank(self, strategy: Strategy, limit: int, s: MemorySettings) -> tuple[list[Fused], Tier, bool]:
+        """The ranked candidates, the vector tier that served (or would have), recent-only?"""
+        p = plan(strategy, self.query)
+        first_vector: Tier = self.e.stores[0].name if self.e.stores else "pgvector"  # type: ignore[assignment]
+        if p.recent_only:
+            if p.skip_code is not None:
+                lead: Tier = first_vector if strategy is Strategy.SEMANTIC else "keyword"
+                self.attempts.append(Attempt(lead, False, code=p.skip_code, reason=p.skip_reason))
+            return await self._recent(limit), first_vector, True
+        if strategy is Strategy.HYBRID:
+            depth = s.rrf_depth
+            keyword_run = self._keyword(depth) if p.keyword else _nothing()
+            (fts, fts_attempt), (vec, vec_tier, vec_attempts) = await asyncio.gather(keyword_run, self._vector(depth))
+            if fts_attempt is None:
+                fts_attempt = Attempt("keyword", False, code=p.skip_code, reason=p.skip_reason)
+            self.attempts += [fts_attempt, *vec_attempts]
+            lists = {name: ranked for name, ranked in (("fts", fts), ("vec", vec)) if ranked is not None}
+            if not lists:
+                return await self._recent(limit), vec_tier, True
+            return self._fuse(lists, s), vec_tier, False
+        vec, vec_tier, vec_attempts = await self._vector(limit)
+        self.attempts += vec_attempts
+        if vec is not None:
+            return single_ranking(vec, "vec"), vec_tier, False
+        if p.skip_code is not None:
+            self.attempts.append(Attempt("keyword", False, code=p.skip_code, reason=p.skip_reason))
+        else:
+            fts, attempt = await self._keyword(limit)
+            self.attempts.append(attempt)
+            if fts is not None:
+                return single_ranking(fts, "fts"), vec_tier, False
+        return await self._recent(limit), vec_tier, True
+
+    def _fuse(self, lists: dict[str, RankedList], s: MemorySettings) -> list[Fused]:
+        if s.fusion == "score":
+            weights = {"fts": self.e.config.fts_weight, "vec": self.e.config.vec_weight}
+            return score_fuse(lists, weights, s.rrf_depth)
+        return rrf_fuse(lists, s.rrf_k, s.rrf_depth)
+
+    async def _keyword(self, limit: int) -> tuple[RankedList | None, Attempt]:
+        started = time.perf_counter()
+        try:
+            cap = self.e.config.keyword_max_candidates or None
+            ranked = await tiers.keyword_search(self.e.pool, self.vis, self.query, limit, cap)
+        except _PG_ERRORS as exc:
+            log.warning("retrieve.keyword_failed", error=str(exc))
+            return None, Attempt("keyword", False, _ms(started), "keyword_failed", f"full-text search failed: {exc}")
+        return ranked, Attempt("keyword", True, _ms(started), hits=len(ranked))
+
+    async def _recent(self, limit: int) -> list[Fused]:
+        started = time.perf_counter()
+        try:
+            ids = await tiers.recent(self.e.pool, self.vis, limit)
+        except _PG_ERRORS as exc:
+            raise DependencyDown(f"postgres unavailable: {type(exc).__name__}") from exc
+        self.attempts.append(Attempt("recent", True, _ms(started), hits=len(ids)))
+        return recency_ranking(ids)
+
+    async def _vector(self, limit: int) -> tuple[RankedList | None, Tier, list[Attempt]]:
+        """Embed the query, then try each store in order; the first that answers serves."""
+        stores = self.e.stores
+        first: Tier = stores[0].name if stores else "pgvector"  # type: ignore[assignment]
+        if not stores:
+            return None, first, [Attempt(first, False, code="store_down", reason="no vector store configured")]
+        started = time.perf_counter()
+        vector, signature, failure = await self._embed()
+        if failure is not None:
+            return None, first, [Attempt(first, False, _ms(started), failure[0], failure[1])]
+        assert vector is not None and signature is not None
+        attempts: list[Attempt] = []
+        meta = await self.e.meta.get()
+        for store in stores:
+            tier: Tier = store.name  # type: ignore[assignment]
+            row = meta.get(store.name)
+            active = row.signature if row is not None and row.signature else signature
+            problem = (
+                None if row is None else store_mismatch(row.signature, row.pending, row.dim, signature, len(vector))
+            )
+            breaker = self.e.breakers[store.name]
+            if problem is None and not breaker.allow(time.monotonic()):
+                problem = (
+                    "store_circuit_open",
+                    f"{store.name} skipped for {breaker.retry_in(time.monotonic()):.1f} s "
+                    f"after {breaker.failures} failures ({breaker.last_error})",
+                )
+            if problem is not None:
+                attempts.append(Attempt(tier, False, code=problem[0], reason=problem[1]))
+                continue
+            at = time.perf_counter()
+            try:
+                ranked = await asyncio.wait_for(
+                    tiers.vector_search(store, active, self.vis, vector, limit), self.e.config.store_timeout_s
+                )
+            except Exception as exc:
+                code, reason = store_failure(store.name, exc, self.e.config.store_timeout_s)
+                breaker.failure(time.monotonic(), reason)
+                if code == "store_error":
+                    log.warning("retrieve.store_failed", store=store.name, exc_info=exc)
+                attempts.append(Attempt(tier, False, _ms(at), code, reason))
+                continue
+            breaker.success()
+            attempts.append(Attempt(tier, True, _ms(at), hits=len(ranked)))
+            return ranked, tier, attempts
+        return None, attempts[-1].tier if attempts else first, attempts
+
+    async def _embed(self) -> tuple[list[float] | None, str | None, tuple[FallbackCode, str] | None]:
+        breaker = self.e.breakers["embed"]
+        now = time.monotonic()
+        if not breaker.allow(now):
+            return (
+                None,
+                None,
+                (
+                    "embed_circuit_open",
+                    f"embed skipped for {breaker.retry_in(now):.1f} s "
+                    f"after {breaker.failures} failures ({breaker.last_error})",
+                ),
+            )
+        started = time.perf_counter()
+        try:
+            result = await tiers.embed_query(self.e.nc, self.query, self.e.config.embed_timeout_s)
+        except DependencyDown as exc:
+            timed_out = isinstance(exc.__cause__, NatsTimeout)
+            code: FallbackCode = "embed_timeout" if timed_out else "embed_unavailable"
+            breaker.failure(time.monotonic(), code)
+            return None, None, (code, f"embed service: {exc.description}; searched without vectors")
+        except MemorydError as exc:
+            breaker.failure(time.monotonic(), "embed_failed")
+            return None, None, ("embed_failed", f"embed service refused the query: {exc.description}")
+        finally:
+            self.embed_ms = _ms(started)
+        breaker.success()
+        if not result.vectors or not result.vectors[0] or not all(math.isfinite(x) for x in result.vectors[0]):
+            return None, None, ("embed_failed", "embed service returned no usable vector")
+        return list(result.vectors[0]), result.signature, None
+
+
+async def _nothing() -> tuple[RankedList | None, Attempt | None]:
+    return None, None
+
+
+def _report(a: Attempt) -> TierReport:
+    return TierReport(tier=a.tier, served=a.served, ms=round(a.ms, 3), reason=a.reason or None, hits=a.hits)
+
+
+def _ms(started: float) -> float:
+    return (time.perf_counter() - started) * 1000

@@ -1,0 +1,59 @@
+"""The retrieve service's RPC handlers: decoded request in, result out (no bytes, no subjects).
+
+``retrieve`` is the engine; ``inject`` retrieves for a chat request and returns it with the
+memory context placed as DESIGN.md says (``injection.py``); ``engine.status`` reports the
+tiers (``status.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import msgspec
+from nats.js import JetStreamContext
+
+from shared.schemas.base import MAX_QUERY_CHARS
+from shared.schemas.events import ChatMessage
+from shared.schemas.ops import EngineStatusRequest, EngineStatusResult
+from shared.schemas.retrieval import InjectRequest, InjectResult, RetrieveRequest, RetrieveResult
+
+from . import injection
+from .engine import Engine
+from .status import engine_status
+
+
+@dataclass
+class Handlers:
+    engine: Engine
+    js: JetStreamContext
+    no_system_providers: frozenset[str] = injection.DEFAULT_NO_SYSTEM_PROVIDERS
+
+    async def retrieve(self, req: RetrieveRequest) -> RetrieveResult:
+        return await self.engine.retrieve(req)
+
+    async def inject(self, req: InjectRequest) -> InjectResult:
+        messages = [msgspec.to_builtins(m) for m in req.messages]
+        query = req.query if req.query is not None else injection.default_query(messages)
+        result = await self.engine.retrieve(
+            RetrieveRequest(
+                owner=req.owner,
+                query=query[:MAX_QUERY_CHARS],
+                session_id=req.session_id,
+                strategy=req.strategy,
+                max_tokens=req.max_tokens,
+                no_memory=req.no_memory,
+            )
+        )
+        context = injection.format_memory_context([m.content for m in result.memories])
+        where = injection.placement(context, req.provider, self.no_system_providers, model=req.model)
+        injected = injection.inject(messages, context, req.provider, self.no_system_providers, model=req.model)
+        return InjectResult(
+            messages=msgspec.convert(injected, list[ChatMessage]),
+            placement=where,
+            injected=result.memories if where != "none" else [],
+            context=context,
+            retrieval=result,
+        )
+
+    async def engine_status(self, req: EngineStatusRequest) -> EngineStatusResult:
+        return await engine_status(self.engine, self.js, req)

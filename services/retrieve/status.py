@@ -1,0 +1,153 @@
+"""``engine.status`` and the retrieve service's health checks.
+
+- ``engine_status``: the keyword tier, the embedding source and signature (``memory_vec_meta``
+  plus a probe of the embed RPC), each vector store's stats and health, memories waiting for
+  (re)embedding, fallbacks seen since start, and the lag of the embed/extract durables.
+- ``store_check``: one vector store's health for ``health`` (``ok ...`` or the reason).
+- ``round_trip``: the deep health check: write a memory row for the reserved owner
+  ``__health__`` (no client can name it: owners must start with a letter or digit), find
+  it by full-text through the engine (``dry_run``), delete it, report the latency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from nats.js import JetStreamContext
+
+from shared.db import memories
+from shared.errors import MemorydError
+from shared.observability.metrics import QUEUE_LAG
+from shared.schemas.ops import EngineStatusRequest, EngineStatusResult
+from shared.schemas.retrieval import RetrieveRequest
+from shared.subjects import EMBED_CONSUMER, EXTRACT_CONSUMER, JOBS_STREAM
+from shared.vectors.port import VectorStore
+
+from .engine import Engine
+from .tiers import KEYWORD_TIER_DESCRIPTION, embed_query
+
+HEALTH_OWNER = "__health__"
+
+
+async def engine_status(engine: Engine, js: JetStreamContext, req: EngineStatusRequest) -> EngineStatusResult:
+    engine.meta.invalidate()
+    meta = await engine.meta.get()
+    probe, stores, pending, lag = await asyncio.gather(
+        _probe_embed(engine), _stores(engine, meta), _pending(engine, req.owner), _lag(js)
+    )
+    return EngineStatusResult(
+        keyword_tier=KEYWORD_TIER_DESCRIPTION,
+        embedding={
+            "probe": probe,
+            "stores": {
+                name: {"signature": m.signature, "dim": m.dim, "pending_signature": m.pending}
+                for name, m in sorted(meta.items())
+            },
+            "breaker": engine.breakers["embed"].state(time.monotonic()),
+        },
+        vector_stores=stores,
+        pending_reindex=pending,
+        fallbacks=dict(sorted(engine.fallbacks.items())),
+        lag=lag,
+    )
+
+
+async def _probe_embed(engine: Engine) -> dict[str, Any]:
+    started = time.perf_counter()
+    try:
+        result = await embed_query(engine.nc, "memoryd engine status probe", engine.config.embed_timeout_s)
+    except MemorydError as exc:
+        return {"ok": False, "error": exc.description, "ms": _ms(started)}
+    return {"ok": True, "signature": result.signature, "dim": result.dim, "ms": _ms(started)}
+
+
+async def _stores(engine: Engine, meta: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for store in engine.stores:
+        row = meta.get(store.name)
+        signature = row.signature if row is not None else None
+        entry: dict[str, Any] = {
+            "active_signature": signature,
+            "breaker": engine.breakers[store.name].state(time.monotonic()),
+        }
+        if signature:
+            try:
+                st = await asyncio.wait_for(store.status(signature), engine.config.store_timeout_s)
+                entry |= {"healthy": st.healthy, "dim": st.dim, "vectors": st.vectors, "detail": st.detail}
+            except Exception as exc:
+                entry |= {"healthy": False, "detail": f"{type(exc).__name__}: {exc}"}
+        else:
+            entry |= {"healthy": None, "detail": "no active signature yet (nothing embedded)"}
+        out[store.name] = entry
+    return out
+
+
+async def _pending(engine: Engine, owner: str | None) -> int:
+    if owner is None:
+        return int(await engine.pool.fetchval("SELECT count(*) FROM memories WHERE needs_reindex"))
+    return int(await engine.pool.fetchval("SELECT count(*) FROM memories WHERE needs_reindex AND owner = $1", owner))
+
+
+async def _lag(js: JetStreamContext) -> dict[str, int]:
+    """Unprocessed messages per durable: ``<name>`` (not yet delivered) and ``<name>_ack_pending``."""
+    lag: dict[str, int] = {}
+    for name in (EXTRACT_CONSUMER, EMBED_CONSUMER):
+        try:
+            info = await asyncio.wait_for(js.consumer_info(JOBS_STREAM, name), timeout=2)
+        except Exception:
+            continue  # the consumer does not exist yet (its service never started)
+        pending = int(info.num_pending or 0)
+        lag[name] = pending
+        lag[f"{name}_ack_pending"] = int(info.num_ack_pending or 0)
+        QUEUE_LAG.labels(name).set(pending)
+    return lag
+
+
+def store_check(engine: Engine, store: VectorStore) -> Callable[[], Awaitable[str]]:
+    async def check() -> str:
+        row = (await engine.meta.get()).get(store.name)
+        if row is None or not row.signature:
+            return "ok (no active signature yet)"
+        st = await store.status(row.signature)
+        if not st.healthy:
+            return f"down: {st.detail or 'unhealthy'}"
+        return f"ok {st.vectors} vectors ({row.signature})"
+
+    return check
+
+
+def round_trip(engine: Engine) -> Callable[[], Awaitable[str]]:
+    async def check() -> str:
+        started = time.perf_counter()
+        token = "probe" + uuid.uuid4().hex
+        record = await memories.insert(
+            engine.pool,
+            owner=HEALTH_OWNER,
+            memory_type="factual",
+            content=f"memoryd health {token}",
+            source="api",
+            metadata={"health_probe": True},
+        )
+        try:
+            found = await engine.retrieve(
+                RetrieveRequest(owner=HEALTH_OWNER, query=token, strategy="hybrid", dry_run=True, limit=5)
+            )
+        finally:
+            async with engine.pool.acquire() as conn:
+                await memories.delete(conn, HEALTH_OWNER, [record.id])
+        ms = _ms(started)
+        if found.disabled_reason:
+            return f"ok create->delete {ms} ms; retrieve skipped: {found.disabled_reason}"
+        if not any(m.id == record.id for m in found.memories):
+            return f"down: round trip did not find its memory ({ms} ms; tiers {found.fallbacks or 'ok'})"
+        return f"ok create->retrieve->delete {ms} ms"
+
+    return check
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)

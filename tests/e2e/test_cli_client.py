@@ -1,0 +1,133 @@
+"""The client CLI against `memoryd up`, as a user runs it: chat -> memories list -> export ->
+import -> delete, NATS found through the data dir's runtime.json, errors as one line and exit 1."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+MEMORYD = [sys.executable, "-m", "shared.cli.main"]
+pytestmark = pytest.mark.slow
+
+
+def _env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
+
+
+def _cli(data: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*MEMORYD, *args, "--data-dir", str(data)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_env(),
+        input=stdin,
+    )
+
+
+def _ok(data: Path, *args: str, stdin: str | None = None) -> str:
+    result = _cli(data, *args, stdin=stdin)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def _wait_listed(data: Path, owner: str, n: int, timeout: float = 60.0) -> dict[str, object]:
+    deadline = time.monotonic() + timeout
+    while True:
+        listed = json.loads(_ok(data, "memories", "list", "--owner", owner, "--json"))
+        if listed["total"] >= n or time.monotonic() > deadline:
+            return listed  # type: ignore[no-any-return]
+        time.sleep(0.3)
+
+
+@pytest.fixture(scope="module")
+def running(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    data = tmp_path_factory.mktemp("cli") / "data"
+    proc = subprocess.Popen(
+        [*MEMORYD, "up", "--data-dir", str(data)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env()
+    )
+    children: list[psutil.Process] = []
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                raise AssertionError(f"memoryd up exited: {proc.stderr.read() if proc.stderr else ''}")
+            if line.startswith("memoryd ready "):
+                break
+        children = psutil.Process(proc.pid).children(recursive=True)
+        yield data
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        psutil.wait_procs(children, timeout=10)
+
+
+def test_chat_list_export_import_delete(running: Path, tmp_path: Path) -> None:
+    data, owner = running, f"cli-{os.getpid()}"
+    out = _ok(data, "chat", "--owner", owner, "--session", "s1", "hello from the cli test")
+    assert out.startswith("published chat event ") and owner in out
+    sent = json.loads(_ok(data, "chat", "--owner", owner, "--role", "assistant", "--json", "an answer from the cli"))
+    assert sent["owner"] == owner and sent["event_id"]
+
+    listed = _wait_listed(data, owner, 2)
+    contents = sorted(m["content"] for m in listed["memories"])  # type: ignore[attr-defined]
+    assert contents == ["an answer from the cli", "hello from the cli test"]
+    human = _ok(data, "memories", "list", "--owner", owner)
+    assert "hello from the cli test" in human and "2 of 2 memories" in human
+    assert "hello from the cli" in _ok(data, "memories", "list", "--owner", owner, "-q", "hello")
+
+    added = json.loads(_ok(data, "memories", "add", "--owner", owner, "--key", "pref:cli", "--json", "User likes CLIs"))
+    mid = added["memory"]["id"]
+    assert added["created"] is True
+    shown = _ok(data, "memories", "get", "--owner", owner, mid)
+    assert "User likes CLIs" in shown and "pref:cli" in shown
+
+    dump = tmp_path / "dump.jsonl"
+    _ok(data, "memories", "export", "--owner", owner, "--out", str(dump))
+    lines = dump.read_text().splitlines()
+    assert len(lines) == 3 and {json.loads(line)["owner"] for line in lines} == {owner}
+    assert _ok(data, "memories", "export", "--owner", owner).splitlines() == lines
+
+    copy = f"{owner}-copy"
+    report = _ok(data, "memories", "import", "--owner", copy, str(dump))
+    assert "imported 3, updated 0, unchanged 0" in report
+    again = json.loads(_ok(data, "memories", "import", "--owner", copy, "--json", stdin=dump.read_text()))
+    assert (again["imported"], again["unchanged"]) == (0, 3)
+    bad = _cli(data, "memories", "import", "--owner", copy, stdin=lines[0] + "\n{oops\n")
+    assert bad.returncode == 1 and "line 2:" in bad.stderr
+
+    deleted = _ok(data, "memories", "delete", "--owner", owner, mid)
+    assert deleted.startswith(f"deleted {mid}: rows=1")
+    missing = _cli(data, "memories", "get", "--owner", owner, mid)
+    assert missing.returncode == 1
+    assert missing.stderr.startswith("memoryd: not_found: ") and "Traceback" not in missing.stderr
+    assert json.loads(_ok(data, "memories", "list", "--owner", owner, "--json"))["total"] == 2
+
+
+def test_errors_are_one_line(running: Path, tmp_path: Path) -> None:
+    bad_type = _cli(running, "memories", "add", "--owner", "x", "--expires-at", "2001-01-01T00:00:00+00:00", "text")
+    assert bad_type.returncode == 1 and bad_type.stderr.startswith("memoryd: validation: ")
+    assert "expires_at" in bad_type.stderr
+    blank = _cli(running, "chat", "--owner", "x", "   ")
+    assert blank.returncode == 1 and blank.stderr.startswith("memoryd: validation: ")
+    nowhere = subprocess.run(
+        [*MEMORYD, "memories", "list", "--owner", "x", "--data-dir", str(tmp_path / "none")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_env(),
+    )
+    assert nowhere.returncode == 2 and "runtime.json" in nowhere.stderr and "Traceback" not in nowhere.stderr

@@ -1,0 +1,189 @@
+"""Each strategy through the retrieve service, the hand-checked RRF order, score fusion, budget."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta
+
+import asyncpg
+import pytest
+from nats.aio.client import Client
+
+from shared.bus.rpc_client import call
+from shared.config import ServiceConfig
+from shared.db.settings_store import put_values
+from shared.schemas.retrieval import RetrieveRequest, RetrieveResult
+from shared.service import ServiceContext
+from shared.testing.stack import run_services
+
+from .conftest import ScriptedEmbed, owner, put, unit
+
+pytestmark = pytest.mark.usefixtures("vec_meta")
+
+Q = unit(1, 0, 0, 0)
+
+
+async def retrieve(nc: Client, **kw: object) -> RetrieveResult:
+    result: RetrieveResult = await call(nc, "retrieve", RetrieveRequest(**kw), timeout=10)  # type: ignore[arg-type]
+    return result
+
+
+async def _rrf_fixture(pool: asyncpg.Pool, who: str) -> dict[str, str]:
+    """Keyword ranks A > B > C (D has no keyword); vector ranks D > C > A > B."""
+    return {
+        "A": await put(pool, who, "apple apple apple pie", vector=unit(1, 1, 0, 0)),
+        "B": await put(pool, who, "apple apple tart", vector=unit(0, 1, 0, 0)),
+        "C": await put(pool, who, "apple crumble", vector=unit(1, 0.1, 0, 0)),
+        "D": await put(pool, who, "orchard harvest notes", vector=unit(1, 0, 0, 0)),
+    }
+
+
+async def test_hybrid_rrf_order_hand_checked(pool: asyncpg.Pool, nc: Client, retrieve_svc: ServiceContext) -> None:
+    who = owner()
+    ids = await _rrf_fixture(pool, who)
+    embed = await ScriptedEmbed({"apple": Q}).start(nc)
+    try:
+        res = await retrieve(nc, owner=who, query="apple", strategy="hybrid")
+    finally:
+        await embed.stop()
+    name = {v: k for k, v in ids.items()}
+    got = [(name[m.id], m.fts_rank, m.vec_rank) for m in res.memories]
+    # A: 1/61 + 1/63, C: 1/63 + 1/62, B: 1/62 + 1/64, D: 1/61 (k=60)
+    assert got == [("A", 1, 3), ("C", 3, 2), ("B", 2, 4), ("D", None, 1)]
+    expected = [1 / 61 + 1 / 63, 1 / 63 + 1 / 62, 1 / 62 + 1 / 64, 1 / 61]
+    assert [m.score for m in res.memories] == pytest.approx(expected, rel=1e-12)
+    assert [m.tier for m in res.memories] == ["keyword", "pgvector", "keyword", "pgvector"]
+    assert res.strategy == "hybrid" and res.fallbacks == []
+    assert {(t.tier, t.served, t.hits) for t in res.tiers} == {("keyword", True, 3), ("pgvector", True, 4)}
+    assert res.memories[0].fts_score is not None and res.memories[0].vec_score == pytest.approx(math.sqrt(0.5))
+    assert res.embed_ms is not None and res.ms is not None and res.ms >= res.embed_ms
+
+
+async def test_score_fusion_and_depth_from_settings(
+    pool: asyncpg.Pool, nc: Client, retrieve_svc: ServiceContext
+) -> None:
+    who = owner()
+    ids = await _rrf_fixture(pool, who)
+    await put_values(pool, who, {"fusion": "score", "rrfDepth": 2})
+    embed = await ScriptedEmbed({"apple": Q}).start(nc)
+    try:
+        res = await retrieve(nc, owner=who, query="apple")
+    finally:
+        await embed.stop()
+    name = {v: k for k, v in ids.items()}
+    # depth 2: keyword A, B; vector D, C. Min-max per list over its top 2: A 1, B 0, D 1, C 0.
+    # weights 0.5/0.5: A 0.5, D 0.5 (tie -> better best rank, then id), B 0, C 0.
+    assert {name[m.id] for m in res.memories[:2]} == {"A", "D"}
+    assert [m.score for m in res.memories] == pytest.approx([0.5, 0.5, 0.0, 0.0])
+    assert {name[m.id] for m in res.memories[2:]} == {"B", "C"}
+
+
+async def test_semantic_is_vector_order(pool: asyncpg.Pool, nc: Client, retrieve_svc: ServiceContext) -> None:
+    who = owner()
+    ids = await _rrf_fixture(pool, who)
+    embed = await ScriptedEmbed({"apple": Q}).start(nc)
+    try:
+        res = await retrieve(nc, owner=who, query="apple", strategy="semantic")
+    finally:
+        await embed.stop()
+    assert [m.id for m in res.memories] == [ids["D"], ids["C"], ids["A"], ids["B"]]
+    assert [m.vec_rank for m in res.memories] == [1, 2, 3, 4]
+    assert res.memories[0].score == pytest.approx(1.0, abs=1e-5)
+    assert all(m.tier == "pgvector" and m.fts_rank is None for m in res.memories)
+
+
+@pytest.mark.parametrize("strategy", ["exact", "recent"])
+async def test_exact_is_newest_first_and_ignores_the_query(
+    pool: asyncpg.Pool, nc: Client, retrieve_svc: ServiceContext, strategy: str
+) -> None:
+    who = owner()
+    now = datetime.now(UTC)
+    old = await put(pool, who, "older apple", created_at=now - timedelta(days=2))
+    new = await put(pool, who, "newer banana", created_at=now - timedelta(days=1))
+    res = await retrieve(nc, owner=who, query="apple", strategy=strategy)
+    assert [m.id for m in res.memories] == [new, old]
+    assert res.strategy == "exact"
+    assert [m.tier for m in res.memories] == ["recent", "recent"]
+    assert [m.score for m in res.memories] == [1.0, 0.5]
+    assert [(t.tier, t.served) for t in res.tiers] == [("recent", True)] and res.fallbacks == []
+
+
+async def test_default_strategy_comes_from_settings(
+    pool: asyncpg.Pool, nc: Client, retrieve_svc: ServiceContext
+) -> None:
+    who = owner()
+    await put(pool, who, "kiwi")
+    await put_values(pool, who, {"strategy": "recent"})
+    res = await retrieve(nc, owner=who, query="nothing matches this")
+    assert res.strategy == "exact" and len(res.memories) == 1
+
+
+async def test_budget_prefix_and_at_least_one(pool: asyncpg.Pool, nc: Client, retrieve_svc: ServiceContext) -> None:
+    who = owner()
+    now = datetime.now(UTC)
+    # newest first: 100, 100, 100 tokens (400 chars each), then a 1-token memory
+    for i, text in enumerate(["a" * 400, "b" * 400, "c" * 400, "dddd"]):
+        await put(pool, who, text, created_at=now - timedelta(minutes=i))
+    res = await retrieve(nc, owner=who, strategy="exact", max_tokens=250)
+    assert [m.tokens for m in res.memories] == [100, 100] and res.tokens_used == 200  # the 3rd does not fit: stop
+    res = await retrieve(nc, owner=who, strategy="exact", max_tokens=0)  # clamped to 1: still one result
+    assert len(res.memories) == 1 and res.tokens_used == 100
+    res = await retrieve(nc, owner=who, strategy="exact", max_tokens=16_000)  # clamped to 8000
+    assert len(res.memories) == 4 and res.tokens_used == 301
+    res = await retrieve(nc, owner=who, strategy="exact", limit=2)
+    assert len(res.memories) == 2
+    thrifty = owner()
+    for i, text in enumerate(["a" * 400, "b" * 400]):
+        await put(pool, thrifty, text, created_at=now - timedelta(minutes=i))
+    await put_values(pool, thrifty, {"maxTokens": 150})
+    res = await retrieve(nc, owner=thrifty, strategy="exact")  # the owner's default budget
+    assert [m.tokens for m in res.memories] == [100]
+
+
+async def test_disabled_by_setting_or_request(pool: asyncpg.Pool, nc: Client, retrieve_svc: ServiceContext) -> None:
+    who = owner()
+    await put(pool, who, "kiwi")
+    res = await retrieve(nc, owner=who, query="kiwi", no_memory=True)
+    assert res.memories == [] and res.disabled_reason is not None and "no_memory" in res.disabled_reason
+    other = owner()
+    await put(pool, other, "kiwi")
+    await put_values(pool, other, {"enabled": False})
+    res = await retrieve(nc, owner=other, query="kiwi")
+    assert res.memories == [] and res.disabled_reason is not None and "enabled=false" in res.disabled_reason
+
+
+@pytest.mark.parametrize(
+    ("env", "order", "scores"),
+    [
+        ({}, "DAC", [1 / 61, 1 / 62, 1 / 63]),
+        # neighbours at distance 1 weigh 1.0, at 2 weigh 0.5; B (between A and C) did not match
+        ({"NEIGHBOUR_BOOST": "1"}, "ACD", [1 / 62 + 0.5 / 63, 1 / 63 + 0.5 / 62, 1 / 61]),
+        # each result gains the best score of its session (its own included)
+        ({"SESSION_BOOST": "1"}, "DAC", [2 / 61, 2 / 62, 1 / 63 + 1 / 62]),
+    ],
+)
+async def test_hybrid_boosts_hand_checked(
+    pool: asyncpg.Pool,
+    nc: Client,
+    config: ServiceConfig,
+    monkeypatch: pytest.MonkeyPatch,
+    env: dict[str, str],
+    order: str,
+    scores: list[float],
+) -> None:
+    for key, value in env.items():
+        monkeypatch.setenv(f"MEMORYD_RETRIEVE_{key}", value)
+    who = owner()
+    t0 = datetime.now(UTC) - timedelta(hours=1)
+    turn = {"source": "chat_turn", "memory_type": "episodic"}
+    ids = {
+        "A": await put(pool, who, "kiwi kiwi", session_id="s1", created_at=t0, **turn),
+        "B": await put(pool, who, "something else", session_id="s1", created_at=t0 + timedelta(seconds=1), **turn),
+        "C": await put(pool, who, "kiwi", session_id="s1", created_at=t0 + timedelta(seconds=2), **turn),
+        "D": await put(pool, who, "kiwi kiwi kiwi", session_id="s2", created_at=t0, **turn),
+    }
+    name = {v: k for k, v in ids.items()}
+    async with run_services(["retrieve"], config):  # no embed service: keyword ranks only (D, A, C)
+        res = await retrieve(nc, owner=who, query="kiwi", strategy="hybrid")
+    assert "".join(name[m.id] for m in res.memories) == order
+    assert [m.score for m in res.memories] == pytest.approx(scores, rel=1e-12)

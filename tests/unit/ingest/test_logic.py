@@ -1,0 +1,159 @@
+"""Pure ingest rules: turn planning, the opt-out header, text checks, job splitting, import lines."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime, timedelta, timezone
+
+import msgspec
+import pytest
+
+from services.ingest import logic
+from shared.errors import ValidationFailed
+from shared.schemas import ChatEvent, ChatMessage, MemoryRecord, Turn
+
+WHEN = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+
+def _event(*turns: tuple[str, str], **kw: object) -> ChatEvent:
+    return ChatEvent(
+        event_id="e1",
+        owner="alice",
+        occurred_at=kw.pop("occurred_at", WHEN),  # type: ignore[arg-type]
+        messages=[ChatMessage(role=r, content=c) for r, c in turns],  # type: ignore[arg-type]
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_plan_turns_dedupes_by_role_and_content_keeping_order() -> None:
+    planned = logic.plan_turns(_event(("user", "hi"), ("assistant", "hi"), ("user", "hi"), ("user", "bye")))
+    assert [(t.index, t.role, t.content) for t in planned] == [
+        (0, "user", "hi"),
+        (1, "assistant", "hi"),
+        (3, "user", "bye"),
+    ]
+    assert [t.created_at - WHEN for t in planned] == [timedelta(microseconds=i) for i in (0, 1, 3)]
+    assert planned[0].hash == logic.text_hash("hi") and len(planned[0].hash) == 64
+
+
+def test_naive_and_offset_times_become_utc() -> None:
+    naive = logic.plan_turns(_event(("user", "x"), occurred_at=datetime(2026, 1, 1, 12, 0)))
+    shifted = logic.plan_turns(
+        _event(("user", "x"), occurred_at=datetime(2026, 1, 1, 14, 0, tzinfo=timezone(timedelta(hours=2))))
+    )
+    assert naive[0].created_at == shifted[0].created_at == WHEN
+
+
+def test_long_turn_is_cut_for_storage_and_tailed_for_extraction() -> None:
+    text = "a" * 70_000 + "I prefer tea." + "é" * 40_000
+    [turn] = logic.plan_turns(_event(("user", text)))
+    assert len(turn.content) == 65_536 and turn.truncated and turn.original_chars == len(text)
+    assert len(turn.extract_text.encode()) <= logic.EXTRACT_TAIL_BYTES and turn.extract_text.endswith("é")
+    meta = logic.turn_metadata(_event(("user", text)), turn)
+    assert meta["truncated"] is True and meta["original_chars"] == len(text)
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        (None, False),
+        ({}, False),
+        ({"x-memory-no-memory": "true"}, True),
+        ({"X-Memory-No-Memory": " YES "}, True),
+        ({"x-memory-no-memory": "1"}, True),
+        ({"x-memory-no-memory": "false"}, False),
+        ({"x-memory-no-memory": "0"}, False),
+        ({"x-other": "true"}, False),
+    ],
+)
+def test_no_memory_header(headers: dict[str, str] | None, expected: bool) -> None:
+    assert logic.header_no_memory(headers) is expected
+
+
+def test_nul_is_refused_with_its_path() -> None:
+    with pytest.raises(ValidationFailed, match=r"\$\.messages\[1\]\.content"):
+        logic.check_event(_event(("user", "ok"), ("user", "a\x00b")))
+    with pytest.raises(ValidationFailed, match=r"\$\.metadata\.a\[0\]"):
+        logic.check_text({"metadata": {"a": ["x\x00"]}})
+    logic.check_text({"content": "fine", "metadata": {"k": [1, None, "ok"]}, "q": None})
+
+
+def test_expiry_must_be_in_the_future() -> None:
+    assert logic.check_expiry(None, WHEN) is None
+    assert logic.check_expiry(WHEN + timedelta(seconds=1), WHEN) == WHEN + timedelta(seconds=1)
+    with pytest.raises(ValidationFailed, match="expires_at"):
+        logic.check_expiry(WHEN, WHEN)
+
+
+def test_extract_jobs_split_by_size_with_stable_ids() -> None:
+    event = _event(("user", "x"))
+    turns = [Turn(role="user", content="y" * 400) for _ in range(10)]
+    jobs = logic.extract_jobs(event, turns, max_bytes=1000)
+    assert [msg_id for msg_id, _ in jobs] == [
+        "extract:alice:e1",
+        "extract:alice:e1:1",
+        "extract:alice:e1:2",
+        "extract:alice:e1:3",
+        "extract:alice:e1:4",
+    ]
+    assert sum(len(job.turns) for _, job in jobs) == 10
+    assert logic.extract_jobs(event, turns, max_bytes=1000) == jobs
+    assert logic.extract_jobs(event, []) == []
+    [(only, _)] = logic.extract_jobs(event, turns)
+    assert only == "extract:alice:e1"
+
+
+def test_listing_helpers() -> None:
+    assert logic.page_offset(20, 5, None) == 5 and logic.page_offset(20, 5, 3) == 40
+    assert logic.hit_rate(0, 0) == 0.0 and logic.hit_rate(1, 3) == 0.3333
+    assert [logic.estimate_tokens(t) for t in ("", "a", "abcd", "abcde")] == [0, 1, 1, 2]
+    assert logic.like_pattern("100%_\\") == "%100\\%\\_\\\\%"
+
+
+def _line(**fields: object) -> str:
+    base: dict[str, object] = {
+        "id": str(uuid.uuid4()),
+        "owner": "x",
+        "memory_type": "factual",
+        "content": "c",
+        "source": "api",
+        "state": "active",
+        "created_at": "2026-01-01T00:00:00Z",
+        "updated_at": "2026-01-01T00:00:00Z",
+        "content_hash": "h",
+    }
+    return json.dumps(base | fields)
+
+
+def test_parse_import_numbers_bad_lines() -> None:
+    text = "\n".join(
+        [_line(), "", "{", _line(id="nope"), _line(content=" "), _line(key="x" * 300), _line(memory_type="z")]
+    )
+    records, errors = logic.parse_import(text)
+    assert [n for n, _ in records] == [1]
+    assert [e.line for e in errors] == [3, 4, 5, 6, 7]
+    assert "UUID" in errors[1].error and "content" in errors[2].error and "key" in errors[3].error
+
+
+def test_import_id_is_stable_per_owner() -> None:
+    rid = str(uuid.uuid4())
+    assert logic.import_id("bob", rid) == logic.import_id("bob", rid.upper())
+    assert logic.import_id("bob", rid) != logic.import_id("carol", rid)
+
+
+def test_record_differs_ignores_owner_source_and_timestamps() -> None:
+    rec = msgspec.json.decode(_line(), type=MemoryRecord)
+    moved = msgspec.structs.replace(rec, owner="y", source="import", updated_at=WHEN)
+    assert not logic.record_differs(rec, moved)
+    assert logic.record_differs(rec, msgspec.structs.replace(rec, content="d"))
+    assert logic.record_differs(rec, msgspec.structs.replace(rec, expires_at=WHEN))
+    same_instant = msgspec.structs.replace(rec, expires_at=WHEN.astimezone(timezone(timedelta(hours=3))))
+    assert not logic.record_differs(msgspec.structs.replace(rec, expires_at=WHEN), same_instant)
+
+
+def test_activity_throttle() -> None:
+    throttle = logic.ActivityThrottle(interval_s=1.0)
+    assert throttle.due("a", 10.0)
+    throttle.mark("a", 10.0)
+    assert not throttle.due("a", 10.5) and throttle.due("b", 10.5) and throttle.due("a", 11.0)
