@@ -57,6 +57,7 @@ def role_permissions() -> dict[str, dict[str, object]]:
                 "mem.v1.rpc.summarize",
                 "mem.v1.rpc.summarize.>",
                 "mem.v1.rpc.cleanup",
+                "mem.v1.rpc.admin.>",
                 "mem.v1.rpc.cleanup.>",
             ],
         ),

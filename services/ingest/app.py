@@ -4,7 +4,8 @@ Settings (``MEMORYD_INGEST_*``): ``batch`` (events fetched and handled concurren
 pull), ``activity_interval_s`` (at most one activity announcement per owner per
 interval; the sleep scheduler counts idleness in minutes) and ``settings_ttl_s`` (how
 long an owner's runtime settings are cached; changes announced on
-``mem.v1.settings.changed`` apply at once).
+``mem.v1.settings.changed`` apply at once) and ``cleanup_interval_s`` (retention cleanup
+period, one replica at a time; 0 = only on request).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import msgspec
 from shared.bus.consumer import ConsumerSpec, PullConsumer
 from shared.bus.provision import ensure_activity_bucket
 from shared.config import load
+from shared.llm import LlmClient
+from shared.schemas import RPC_OPS
 from shared.schemas.events import ChatEvent
 from shared.service import ServiceContext
 from shared.settings_cache import SettingsCache
@@ -25,6 +28,7 @@ from shared.vectors.registry import open_stores
 
 from .chat import ChatIngestor
 from .handlers import MemoryApi
+from .lifecycle import LifecycleApi
 from .logic import ActivityThrottle
 from .publish import Publisher
 from .stores import MemoryStores
@@ -36,6 +40,7 @@ class IngestSettings(msgspec.Struct, frozen=True, kw_only=True):
     batch: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 32
     activity_interval_s: Annotated[float, msgspec.Meta(ge=0)] = 1.0
     settings_ttl_s: Annotated[float, msgspec.Meta(ge=0)] = 30.0
+    cleanup_interval_s: Annotated[float, msgspec.Meta(ge=0)] = 3600.0  # 0 = no periodic cleanup
 
 
 async def setup(ctx: ServiceContext) -> None:
@@ -46,7 +51,8 @@ async def setup(ctx: ServiceContext) -> None:
     vectors = await open_stores(ctx.config, ctx.db)
     ctx.closers.append(vectors.close)
     external = [store for store in vectors.all if store is not vectors.pgvector]
-    await MemoryApi(MemoryStores(ctx.db, external), publisher).register(ctx.rpc)
+    stores = MemoryStores(ctx.db, external)
+    await MemoryApi(stores, publisher).register(ctx.rpc)
     spec = ConsumerSpec(
         stage="ingest",
         stream=EVENTS_STREAM,
@@ -59,5 +65,14 @@ async def setup(ctx: ServiceContext) -> None:
     cache = SettingsCache(ctx.db, ttl_s=settings.settings_ttl_s)
     await cache.start(ctx.nc)
     ctx.closers.append(cache.stop)
+    llm = LlmClient(ctx.config.llm, ctx.db) if ctx.config.llm.configured else None
+    if llm is not None:
+        ctx.closers.append(llm.close)
+    lifecycle = LifecycleApi(stores, vectors.pgvector, publisher, cache.get, llm)
+    await ctx.rpc.add(RPC_OPS["memory.restore"], lifecycle.restore)
+    await ctx.rpc.add(RPC_OPS["summarize"], lifecycle.summarize)
+    await ctx.rpc.add(RPC_OPS["cleanup"], lifecycle.cleanup)
+    if settings.cleanup_interval_s > 0:
+        ctx.spawn(lifecycle.cleanup_periodically(settings.cleanup_interval_s, ctx.stop), "ingest-cleanup")
     consumer = PullConsumer(ctx.js, spec, ChatEvent, ChatIngestor(ctx.db, publisher, cache).handle)
     ctx.spawn(consumer.run(ctx.stop), "ingest-consumer")

@@ -13,7 +13,7 @@ import msgspec
 
 from shared.bus.rpc import RpcServer
 from shared.db import memories
-from shared.errors import NotFound, ValidationFailed
+from shared.errors import Forbidden, NotFound, ValidationFailed
 from shared.schemas import RPC_OPS
 from shared.schemas.memory import (
     DeletionReceipt,
@@ -62,6 +62,7 @@ class MemoryApi:
     async def register(self, rpc: RpcServer) -> None:
         for name, handler in (
             ("memory.create", self.create),
+            ("admin.memory.create", self.admin_create),
             ("memory.get", self.get),
             ("memory.update", self.update),
             ("memory.delete", self.delete),
@@ -73,6 +74,14 @@ class MemoryApi:
             await rpc.add(RPC_OPS[name], handler)
 
     async def create(self, req: MemoryCreateRequest) -> MemoryCreateResult:
+        """Owner memories; ``scope=global`` is refused here (403): see ``admin_create``."""
+        if req.scope == "global":
+            raise Forbidden("global memories are created by an operator on mem.v1.rpc.admin.memory.create")
+        return await self.admin_create(req)
+
+    async def admin_create(self, req: MemoryCreateRequest) -> MemoryCreateResult:
+        """Operator-only subject (NATS permissions): may also create ``scope=global`` memories,
+        which every owner's retrieval sees and no owner's sleep run modifies."""
         check_text({"content": req.content, "key": req.key, "session_id": req.session_id, "metadata": req.metadata})
         expires_at = check_expiry(req.expires_at, datetime.now(UTC))
         if req.scope == "session" and req.session_id is None:

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from .base import Owner, SessionId, Wire
+from .memory import DeletionReceipt
 
 
 class RpcError(Wire, frozen=True):
@@ -51,12 +52,14 @@ class EngineStatusResult(Wire, frozen=True):
 class ReindexRequest(Wire, frozen=True):
     owner: Owner | None = None
     batch_size: Annotated[int, msgspec.Meta(ge=1, le=4096)] = 256
+    dry_run: bool = False  # report progress only, queue nothing
 
 
 class ReindexResult(Wire, frozen=True):
-    signature: str
+    signature: str  # the configured signature being (re)embedded
     queued: int
-    pending: int
+    pending: int  # memories without a current vector of `signature`
+    active_signature: str | None = None  # what retrieval searches now (switches when pending reaches 0)
 
 
 class SleepRunRequest(Wire, frozen=True):
@@ -103,6 +106,24 @@ class SummarizeResult(Wire, frozen=True):
     tokens_after: int
     candidate_ids: list[str] = []
     summary_ids: list[str] = []
+    #: vectors of the compacted originals removed from every store (rows stay, archived)
+    removed: DeletionReceipt | None = None
+
+
+class CleanupRequest(Wire, frozen=True):
+    """Remove expired memories and those past the owner's ``retentionDays`` (never global ones)."""
+
+    owner: Owner | None = None
+    dry_run: bool = False
+
+
+class CleanupResult(Wire, frozen=True):
+    expired: int
+    past_retention: int
+    dry_run: bool
+    #: what the real run removed from each store; on a dry run, what is there to remove
+    removed: DeletionReceipt = DeletionReceipt()
+    candidate_ids: list[str] = []
 
 
 class SettingsGetRequest(Wire, frozen=True):

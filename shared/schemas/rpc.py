@@ -26,6 +26,8 @@ RPC_OPS: dict[str, RpcOp] = {
     op.name: op
     for op in (
         RpcOp("memory.create", m.MemoryCreateRequest, m.MemoryCreateResult, "ingest"),
+        # operator only (NATS permissions): the one way to create scope=global memories
+        RpcOp("admin.memory.create", m.MemoryCreateRequest, m.MemoryCreateResult, "ingest"),
         RpcOp("memory.get", m.MemoryGetRequest, m.MemoryGetResult, "ingest"),
         RpcOp("memory.update", m.MemoryUpdateRequest, m.MemoryUpdateResult, "ingest"),
         RpcOp("memory.delete", m.MemoryDeleteRequest, m.MemoryDeleteResult, "ingest"),
@@ -35,6 +37,7 @@ RPC_OPS: dict[str, RpcOp] = {
         RpcOp("memory.export", m.MemoryExportRequest, m.MemoryExportResult, "ingest"),
         RpcOp("memory.import", m.MemoryImportRequest, m.MemoryImportResult, "ingest"),
         RpcOp("summarize", o.SummarizeRequest, o.SummarizeResult, "ingest"),
+        RpcOp("cleanup", o.CleanupRequest, o.CleanupResult, "ingest"),
         RpcOp("settings.get", o.SettingsGetRequest, o.SettingsGetResult, "ingest"),
         RpcOp("settings.put", o.SettingsPutRequest, o.SettingsPutResult, "ingest"),
         RpcOp("retrieve", r.RetrieveRequest, r.RetrieveResult, "retrieve"),
