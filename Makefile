@@ -5,7 +5,7 @@ BIN    := $(abspath $(VENV))/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: run test lint bench bench-embed bench-quality bench-latency bench-ingest schemas clean
+.PHONY: run test lint chaos bench bench-embed bench-quality bench-latency bench-ingest schemas clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,9 @@ lint: $(STAMP)
 	$(BIN)/ruff check shared services tests
 	$(BIN)/ruff format --check shared services
 	$(BIN)/mypy shared services
+
+chaos: $(STAMP)  ## the full chaos run: 10k events under service kills and NATS/PostgreSQL restarts
+	$(BIN)/python -m tests.chaos.harness --events 10000 --json chaos-report.json
 
 schemas: $(STAMP)  ## regenerate deploy/schemas from the wire messages
 	$(BIN)/memoryd schemas --out deploy/schemas
