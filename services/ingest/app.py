@@ -31,6 +31,7 @@ from .handlers import MemoryApi
 from .lifecycle import LifecycleApi
 from .logic import ActivityThrottle
 from .publish import Publisher
+from .settings_api import SettingsApi
 from .stores import MemoryStores
 
 NEEDS_DB = True
@@ -72,6 +73,9 @@ async def setup(ctx: ServiceContext) -> None:
     await ctx.rpc.add(RPC_OPS["memory.restore"], lifecycle.restore)
     await ctx.rpc.add(RPC_OPS["summarize"], lifecycle.summarize)
     await ctx.rpc.add(RPC_OPS["cleanup"], lifecycle.cleanup)
+    settings_api = SettingsApi(ctx.db, ctx.nc)
+    await ctx.rpc.add(RPC_OPS["settings.get"], settings_api.get)
+    await ctx.rpc.add(RPC_OPS["settings.put"], settings_api.put)
     if settings.cleanup_interval_s > 0:
         ctx.spawn(lifecycle.cleanup_periodically(settings.cleanup_interval_s, ctx.stop), "ingest-cleanup")
     consumer = PullConsumer(ctx.js, spec, ChatEvent, ChatIngestor(ctx.db, publisher, cache).handle)

@@ -8,51 +8,16 @@ settings (the table holds other services' settings too) are ignored.
 """
 
 from collections.abc import Mapping
-from types import MappingProxyType
-from typing import Annotated, Any, Final, Literal
+from typing import Any, Final
 
 import msgspec
 
-StrictnessName = Literal["gentle", "normal", "aggressive"]
-ActionSetName = Literal["default", "full"]
-
-STRICTNESS_THRESHOLDS: Final[Mapping[str, float]] = MappingProxyType(
-    {"gentle": 0.92, "normal": 0.85, "aggressive": 0.75}
+from shared.sleep_settings import (  # noqa: F401 - re-exported for the sleep modules
+    STRICTNESS_THRESHOLDS,
+    ActionSetName,
+    SleepSettings,
+    StrictnessName,
 )
-
-NonNegative = Annotated[int, msgspec.Meta(ge=0)]
-Positive = Annotated[int, msgspec.Meta(ge=1)]
-
-
-class SleepSettings(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """Settings of the sleep worker; 0 means "unlimited" for the two conflict pair caps."""
-
-    sleep_mode_enabled: bool = False
-    sleep_idle_minutes: NonNegative = 5
-    sleep_min_interval_hours: Positive = 8
-    sleep_failure_backoff: bool = False
-    sleep_conflict_strictness: StrictnessName = "normal"
-    sleep_conflict_max_pairs: NonNegative = 12
-    sleep_conflict_max_pairs_per_run: NonNegative = 60
-    sleep_action_set: ActionSetName = "default"
-    sleep_archive_days: Positive = 30
-    sleep_compress_days: Positive = 90
-    sleep_pattern_min_memories: NonNegative = 100
-    sleep_pattern_lookback_days: Positive = 30
-    sleep_max_pattern_per_run: NonNegative = 3
-    sleep_affective_enabled: bool = False
-    sleep_affective_trait_min_sessions: Annotated[int, msgspec.Meta(ge=2, le=10)] = 3
-    sleep_affective_max_relations_per_run: Annotated[int, msgspec.Meta(ge=0, le=50)] = 10
-    sleep_max_tokens: Annotated[int, msgspec.Meta(ge=256)] = 8192
-    sleep_llm_model: Annotated[str, msgspec.Meta(min_length=1)] | None = None
-
-    def __post_init__(self) -> None:
-        if self.sleep_compress_days < self.sleep_archive_days:
-            raise ValueError(
-                f"sleepCompressDays ({self.sleep_compress_days}) must be >= "
-                f"sleepArchiveDays ({self.sleep_archive_days})"
-            )
-
 
 _DECODER: Final = msgspec.json.Decoder(SleepSettings)
 

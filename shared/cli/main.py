@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..errors import ConfigError, MemorydError
-from . import commands_client, commands_search, commands_server
+from . import commands_client, commands_search, commands_server, commands_settings
 
 Register = Callable[[argparse._SubParsersAction], None]
 
@@ -23,6 +23,7 @@ COMMAND_MODULES: list[Register] = [
     commands_server.register,
     commands_client.register,
     commands_search.register,
+    commands_settings.register,
 ]
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import asyncpg
 
-from ..memory_settings import GLOBAL_OWNER, MemorySettings, effective, validate
+from ..memory_settings import GLOBAL_OWNER, MemorySettings, effective, validate_update
 
 
 async def read_values(conn: asyncpg.Connection | asyncpg.Pool, owner: str) -> dict[str, Any]:
@@ -26,7 +26,9 @@ async def put_values(
 ) -> dict[str, Any]:
     """Validate and merge ``values`` into the row of ``owner`` (None = global)."""
     key = owner or GLOBAL_OWNER
-    validate(values)  # rejects unknown names and bad values before anything is written
+    current = await read_values(conn, key)
+    inherited = await read_values(conn, GLOBAL_OWNER) if owner else {}
+    validate_update(current, inherited, values)  # nothing is written for a bad name or value
     row = await conn.fetchrow(
         'INSERT INTO settings (owner, "values") VALUES ($1, $2::jsonb) '
         'ON CONFLICT (owner) DO UPDATE SET "values" = settings."values" || EXCLUDED."values", updated_at = now() '
