@@ -75,6 +75,16 @@ class _Clauses:
         return f"${first + len(self.args) - 1}"
 
 
+def any_word_tsquery(param: str) -> str:
+    """``websearch_to_tsquery`` with its ANDs turned into ORs: a memory matching some of a
+    question's words is a candidate, ranked by how well it matches (as BM25 treats a query).
+    Measured on LoCoMo through the service: keyword-only R@10 0.129 with AND, far below BM25;
+    with OR it ranks like BM25. Queries with a negation (``-word``) keep AND semantics, since
+    ``x | !y`` would match nearly everything."""
+    q = f"websearch_to_tsquery('{TS_CONFIG}', {param})"
+    return f"(CASE WHEN strpos({q}::text, '!') > 0 THEN {q} ELSE replace({q}::text, ' & ', ' | ')::tsquery END)"
+
+
 async def keyword_search(
     pool: asyncpg.Pool, vis: Visibility, query: str, limit: int, max_candidates: int | None = None
 ) -> RankedList:
@@ -85,7 +95,7 @@ async def keyword_search(
     tsvector read per row (measured ~8x slower than fetching for 10k matches of 100k rows).
     """
     c = _Clauses(vis, 4)
-    tsq = f"websearch_to_tsquery('{TS_CONFIG}', $1)"
+    tsq = any_word_tsquery("$1")
 
     def branch(who: str) -> str:
         # "+ interval '0 s'": never walk the (owner, created_at) index testing every row's
