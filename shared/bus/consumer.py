@@ -123,7 +123,7 @@ class PullConsumer(Generic[T]):
         while not stop.is_set():
             try:
                 msgs = await sub.fetch(spec.batch, timeout=1.0)
-            except NatsTimeout:
+            except (NatsTimeout, TimeoutError):  # nats-py also raises the plain one when idle
                 msgs = []
             except Exception as exc:
                 log.warning("consumer.fetch_failed", stage=spec.stage, error=str(exc) or type(exc).__name__)

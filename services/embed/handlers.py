@@ -1,0 +1,158 @@
+"""The embed service's handlers: embed jobs (batched, written to the stores) and query embeddings.
+
+`Jobs.handle` is the pull-consumer handler: it hands its job to a `MicroBatcher` and returns
+when the batch holding it is written, so the consumer acks only after the write. One batch
+(`Jobs.flush`): read the memories as they are now (one query), embed the ones needing it (one
+inference call), write every configured store, then `mark_embedded` (clears `needs_reindex`
+only where the content hash is still the embedded one). A memory deleted meanwhile is acked
+and counted; one whose content changed while it was embedded is flagged and requeued.
+
+`Queries.embed` serves `mem.v1.rpc.embed`: cache first (`{signature}:{sha256(text)}`), the
+misses of concurrent requests share inference batches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import asyncpg
+from nats.js import JetStreamContext
+
+from shared.bus.consumer import JobContext
+from shared.codec import encode
+from shared.observability.logging import get_logger
+from shared.observability.metrics import EMBED_CACHE, EMBED_SKIPPED, EMBED_TEXTS
+from shared.schemas import EmbedJob
+from shared.schemas.retrieval import EmbedRequest, EmbedResult
+from shared.subjects import EMBED_JOBS
+from shared.vectors.pgvector import mark_embedded
+from shared.vectors.port import VectorItem, VectorStore
+
+from . import db
+from .batcher import MicroBatcher
+from .cache import Vector, VectorCache
+from .logic import JobOutcome, cache_key, triage, unique_by_id
+from .sources import EmbedSource
+
+log = get_logger(__name__)
+
+
+class Jobs:
+    """Embed jobs: batched by `MicroBatcher`, one read / inference / write per batch."""
+
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        js: JetStreamContext,
+        stores: Sequence[VectorStore],
+        source: EmbedSource,
+        *,
+        batch_max: int,
+        batch_wait_s: float,
+        pipeline: int,
+    ) -> None:
+        self.pool = pool
+        self.js = js
+        self.stores = list(stores)
+        self.source = source
+        self.batcher: MicroBatcher[EmbedJob, JobOutcome] = MicroBatcher(
+            self.flush, max_size=batch_max, max_wait_s=batch_wait_s, max_inflight=pipeline
+        )
+
+    async def handle(self, job: EmbedJob, ctx: JobContext) -> None:
+        outcome = await self.batcher.submit(job)
+        if outcome != "embed":
+            EMBED_SKIPPED.labels(outcome).inc()
+
+    async def flush(self, jobs: list[EmbedJob]) -> list[JobOutcome]:
+        rows = await db.fetch_rows(self.pool, jobs)
+        sig = self.source.signature
+        outcomes: list[JobOutcome] = []
+        todo: list[db.MemoryRow] = []
+        for job in jobs:
+            row = rows.get(db.job_key(job))
+            outcome = triage(row.state if row else None, sig)
+            outcomes.append(outcome)
+            if outcome == "embed" and row is not None:
+                todo.append(row)
+        states = unique_by_id([r.state for r in todo])
+        if states:
+            await self._embed_and_write(states, {r.state.memory_id: r for r in todo})
+        return outcomes
+
+    async def _embed_and_write(self, states: list[db.MemoryState], rows: dict[str, db.MemoryRow]) -> None:
+        sig = self.source.signature
+        vectors = await self.source.embed([s.content for s in states])
+        items = [_item(rows[s.memory_id], vectors[i]) for i, s in enumerate(states)]
+        await asyncio.gather(*(store.upsert(sig, items) for store in self.stores))
+        embedded = [(s.memory_id, s.content_hash) for s in states]
+        marked = await mark_embedded(self.pool, embedded, sig)
+        EMBED_TEXTS.labels("job").inc(len(states))
+        if marked < len(embedded):  # deleted meanwhile, or edited while we embedded
+            await self._requeue(await db.flag_changed(self.pool, embedded))
+
+    async def _requeue(self, changed: list[tuple[str, str, str]]) -> None:
+        for memory_id, owner, digest in changed:
+            job = EmbedJob(memory_id=memory_id, owner=owner, content_hash=digest, reason="update")
+            await self.js.publish(EMBED_JOBS, encode(job))
+            log.info("embed.requeued_changed", memory_id=memory_id, owner=owner)
+
+
+def _item(row: db.MemoryRow, vector: Vector) -> VectorItem:
+    return VectorItem(
+        memory_id=row.state.memory_id,
+        owner=row.state.owner,
+        vector=vector,
+        session_id=row.session_id,
+        scope=row.scope,
+        state=row.lifecycle,
+        memory_type=row.memory_type,
+        created_at=row.created_at,
+        expires_at=row.expires_at,
+    )
+
+
+class Queries:
+    """Query embeddings: the source of the signature retrieval searches, a cache, a batcher."""
+
+    def __init__(self, source: EmbedSource, cache: VectorCache, *, batch_max: int, wait_s: float) -> None:
+        self.cache = cache
+        self._batch_max = batch_max
+        self._wait_s = wait_s
+        self.source = source
+        self.batcher = self._batcher(source)
+
+    def _batcher(self, source: EmbedSource) -> MicroBatcher[str, Vector]:
+        async def flush(texts: list[str]) -> list[Vector]:
+            return [v.copy() for v in await source.embed(texts, urgent=True)]  # rows outlive their batch in the cache
+
+        return MicroBatcher(flush, max_size=self._batch_max, max_wait_s=self._wait_s, max_inflight=1)
+
+    def use(self, source: EmbedSource) -> None:
+        """Answer with another source from now on (the active signature switched)."""
+        if source is not self.source:
+            self.source, self.batcher = source, self._batcher(source)
+
+    async def embed(self, req: EmbedRequest) -> EmbedResult:
+        source, batcher = self.source, self.batcher  # one signature for the whole request
+        sig = source.signature
+        keys = [cache_key(sig, t) for t in req.texts]
+        found: dict[str, Vector] = {}
+        for key in keys:
+            if key not in found and (hit := self.cache.get(key)) is not None:
+                found[key] = hit
+        cached = sum(1 for k in keys if k in found)
+        EMBED_CACHE.labels("hit").inc(cached)
+        EMBED_CACHE.labels("miss").inc(len(keys) - cached)
+        misses = {k: t for k, t in zip(keys, req.texts, strict=True) if k not in found}
+        if misses:
+            vectors = await batcher.submit_many(list(misses.values()))
+            for key, vec in zip(misses, vectors, strict=True):
+                self.cache.put(key, vec)
+                found[key] = vec
+            EMBED_TEXTS.labels("query").inc(len(misses))
+        return EmbedResult(vectors=[found[k].tolist() for k in keys], signature=sig, dim=source.dim, cached=cached)
+
+    async def close(self) -> None:
+        await self.batcher.close()

@@ -1,0 +1,215 @@
+"""Embedding signatures over time: start, backfill, switch, retire.
+
+At start every worker runs `prepare`: for each configured store (pgvector always, Qdrant when
+configured) its `memory_vec_meta` row says which signature is active. When the configured
+signature differs, it becomes `pending_signature` and every memory is marked `needs_reindex`,
+once, under the row lock (concurrent starts agree). Retrieval keeps searching the active
+signature's vectors (queries are embedded with it while this process can build its source).
+
+`reindex` queues an `EmbedJob(reason="reindex")` for every memory without a current vector
+of the configured signature, in pages, deduplicated by `Nats-Msg-Id` so a repeated call within
+the stream's duplicate window queues nothing twice, and reports what is pending. When every
+memory that existed when the change began has a current vector of the new signature
+(`try_complete`, polled by every worker; memories created since do not hold the switch up),
+each store activates it (Qdrant: the alias swap), the meta rows switch, and the old signature
+is `retired`: its vectors are dropped `retire_grace_s` later, once no retrieval replica can
+still be using them. A change abandoned by reverting the configuration retires the pending
+signature the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import asyncpg
+from nats.js import JetStreamContext
+
+from shared.codec import encode
+from shared.errors import Conflict
+from shared.observability.logging import get_logger
+from shared.schemas import EmbedJob
+from shared.schemas.ops import ReindexRequest, ReindexResult
+from shared.subjects import EMBED_JOBS, MSG_ID_HEADER
+from shared.vectors.port import VectorStore
+
+from . import db
+from .logic import MetaAction, meta_action, reindex_msg_id
+
+log = get_logger(__name__)
+
+
+class Signatures:
+    """The configured signature against what `memory_vec_meta` says, for one worker process."""
+
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        js: JetStreamContext,
+        stores: Sequence[VectorStore],
+        signature: str,
+        dim: int,
+        info: dict[str, Any],
+        *,
+        retire_grace_s: float = 60.0,
+    ) -> None:
+        self.pool = pool
+        self.js = js
+        self.stores = {s.name: s for s in stores}
+        self.signature = signature
+        self.dim = dim
+        self.info = info  # source, model, dim, quantization, resolution: for engine.status
+        self.retire_grace_s = retire_grace_s
+        self.meta: dict[str, db.MetaRow] = {}
+
+    @property
+    def active(self) -> str | None:
+        """The signature retrieval searches in pgvector now."""
+        row = self.meta.get("pgvector")
+        return row.active if row else None
+
+    @property
+    def changing(self) -> bool:
+        return any(m.pending == self.signature for m in self.meta.values())
+
+    async def prepare(self) -> dict[str, MetaAction]:
+        """Record the configured signature; start a change (mark every memory) if it is new."""
+        for store in self.stores.values():
+            # Outside any transaction of ours: pgvector builds its index CONCURRENTLY, which
+            # waits for every older transaction.
+            await store.ensure(self.signature, self.dim)
+        actions: dict[str, MetaAction] = {}
+        async with self.pool.acquire() as conn, conn.transaction():
+            meta = await db.lock_meta(conn, list(self.stores))
+            embedded = await db.memories_embedded(conn)
+            now = await db.db_now(conn)
+            for name, row in meta.items():
+                action = meta_action(row.active, row.pending, self.signature, memories_embedded=embedded)
+                actions[name] = action
+                details = {**row.details, **self.info}
+                active, dim, pending = row.active, row.active_dim, row.pending
+                if action == "init":
+                    await self.stores[name].activate(self.signature)  # Qdrant: point the alias at it
+                    active, dim, pending = self.signature, self.dim, None
+                    details["activated_at"] = now
+                elif action == "cancel_change":  # the abandoned signature's vectors are dropped later
+                    details |= {"retired": row.pending, "retired_at": now}
+                    pending = None
+                elif action == "start_change":
+                    pending = self.signature
+                    details["reindex_started_at"] = now
+                await db.write_meta(conn, name, active=active, active_dim=dim, pending=pending, details=details)
+            marked = await db.mark_all_for_reindex(conn) if "start_change" in actions.values() else 0
+        await self.refresh()
+        log.info("embed.signature", signature=self.signature, actions=actions, marked_for_reindex=marked)
+        return actions
+
+    async def refresh(self) -> None:
+        self.meta = await db.read_meta(self.pool, list(self.stores))
+
+    async def try_complete(self) -> list[str]:
+        """Switch the stores whose pending signature is fully backfilled; return their names."""
+        await self.refresh()
+        if not self.changing:
+            return []
+        switched: list[str] = []
+        async with self.pool.acquire() as conn, conn.transaction():
+            meta = await db.lock_meta(conn, list(self.stores))
+            todo = [m for m in meta.values() if m.pending == self.signature]
+            now = await db.db_now(conn)
+            started = min(_epoch(m.details.get("reindex_started_at"), now) for m in todo) if todo else now
+            if not todo or await db.backfill_pending(conn, self.signature, started):
+                return []
+            for row in todo:
+                await self.stores[row.store].activate(self.signature)
+                details = {**row.details, "activated_at": now}
+                if row.active and row.active != self.signature:
+                    details |= {"retired": row.active, "retired_at": now}
+                await db.write_meta(
+                    conn, row.store, active=self.signature, active_dim=self.dim, pending=None, details=details
+                )
+                switched.append(row.store)
+        log.info("embed.signature_switched", signature=self.signature, stores=switched)
+        await self.refresh()
+        return switched
+
+    async def retire_due(self) -> int:
+        """Drop the vectors of signatures retired more than `retire_grace_s` ago (database clock)."""
+        retired = [(row, str(row.details["retired"])) for row in self.meta.values() if row.details.get("retired")]
+        if not retired:
+            return 0
+        now = await db.db_now(self.pool)
+        dropped = 0
+        for row, old in retired:
+            if now - _epoch(row.details.get("retired_at"), now) < self.retire_grace_s:
+                continue
+            if old not in (row.active, row.pending):
+                dropped += await self.stores[row.store].drop(old)  # idempotent: two workers may race here
+            await self.pool.execute(
+                "UPDATE memory_vec_meta SET details = details - 'retired' - 'retired_at', updated_at = now()"
+                " WHERE store = $1 AND details->>'retired' = $2",
+                row.store,
+                old,
+            )
+            log.info("embed.signature_retired", store=row.store, signature=old, vectors=dropped)
+        await self.refresh()
+        return dropped
+
+    async def watch(
+        self, stop: asyncio.Event, period_s: float, on_tick: Callable[[], Awaitable[None]] | None = None
+    ) -> None:
+        """Every `period_s`: follow the meta rows, switch when a backfill is done, drop retired vectors."""
+        while not stop.is_set():
+            try:
+                await self.try_complete()
+                await self.retire_due()
+                if on_tick is not None:
+                    await on_tick()
+            except Exception as exc:  # the next round retries; the service keeps serving
+                log.warning("embed.signature_watch_failed", error=f"{type(exc).__name__}: {exc}")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=period_s)
+
+    # --- the reindex RPC ------------------------------------------------------------------
+    async def reindex(self, req: ReindexRequest) -> ReindexResult:
+        await self.refresh()
+        for row in self.meta.values():
+            if row.pending and row.pending != self.signature:
+                raise Conflict(
+                    f"store {row.store} is changing to {row.pending}, but this embed worker is configured "
+                    f"for {self.signature}: give every embed replica the same settings"
+                )
+        queued = 0 if req.dry_run else await self.queue(req.owner, req.batch_size)
+        if not req.dry_run or self.changing:
+            await self.try_complete()
+        pending = await db.pending_count(self.pool, self.signature, req.owner)
+        return ReindexResult(signature=self.signature, queued=queued, pending=pending, active_signature=self.active)
+
+    async def queue(self, owner: str | None, batch_size: int) -> int:
+        """Publish a reindex job for every memory needing this signature; return how many were new."""
+        queued = 0
+        after: uuid.UUID | None = None
+        while True:
+            page = await db.needing_page(self.pool, self.signature, owner, after, batch_size)
+            if not page:
+                return queued
+            acks = await asyncio.gather(
+                *(
+                    self.js.publish(
+                        EMBED_JOBS,
+                        encode(EmbedJob(memory_id=str(mid), owner=own, content_hash=digest, reason="reindex")),
+                        headers={MSG_ID_HEADER: reindex_msg_id(str(mid), digest, self.signature, current)},
+                    )
+                    for mid, own, digest, current in page
+                )
+            )
+            queued += sum(1 for ack in acks if not ack.duplicate)
+            after = page[-1][0]
+
+
+def _epoch(value: object, default: float) -> float:
+    """An epoch-seconds value from `details` (written by us), or `default` when absent."""
+    return float(value) if isinstance(value, int | float) else default

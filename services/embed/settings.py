@@ -1,0 +1,57 @@
+"""The embed service's settings: one frozen Struct read from `MEMORYD_EMBED_*` in `setup`.
+
+Batching: a worker fetches up to `batch_max` jobs per pull and embeds them in one inference
+call; `pipeline` batches are in flight at once (the next batch is fetched and read from
+Postgres while the previous one is in inference); a batch that is not full leaves after
+`batch_wait_ms`. An inference call also stays within `batch_max_tokens` padded tokens: a
+batch pads to its longest text and ONNX Runtime keeps its peak memory (process RSS measured
+after one call of 256-token texts: 32 texts 1.0 GB, 16 texts 0.56 GB, 8 texts 0.38 GB).
+
+Query embeddings (`mem.v1.rpc.embed`) are batched separately: requests that arrive while
+inference is busy leave together (`query_batch_max`), an idle service answers at once
+(`query_wait_ms` 0).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import msgspec
+
+PositiveInt = Annotated[int, msgspec.Meta(ge=1)]
+
+
+class EmbedSettings(msgspec.Struct, frozen=True, kw_only=True):
+    source: Literal["local", "remote", "auto"] = "auto"
+    quantization: Literal["none", "dynamic-int8"] = "none"  # local only
+    model_cache_dir: str | None = None  # where the dynamic-int8 variant is built once
+    threads: Annotated[int, msgspec.Meta(ge=1, le=64)] = 1  # intra-op threads (scale with processes)
+
+    batch_max: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 16  # measured: best texts/s of 8, 16, 32 (bench embed)
+    batch_max_tokens: Annotated[int, msgspec.Meta(ge=1)] = 4096  # texts x longest per inference call (memory bound)
+    batch_wait_ms: Annotated[float, msgspec.Meta(ge=0, le=10_000)] = 10.0
+    pipeline: Annotated[int, msgspec.Meta(ge=1, le=8)] = 2
+    query_batch_max: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 64
+    query_wait_ms: Annotated[float, msgspec.Meta(ge=0, le=10_000)] = 0.0
+    cache_size: Annotated[int, msgspec.Meta(ge=0)] = 10_000
+    cache_ttl_s: Annotated[float, msgspec.Meta(gt=0)] = 3600.0
+
+    remote_url: str | None = None  # OpenAI-compatible base URL, e.g. http://host:11434/v1
+    remote_model: str | None = None
+    remote_dim: PositiveInt | None = None
+    remote_api_key: str | None = None
+    remote_timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 30.0
+    remote_send_dimensions: bool = False  # pass `dimensions` (OpenAI text-embedding-3 can shorten)
+    remote_concurrency: Annotated[int, msgspec.Meta(ge=1, le=64)] = 4
+
+    meta_poll_s: Annotated[float, msgspec.Meta(gt=0)] = 2.0  # how often a pending signature change is checked
+    retire_grace_s: Annotated[float, msgspec.Meta(ge=0)] = 60.0  # old vectors dropped this long after a switch
+
+    def cache_dir(self, data_dir: str | None) -> Path:
+        """`model_cache_dir`, else `<data_dir>/models` (`MEMORYD_DATA_DIR`), else `~/.cache/memoryd/models`."""
+        if self.model_cache_dir:
+            return Path(self.model_cache_dir)
+        if data_dir:
+            return Path(data_dir) / "models"
+        return Path.home() / ".cache" / "memoryd" / "models"

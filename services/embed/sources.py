@@ -1,0 +1,314 @@
+"""Where vectors come from: the local ONNX model or a remote OpenAI-compatible `/v1/embeddings`.
+
+`build_source(settings)` resolves `local | remote | auto` (auto = remote when
+`MEMORYD_EMBED_REMOTE_URL` is set) into one `EmbedSource`; `source_for_signature` rebuilds the
+source of another signature when this process can (the active one during a signature change,
+so query vectors keep matching the vectors retrieval searches).
+
+Local inference runs on one dedicated thread per process (`Inference`): the event loop stays
+free, and jobs and queries queue for the model one call at a time, queries first
+(`InferenceGate`). Calls are cut into at most `batch_max` texts and `batch_max_tokens` padded
+tokens (`logic.plan_batches`). The dynamic-int8 variant embeds each text alone (`per_text`): its
+activations are quantized per call, so it must never share padding with batch mates; the
+embedder does that itself, batching here only groups the calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Protocol
+
+import httpx
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from shared.errors import ConfigError, DependencyDown, MemorydError
+from shared.observability.logging import get_logger
+from shared.observability.metrics import EMBED_BATCH, EMBED_SECONDS
+
+from .adapters import DIM, DYNAMIC_INT8, MODEL_NAME, LocalEmbedder
+from .logic import Resolution, chunks, estimated_tokens, parse_signature, plan_batches, resolve_source, signature
+from .settings import EmbedSettings
+
+log = get_logger(__name__)
+Vectors = npt.NDArray[np.float32]
+
+
+class RemoteRejected(MemorydError):
+    """The remote endpoint refused the request (4xx other than 429) or answered nonsense."""
+
+
+class EmbedSource(Protocol):
+    kind: str  # local | remote
+    model: str
+    dim: int
+    quantization: str | None
+    signature: str
+    resolution: str
+
+    async def embed(self, texts: Sequence[str], *, urgent: bool = False) -> Vectors:
+        """L2-normalised float32 vectors `(len(texts), dim)`, in input order (`urgent`: a query)."""
+
+    def health(self) -> str:
+        """`ok ...` or what is wrong, for the `embedder` health check."""
+
+    async def close(self) -> None: ...
+
+
+# --- local -----------------------------------------------------------------------------------
+class InferenceGate:
+    """One inference at a time; waiting queries go before waiting job batches.
+
+    Jobs embed in calls of at most `batch_max` texts, so a query waits for at most the one
+    call already running, never for a backlog of job batches.
+    """
+
+    def __init__(self) -> None:
+        self._busy = False
+        self._waiters: tuple[deque[asyncio.Future[None]], deque[asyncio.Future[None]]] = (deque(), deque())
+
+    async def acquire(self, urgent: bool) -> None:
+        if not self._busy and not any(self._waiters):
+            self._busy = True
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        queue = self._waiters[0 if urgent else 1]
+        queue.append(fut)
+        try:
+            await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled():
+                self.release()  # granted just as we were cancelled: pass it on
+            else:
+                queue.remove(fut)
+            raise
+
+    def release(self) -> None:
+        for queue in self._waiters:
+            while queue:
+                fut = queue.popleft()
+                if not fut.done():
+                    fut.set_result(None)  # stays busy: ownership passes to the waiter
+                    return
+        self._busy = False
+
+
+class LocalSource:
+    """`LocalEmbedder` behind a single inference thread."""
+
+    kind = "local"
+
+    def __init__(
+        self,
+        embedder: LocalEmbedder,
+        inference: Inference,
+        batch_max: int,
+        resolution: str,
+        max_padded_tokens: int = 4096,
+    ) -> None:
+        self._embedder = embedder
+        self._inference = inference
+        self._batch_max = batch_max
+        self._max_padded_tokens = max_padded_tokens
+        self.model = embedder.model_name
+        self.dim = embedder.dim
+        self.quantization = embedder.quantization
+        self.signature = embedder.signature
+        self.resolution = resolution
+
+    async def embed(self, texts: Sequence[str], *, urgent: bool = False) -> Vectors:
+        if not texts:
+            return np.empty((0, self.dim), dtype=np.float32)
+        parts = []
+        lengths = [estimated_tokens(t) for t in texts]
+        for part in plan_batches(lengths, self._batch_max, self._max_padded_tokens):
+            batch = [texts[i] for i in part]
+            parts.append(await self._inference.run(self._timed, batch, urgent=urgent))
+        return parts[0] if len(parts) == 1 else np.vstack(parts)
+
+    def _timed(self, batch: list[str]) -> Vectors:
+        started = time.perf_counter()
+        vectors = self._embedder.embed(batch)
+        EMBED_SECONDS.observe(time.perf_counter() - started)
+        EMBED_BATCH.observe(len(batch))
+        return vectors
+
+    def health(self) -> str:
+        return f"ok {self.signature} ({self.resolution})"
+
+    async def close(self) -> None:
+        return None
+
+
+def load_local(settings: EmbedSettings, quantization: str | None, cache_dir: Path) -> LocalEmbedder:
+    """The local model: the int8-weight default, or the dynamic-int8 variant (built once)."""
+    if quantization == DYNAMIC_INT8:
+        return LocalEmbedder.dynamic_int8(cache_dir=cache_dir, threads=settings.threads)
+    if quantization is not None:
+        raise ConfigError("MEMORYD_EMBED_QUANTIZATION", f"unknown quantization {quantization!r}")
+    return LocalEmbedder.default(threads=settings.threads)
+
+
+# --- remote ----------------------------------------------------------------------------------
+class _Item(msgspec.Struct):
+    embedding: list[float]
+    index: int = 0
+
+
+class _Reply(msgspec.Struct):
+    data: list[_Item]
+
+
+_reply_decoder = msgspec.json.Decoder(_Reply)
+
+
+class RemoteSource:
+    """An OpenAI-compatible `/v1/embeddings` endpoint (Ollama, vLLM, llama.cpp, OpenAI, ...)."""
+
+    kind = "remote"
+    quantization: str | None = None
+
+    def __init__(self, settings: EmbedSettings, model: str, dim: int, resolution: str) -> None:
+        assert settings.remote_url
+        url = settings.remote_url.rstrip("/")
+        self.url = url if url.endswith("/embeddings") else f"{url}/embeddings"
+        self.model = model
+        self.dim = dim
+        self.signature = signature("remote", model, dim)
+        self.resolution = resolution
+        self._send_dimensions = settings.remote_send_dimensions
+        self._batch_max = settings.batch_max
+        headers = {"Authorization": f"Bearer {settings.remote_api_key}"} if settings.remote_api_key else {}
+        self._client = httpx.AsyncClient(timeout=settings.remote_timeout_s, headers=headers)
+        self._slots = asyncio.Semaphore(settings.remote_concurrency)
+        self._last_error: tuple[float, str] | None = None
+
+    async def embed(self, texts: Sequence[str], *, urgent: bool = False) -> Vectors:
+        if not texts:
+            return np.empty((0, self.dim), dtype=np.float32)
+        parts = await asyncio.gather(
+            *(self._call([texts[i] for i in part]) for part in chunks(len(texts), self._batch_max))
+        )
+        return parts[0] if len(parts) == 1 else np.vstack(parts)
+
+    async def _call(self, texts: list[str]) -> Vectors:
+        body: dict[str, object] = {"model": self.model, "input": texts, "encoding_format": "float"}
+        if self._send_dimensions:
+            body["dimensions"] = self.dim
+        async with self._slots:
+            started = time.perf_counter()
+            try:
+                resp = await self._client.post(self.url, json=body)
+            except httpx.HTTPError as exc:
+                raise self._down(f"{self.url} unreachable: {type(exc).__name__}: {exc}") from exc
+            EMBED_SECONDS.observe(time.perf_counter() - started)
+            EMBED_BATCH.observe(len(texts))
+        if resp.status_code == 429 or resp.status_code >= 500:
+            raise self._down(f"{self.url} answered HTTP {resp.status_code}")
+        if resp.status_code != 200:
+            self._last_error = (time.monotonic(), f"HTTP {resp.status_code}")
+            raise RemoteRejected(f"{self.url} refused the request: HTTP {resp.status_code}: {resp.text[:300]}")
+        try:
+            reply = _reply_decoder.decode(resp.content)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise RemoteRejected(f"{self.url} sent an unreadable embeddings reply: {exc}") from exc
+        items = sorted(reply.data, key=lambda d: d.index)
+        if len(items) != len(texts):
+            raise RemoteRejected(f"{self.url} returned {len(items)} vectors for {len(texts)} texts")
+        vectors = np.asarray([d.embedding for d in items], dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[1] != self.dim:
+            got = vectors.shape[1] if vectors.ndim == 2 else "ragged"
+            raise RemoteRejected(f"{self.url} model {self.model} returned {got} dimensions, configured {self.dim}")
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        if not np.all(np.isfinite(vectors)) or not np.all(norms > 0):
+            raise RemoteRejected(f"{self.url} returned a zero or non-finite vector")
+        self._last_error = None
+        return (vectors / norms).astype(np.float32, copy=False)
+
+    def _down(self, description: str) -> DependencyDown:
+        self._last_error = (time.monotonic(), description)
+        return DependencyDown(description)
+
+    def health(self) -> str:
+        if self._last_error is not None and time.monotonic() - self._last_error[0] < 60:
+            return f"degraded: {self._last_error[1]}"
+        return f"ok {self.signature} ({self.resolution})"
+
+    async def close(self) -> None:
+        await self._client.aclose()
+
+
+def _remote_settings(settings: EmbedSettings) -> tuple[str, int]:
+    missing = [
+        f"MEMORYD_EMBED_REMOTE_{name.upper()}"
+        for name, value in (
+            ("url", settings.remote_url),
+            ("model", settings.remote_model),
+            ("dim", settings.remote_dim),
+        )
+        if not value
+    ]
+    if missing:
+        raise ConfigError(missing[0], f"the remote embedder needs {', '.join(missing)}")
+    assert settings.remote_model and settings.remote_dim
+    return settings.remote_model, settings.remote_dim
+
+
+# --- building --------------------------------------------------------------------------------
+class Inference:
+    """The one inference thread of a process, behind an `InferenceGate` (queries first)."""
+
+    def __init__(self) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed-inference")
+        self._gate = InferenceGate()
+
+    async def run(self, fn: Callable[[list[str]], Vectors], texts: list[str], *, urgent: bool) -> Vectors:
+        await self._gate.acquire(urgent)
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, fn, texts)
+        finally:
+            self._gate.release()
+
+    def shutdown(self) -> None:
+        self._executor.shutdown(wait=True)
+
+
+def build_source(settings: EmbedSettings, inference: Inference, cache_dir: Path) -> EmbedSource:
+    """The configured source (blocking: loads or builds a model; call it in a thread)."""
+    resolution: Resolution = resolve_source(settings.source, settings.remote_url)
+    if resolution.kind == "remote":
+        if settings.quantization != "none":
+            raise ConfigError("MEMORYD_EMBED_QUANTIZATION", "applies to the local model only")
+        model, dim = _remote_settings(settings)
+        return RemoteSource(settings, model, dim, resolution.reason)
+    quant = None if settings.quantization == "none" else settings.quantization
+    embedder = load_local(settings, quant, cache_dir)
+    return LocalSource(embedder, inference, settings.batch_max, resolution.reason, settings.batch_max_tokens)
+
+
+def source_for_signature(
+    sig: str, settings: EmbedSettings, inference: Inference, cache_dir: Path
+) -> EmbedSource | None:
+    """A source producing vectors of `sig`, when this process can build one; else None."""
+    parts = parse_signature(sig)
+    if parts is None:
+        return None
+    reason = f"serving the active signature {sig} until the reindex completes"
+    if parts.source == "local":
+        if parts.model != MODEL_NAME or parts.dim != DIM or parts.quantization not in (None, DYNAMIC_INT8):
+            return None
+        try:
+            embedder = load_local(settings, parts.quantization, cache_dir)
+        except ConfigError as exc:
+            log.warning("embed.legacy_source_unavailable", signature=sig, error=exc.description)
+            return None
+        return LocalSource(embedder, inference, settings.batch_max, reason, settings.batch_max_tokens)
+    if parts.source == "remote" and settings.remote_url and parts.quantization is None:
+        return RemoteSource(settings, parts.model, parts.dim, reason)
+    return None

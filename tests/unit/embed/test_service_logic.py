@@ -1,0 +1,254 @@
+"""The embed service's pure parts: signatures, source resolution, meta transitions, job triage,
+the LRU+TTL cache, the micro-batcher and the inference gate."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+
+from services.embed.batcher import MicroBatcher
+from services.embed.cache import VectorCache
+from services.embed.logic import (
+    MemoryState,
+    SignatureParts,
+    cache_key,
+    chunks,
+    estimated_tokens,
+    meta_action,
+    parse_signature,
+    plan_batches,
+    reindex_msg_id,
+    resolve_source,
+    signature,
+    triage,
+    unique_by_id,
+)
+from services.embed.sources import InferenceGate
+
+SIG = "local:all-MiniLM-L6-v2:384"
+
+
+def test_signature_round_trip() -> None:
+    assert signature("local", "all-MiniLM-L6-v2", 384) == SIG
+    assert signature("local", "all-MiniLM-L6-v2", 384, "dynamic-int8") == f"{SIG}:dynamic-int8"
+    assert parse_signature(SIG) == SignatureParts("local", "all-MiniLM-L6-v2", 384, None)
+    assert parse_signature(f"{SIG}:dynamic-int8") == SignatureParts("local", "all-MiniLM-L6-v2", 384, "dynamic-int8")
+    # Ollama-style model names carry a ':' of their own.
+    assert parse_signature("remote:nomic-embed-text:latest:768") == SignatureParts(
+        "remote", "nomic-embed-text:latest", 768, None
+    )
+    for bad in ("", "local", "local:model", "other:model:384", "local::384", "local:model:big"):
+        assert parse_signature(bad) is None, bad
+
+
+def test_cache_key_is_signature_then_sha256() -> None:
+    key = cache_key(SIG, "hello")
+    assert key == f"{SIG}:2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
+    assert cache_key(f"{SIG}:dynamic-int8", "hello") != key
+    h = "ab" * 32
+    assert reindex_msg_id("m1", h, SIG, None) == reindex_msg_id("m1", h, SIG, None)  # deduplicated
+    assert reindex_msg_id("m1", h, SIG, None) != reindex_msg_id("m1", h, f"{SIG}:dynamic-int8", None)
+    assert reindex_msg_id("m1", h, SIG, None) != reindex_msg_id("m1", h, SIG, "old:m:8")  # state moved on
+    assert reindex_msg_id("m1", h, SIG, None) != reindex_msg_id("m1", "cd" * 32, SIG, None)
+
+
+def test_resolve_source() -> None:
+    assert resolve_source("auto", None).kind == "local"
+    assert "not set" in resolve_source("auto", None).reason
+    assert resolve_source("auto", "http://x/v1").kind == "remote"
+    assert resolve_source("local", "http://x/v1").kind == "local"
+    assert resolve_source("remote", None).kind == "remote"
+
+
+@pytest.mark.parametrize(
+    ("active", "pending", "embedded", "expected"),
+    [
+        (None, None, False, "init"),
+        (None, None, True, "start_change"),  # a store added to memories embedded before
+        (SIG, None, True, "noop"),
+        (SIG, SIG, True, "noop"),
+        (SIG, "other:m:8", True, "cancel_change"),  # configuration reverted mid-change
+        ("other:m:8", None, True, "start_change"),
+        ("other:m:8", SIG, True, "continue_change"),
+        ("other:m:8", "third:m:8", True, "start_change"),
+        (None, SIG, True, "continue_change"),
+    ],
+)
+def test_meta_action(active: str | None, pending: str | None, embedded: bool, expected: str) -> None:
+    assert meta_action(active, pending, SIG, memories_embedded=embedded) == expected
+
+
+def _state(mid: str = "m1", *, needs: bool = True, sig: str | None = None) -> MemoryState:
+    return MemoryState(mid, "alice", "text", "h", sig, needs)
+
+
+def test_triage() -> None:
+    assert triage(None, SIG) == "deleted"
+    assert triage(_state(needs=True, sig=SIG), SIG) == "embed"
+    assert triage(_state(needs=False, sig=SIG), SIG) == "unchanged"
+    assert triage(_state(needs=False, sig="old:m:8"), SIG) == "embed"
+    assert triage(_state(needs=False, sig=None), SIG) == "embed"
+    rows = [_state("a"), _state("b"), _state("a")]
+    assert [r.memory_id for r in unique_by_id(rows)] == ["a", "b"]
+
+
+def test_plan_batches_bounds_padded_tokens_in_order() -> None:
+    assert plan_batches([], 8, 100) == []
+    assert plan_batches([10] * 10, 4, 1000) == [range(0, 4), range(4, 8), range(8, 10)]
+    # 256-token texts: 4096 padded tokens allow 16 per call.
+    assert [len(r) for r in plan_batches([256] * 40, 32, 4096)] == [16, 16, 8]
+    # One long text joins short ones only while texts x longest stays within the budget.
+    assert plan_batches([10, 10, 200, 10], 32, 400) == [range(0, 2), range(2, 4)]
+    # A text over the budget on its own still gets a call.
+    assert plan_batches([500, 10], 32, 100) == [range(0, 1), range(1, 2)]
+    assert estimated_tokens("x" * 40) == 12 and estimated_tokens("x" * 100_000) == 256
+
+
+def test_chunks() -> None:
+    assert chunks(0, 4) == []
+    assert chunks(10, 4) == [range(0, 4), range(4, 8), range(8, 10)]
+    with pytest.raises(ValueError):
+        chunks(3, 0)
+
+
+# --- cache -----------------------------------------------------------------------------------
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _vec(x: float) -> np.ndarray:
+    return np.full(4, x, dtype=np.float32)
+
+
+def test_cache_lru_and_ttl() -> None:
+    clock = Clock()
+    cache = VectorCache(2, ttl_s=10, clock=clock)
+    cache.put("a", _vec(1))
+    cache.put("b", _vec(2))
+    assert cache.get("a") is not None  # a is now the most recent
+    cache.put("c", _vec(3))  # evicts b
+    assert cache.get("b") is None
+    assert cache.get("a")[0] == 1  # type: ignore[index]
+    clock.now = 10.0
+    assert cache.get("a") is None  # expired
+    assert len(cache) == 1
+    assert (cache.hits, cache.misses) == (2, 2)
+    off = VectorCache(0, ttl_s=1)
+    off.put("a", _vec(1))
+    assert off.get("a") is None
+
+
+# --- batcher ---------------------------------------------------------------------------------
+class Recorder:
+    def __init__(self, delay: float = 0.0, fail_on: int | None = None) -> None:
+        self.batches: list[list[int]] = []
+        self.delay = delay
+        self.fail_on = fail_on
+        self.running = 0
+        self.max_running = 0
+
+    async def __call__(self, items: list[int]) -> list[int]:
+        self.batches.append(list(items))
+        self.running += 1
+        self.max_running = max(self.max_running, self.running)
+        try:
+            await asyncio.sleep(self.delay)
+            if self.fail_on is not None and self.fail_on in items:
+                raise ValueError(f"bad item {self.fail_on}")
+            return [i * 10 for i in items]
+        finally:
+            self.running -= 1
+
+
+async def test_items_submitted_together_share_a_batch() -> None:
+    rec = Recorder()
+    batcher = MicroBatcher(rec, max_size=8, max_wait_s=0)
+    results = await asyncio.gather(*(batcher.submit(i) for i in range(20)))
+    assert results == [i * 10 for i in range(20)]
+    assert [len(b) for b in rec.batches] == [8, 8, 4]
+    assert sorted(i for b in rec.batches for i in b) == list(range(20))
+
+
+async def test_idle_submit_is_flushed_without_waiting() -> None:
+    rec = Recorder()
+    batcher = MicroBatcher(rec, max_size=8, max_wait_s=0)
+    assert await asyncio.wait_for(batcher.submit(1), timeout=5) == 10
+    assert rec.batches == [[1]]
+
+
+async def test_items_pile_up_while_the_slot_is_busy() -> None:
+    rec = Recorder(delay=0.2)
+    batcher = MicroBatcher(rec, max_size=64, max_wait_s=0, max_inflight=1)
+    first = asyncio.create_task(batcher.submit(0))
+    await asyncio.sleep(0.05)  # the first batch is in flight
+    rest = [asyncio.create_task(batcher.submit(i)) for i in range(1, 11)]
+    await asyncio.gather(first, *rest)
+    assert rec.batches == [[0], list(range(1, 11))]
+    assert rec.max_running == 1
+
+
+async def test_partial_batch_leaves_after_max_wait() -> None:
+    rec = Recorder()
+    batcher = MicroBatcher(rec, max_size=100, max_wait_s=0.05)
+    results = await asyncio.wait_for(asyncio.gather(*(batcher.submit(i) for i in range(3))), timeout=5)
+    assert results == [0, 10, 20]
+    assert rec.batches == [[0, 1, 2]]
+
+
+async def test_inflight_limit_is_respected() -> None:
+    rec = Recorder(delay=0.05)
+    batcher = MicroBatcher(rec, max_size=2, max_wait_s=0, max_inflight=2)
+    await asyncio.gather(*(batcher.submit(i) for i in range(12)))
+    assert rec.max_running == 2
+    assert batcher.items == 12
+
+
+async def test_a_failed_batch_fails_each_of_its_items_only() -> None:
+    rec = Recorder(fail_on=3)
+    batcher = MicroBatcher(rec, max_size=4, max_wait_s=0)
+    results = await asyncio.gather(*(batcher.submit(i) for i in range(8)), return_exceptions=True)
+    assert all(isinstance(r, ValueError) for r in results[:4])
+    assert results[4:] == [40, 50, 60, 70]
+
+
+async def test_close_flushes_what_is_queued() -> None:
+    rec = Recorder(delay=0.05)
+    batcher = MicroBatcher(rec, max_size=2, max_wait_s=10, max_inflight=1)
+    tasks = [asyncio.create_task(batcher.submit(i)) for i in range(5)]
+    await asyncio.sleep(0)
+    await batcher.close()
+    assert [t.result() for t in tasks] == [0, 10, 20, 30, 40]
+    with pytest.raises(RuntimeError):
+        await batcher.submit(9)
+
+
+# --- inference gate ---------------------------------------------------------------------------
+async def test_gate_lets_queries_overtake_waiting_jobs() -> None:
+    gate = InferenceGate()
+    order: list[str] = []
+    await gate.acquire(urgent=False)  # a job batch is running
+
+    async def take(name: str, urgent: bool) -> None:
+        await gate.acquire(urgent)
+        order.append(name)
+        await asyncio.sleep(0)
+        gate.release()
+
+    job = asyncio.create_task(take("job", False))
+    await asyncio.sleep(0)
+    query = asyncio.create_task(take("query", True))
+    cancelled = asyncio.create_task(take("cancelled", True))
+    await asyncio.sleep(0)
+    cancelled.cancel()
+    await asyncio.sleep(0)
+    gate.release()
+    await asyncio.gather(job, query)
+    assert order == ["query", "job"]
+    await asyncio.wait_for(gate.acquire(urgent=False), timeout=1)  # free again
+    gate.release()
