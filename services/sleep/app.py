@@ -1,11 +1,76 @@
-"""Wiring of the sleep service: endpoints and consumers on the shared lifecycle."""
+"""Wiring of the sleep service: the `sleep.run|status` RPCs, the serial job consumer, the scheduler.
+
+Settings: `MEMORYD_SLEEP_*` (`config.SleepServiceConfig`); the LLM from `MEMORYD_LLM_*`
+(none configured is normal: the LLM phases are skipped); the vector stores from the
+shared registry (pgvector finds the candidate pairs; Qdrant, when configured, mirrors
+state changes in its payload).
+"""
 
 from __future__ import annotations
 
+import os
+
+from services.sleep.activity import ActivityReader
+from services.sleep.config import SleepServiceConfig
+from services.sleep.context import Deps
+from services.sleep.handlers import SleepApi
+from services.sleep.scheduler import Scheduler
+from shared.bus.consumer import ConsumerSpec, PullConsumer
+from shared.bus.provision import ensure_activity_bucket
+from shared.config import load
+from shared.llm import LlmClient
+from shared.schemas import RPC_OPS
+from shared.schemas.events import SleepRun
 from shared.service import ServiceContext
+from shared.subjects import SLEEP_CONSUMER, SLEEP_JOBS, SLEEP_STREAM
+from shared.vectors.registry import open_stores
 
 NEEDS_DB = True
 
 
+def consumer_spec(cfg: SleepServiceConfig, max_deliver: int) -> ConsumerSpec:
+    """One durable consumer, one job in flight across every replica."""
+    return ConsumerSpec(
+        stage="sleep",
+        stream=SLEEP_STREAM,
+        durable=SLEEP_CONSUMER,
+        subject=SLEEP_JOBS,
+        max_deliver=max_deliver,
+        ack_wait_s=cfg.ack_wait_s,
+        max_ack_pending=1,
+        batch=1,
+    )
+
+
 async def setup(ctx: ServiceContext) -> None:
-    """Register the sleep service's endpoints and consumers (health comes from the runtime)."""
+    """Register the sleep RPCs, start the job consumer and (unless disabled) the scheduler."""
+    cfg = load(SleepServiceConfig, "MEMORYD_SLEEP_", os.environ)
+    kv = await ensure_activity_bucket(ctx.js)
+    llm = LlmClient(ctx.config.llm, ctx.db)
+    ctx.closers.append(llm.close)
+    stores = await open_stores(ctx.config, ctx.db)
+    ctx.closers.append(stores.close)
+    deps = Deps(
+        pool=ctx.db,
+        js=ctx.js,
+        nc=ctx.nc,
+        cfg=cfg,
+        llm=llm,
+        pairs=stores.pgvector,
+        mirrors=[s for s in stores.all if s is not stores.pgvector],
+        activity=ActivityReader(kv),
+        stop=ctx.stop,
+    )
+    api = SleepApi(deps)
+    await ctx.rpc.add(RPC_OPS["sleep.run"], api.run)
+    await ctx.rpc.add(RPC_OPS["sleep.status"], api.status)
+    consumer = PullConsumer(ctx.js, consumer_spec(cfg, ctx.config.nats.max_deliver), SleepRun, api.on_job)
+    ctx.spawn(consumer.run(ctx.stop), "sleep-consumer")
+    if cfg.scheduler:
+        ctx.spawn(Scheduler(deps).run(ctx.stop), "sleep-scheduler")
+
+    async def llm_route() -> str:
+        return "ok" if llm.configured else "ok: no llm route (LLM phases are skipped)"
+
+    ctx.checks["llm"] = llm_route
+    await ctx.nc.flush()

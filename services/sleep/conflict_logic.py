@@ -10,6 +10,7 @@ they are folded), the `updated_at` and `content_hash` of each memory, the
    (`ledgerSkipped`);
 4. one pair per memory, greedy by similarity (ties by the normalised ids) (`dedupeSkipped`);
 5. the per-run cap (0 = unlimited); leftovers are not recorded (`perRunSkipped`);
+   with step 4's losers they are returned as `leftovers` for the next run;
 6. batches of `sleepConflictMaxPairs` (0 = one batch).
 
 A pair whose memory is unknown (deleted since the search) is dropped (`missing`). Pairs are
@@ -19,7 +20,7 @@ order, so `CHECK (memory_a < memory_b)` holds.
 """
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import msgspec
 
@@ -77,6 +78,9 @@ class PairSelection(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     dedupe_skipped: int = 0
     per_run_skipped: int = 0
     pairs: int = 0
+    #: Pairs that passed every filter but wait for a later run: lost to the one-pair-per-memory
+    #: rule or past the per-run cap (the caller may keep them for the next run).
+    leftovers: tuple[ConflictPair, ...] = ()
 
 
 def _fold_candidates(candidates: Iterable[CandidatePair]) -> dict[PairKey, float]:
@@ -156,15 +160,18 @@ def select_pairs(
     survivors.sort(key=lambda p: (-p.similarity, p.a_id, p.b_id))
     used: set[str] = set()
     chosen: list[ConflictPair] = []
+    leftovers: list[ConflictPair] = []
     for pair in survivors:
         if pair.a_id in used or pair.b_id in used:
             counts["dedupe_skipped"] += 1
+            leftovers.append(pair)
             continue
         used.update(pair.key)
         chosen.append(pair)
     per_run_skipped = 0
     if max_pairs_per_run > 0 and len(chosen) > max_pairs_per_run:
         per_run_skipped = len(chosen) - max_pairs_per_run
+        leftovers.extend(chosen[max_pairs_per_run:])
         chosen = chosen[:max_pairs_per_run]
     return PairSelection(
         batches=_chunks(chosen, max_pairs_per_batch),
@@ -176,4 +183,35 @@ def select_pairs(
         suppressed=counts["suppressed"],
         ledger_skipped=counts["ledger_skipped"],
         dedupe_skipped=counts["dedupe_skipped"],
+        leftovers=tuple(leftovers),
     )
+
+
+class ScanRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """A finished scan whose every candidate pair was judged or kept for a later run."""
+
+    started_at: datetime
+    since: datetime | None  # None: a full scan
+    threshold: float
+
+
+def incremental_since(
+    complete_scans: Iterable[ScanRecord], *, now: datetime, threshold: float, full_every: timedelta
+) -> datetime | None:
+    """Where the next scan may start: only memories changed since then need to probe.
+
+    `complete_scans` are newest first. Walking back from the newest, every complete scan
+    must have used the same threshold until a full scan is reached, no older than
+    `full_every`; then pairs among memories unchanged since the newest complete scan
+    were all judged already, and the scan starts at its start time. Otherwise (no such
+    chain): None, a full scan.
+    """
+    newest: datetime | None = None
+    for scan in complete_scans:
+        if scan.threshold != threshold:
+            return None
+        if newest is None:
+            newest = scan.started_at
+        if scan.since is None:
+            return newest if now - scan.started_at <= full_every else None
+    return None

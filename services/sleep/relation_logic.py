@@ -151,3 +151,30 @@ def complete_relations(
         capped=counts["capped"],
         cycle_downgraded=counts["cycle"],
     )
+
+
+def hinted_co_occurrence(
+    a_id: str,
+    b_id: str,
+    count: int,
+    *,
+    a_part_of_b: int = 0,
+    b_part_of_a: int = 0,
+    a_depends_on_b: int = 0,
+    b_depends_on_a: int = 0,
+) -> CoOccurrence:
+    """A co-occurrence with the direction hint the texts support most (`related_to` without one).
+
+    The counts say in how many of the shared texts a phrase like "A is part of B" or
+    "A depends on B" was found; ties go to part_of before depends_on, a->b before b->a.
+    """
+    hints = [
+        (a_part_of_b, a_id, b_id, PART_OF),
+        (b_part_of_a, b_id, a_id, PART_OF),
+        (a_depends_on_b, a_id, b_id, DEPENDS_ON),
+        (b_depends_on_a, b_id, a_id, DEPENDS_ON),
+    ]
+    best = max(hints, key=lambda h: h[0])  # max keeps the first of equal counts
+    if best[0] <= 0:
+        return CoOccurrence(a_id=a_id, b_id=b_id, count=count)
+    return CoOccurrence(a_id=best[1], b_id=best[2], count=count, relation=best[3])

@@ -83,6 +83,9 @@ class SleepRun(Wire, frozen=True):
     run_id: str
     reason: Literal["scheduled", "manual"] = "scheduled"
     requested_at: datetime | None = None
+    #: Scheduled runs: the slot they fill (the last run's start, or ``first``); a worker
+    #: drops a job whose slot is no longer current. None for manual runs.
+    slot: Annotated[str, msgspec.Meta(max_length=64)] | None = None
 
 
 class Activity(Wire, frozen=True):

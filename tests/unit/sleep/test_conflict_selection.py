@@ -1,4 +1,5 @@
-"""Conflict pair selection: threshold, suppression, ledger, one pair per memory, caps, batches."""
+"""Conflict pair selection: threshold, suppression, ledger, one pair per memory, caps, batches;
+where an incremental scan may start."""
 
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -9,6 +10,8 @@ from services.sleep.conflict_logic import (
     CandidatePair,
     PairMemory,
     PairSelection,
+    ScanRecord,
+    incremental_since,
     normalise_pair,
     select_pairs,
 )
@@ -148,6 +151,7 @@ def test_one_pair_per_memory_highest_similarity_first() -> None:
     assert keys(sel) == [("a", "c"), ("b", "d"), ("e", "f")]
     assert sel.dedupe_skipped == 2
     assert sel.pairs == 3
+    assert [(p.a_id, p.b_id, p.similarity) for p in sel.leftovers] == [("b", "c", 0.95), ("a", "b", 0.90)]
 
 
 def test_similarity_ties_break_by_ids_deterministically() -> None:
@@ -172,6 +176,7 @@ def test_per_run_cap_counts_leftovers_and_batches_split_the_rest() -> None:
     assert [len(b) for b in sel.batches] == [3, 3, 1]
     assert keys(sel)[0] == ("m00a", "m00b")
     assert keys(sel)[-1] == ("m06a", "m06b")
+    assert [p.key for p in sel.leftovers] == [("m07a", "m07b"), ("m08a", "m08b"), ("m09a", "m09b")]
 
 
 def test_zero_caps_mean_unlimited() -> None:
@@ -204,3 +209,30 @@ def test_string_order_of_canonical_uuids_is_postgres_uuid_order() -> None:
     assert sorted(str(u) for u in ids) == [str(u) for u in by_bytes]
     low, high = by_bytes[0], by_bytes[-1]
     assert normalise_pair(str(high), str(low)) == (str(low), str(high))
+
+
+# --- incremental scans -------------------------------------------------------------------
+SCAN_NOW = datetime(2026, 3, 1, tzinfo=UTC)
+WEEK = timedelta(days=7)
+
+
+def scan(hours_ago: float, since_hours_ago: float | None, threshold: float = 0.85) -> ScanRecord:
+    since = None if since_hours_ago is None else SCAN_NOW - timedelta(hours=since_hours_ago)
+    return ScanRecord(started_at=SCAN_NOW - timedelta(hours=hours_ago), since=since, threshold=threshold)
+
+
+def test_no_complete_scan_means_a_full_scan() -> None:
+    assert incremental_since([], now=SCAN_NOW, threshold=0.85, full_every=WEEK) is None
+
+
+def test_a_chain_back_to_a_recent_full_scan_starts_at_the_newest_scan() -> None:
+    scans = [scan(8, 16), scan(16, 30), scan(30, None)]
+    assert incremental_since(scans, now=SCAN_NOW, threshold=0.85, full_every=WEEK) == SCAN_NOW - timedelta(hours=8)
+
+
+def test_an_old_full_scan_or_another_threshold_forces_a_full_scan() -> None:
+    old_full = [scan(8, 200), scan(200, None)]
+    assert incremental_since(old_full, now=SCAN_NOW, threshold=0.85, full_every=WEEK) is None
+    other_threshold = [scan(8, 30), scan(30, None, threshold=0.92)]
+    assert incremental_since(other_threshold, now=SCAN_NOW, threshold=0.85, full_every=WEEK) is None
+    assert incremental_since([scan(8, None)], now=SCAN_NOW, threshold=0.75, full_every=WEEK) is None

@@ -1,0 +1,95 @@
+"""Owner activity as the sleep worker sees it: the `MEM_ACTIVITY` KV bucket and the live subject.
+
+Ingest writes each owner's last activity time (ISO 8601) under `activity_key(owner)` and
+announces it on `mem.v1.activity.<owner>`. The scheduler reads the bucket to decide
+idleness; a run reads it at every boundary and also listens on the subject, so activity
+aborts the run at the next batch or phase boundary even before the KV write is visible.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+
+import nats.errors
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.js.errors import KeyDeletedError, KeyNotFoundError, NoKeysError
+from nats.js.kv import KeyValue
+
+from shared.codec import decode
+from shared.errors import MemorydError
+from shared.observability.logging import get_logger
+from shared.schemas.events import Activity
+from shared.subjects import activity_key, activity_subject, owner_of_activity_key
+
+log = get_logger(__name__)
+
+
+def parse_time(raw: bytes | None) -> datetime | None:
+    """An ISO time as written by ingest (naive means UTC); None when absent or unreadable."""
+    if not raw:
+        return None
+    try:
+        at = datetime.fromisoformat(raw.decode("utf-8").strip().strip('"'))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+
+
+class ActivityReader:
+    """Last-activity times from the KV bucket."""
+
+    def __init__(self, kv: KeyValue) -> None:
+        self._kv = kv
+
+    async def last(self, owner: str) -> datetime | None:
+        try:
+            entry = await self._kv.get(activity_key(owner))
+        except (KeyNotFoundError, KeyDeletedError):
+            return None
+        return parse_time(entry.value)
+
+    async def all(self) -> dict[str, datetime]:
+        """Every owner's last activity (the scheduler's tick)."""
+        try:
+            keys = await self._kv.keys()
+        except NoKeysError:
+            return {}
+        out: dict[str, datetime] = {}
+        for key in keys:
+            with contextlib.suppress(KeyNotFoundError, KeyDeletedError):
+                at = parse_time((await self._kv.get(key)).value)
+                if at is not None:
+                    out[owner_of_activity_key(key)] = at
+        return out
+
+
+class LiveActivity:
+    """The newest activity announced for one owner since the watch started."""
+
+    def __init__(self) -> None:
+        self.latest: datetime | None = None
+
+    async def on_msg(self, msg: Msg) -> None:
+        try:
+            at = decode(msg.data, Activity).at
+        except MemorydError:
+            at = datetime.now(UTC)  # unreadable, but it still says the owner is active
+        if at.tzinfo is None:
+            at = at.replace(tzinfo=UTC)
+        if self.latest is None or at > self.latest:
+            self.latest = at
+
+
+@contextlib.asynccontextmanager
+async def watch(nc: Client, owner: str) -> AsyncIterator[LiveActivity]:
+    """Listen on `mem.v1.activity.<owner>` for the duration of a run."""
+    live = LiveActivity()
+    sub = await nc.subscribe(activity_subject(owner), cb=live.on_msg)
+    try:
+        yield live
+    finally:
+        with contextlib.suppress(nats.errors.Error):
+            await sub.unsubscribe()

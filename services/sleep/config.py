@@ -1,0 +1,30 @@
+"""Process settings of the sleep service (`MEMORYD_SLEEP_*`), loaded in `setup`, never at import.
+
+These are deployment knobs (how often the scheduler looks, batch sizes of the I/O);
+the behaviour a user changes at run time (`sleepModeEnabled`, thresholds, caps) lives in
+the `settings` table (`settings_logic.SleepSettings`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import msgspec
+
+Positive = Annotated[int, msgspec.Meta(ge=1)]
+Seconds = Annotated[float, msgspec.Meta(gt=0)]
+
+
+class SleepServiceConfig(msgspec.Struct, frozen=True, kw_only=True):
+    scheduler: bool = True  # run the due-run scheduler in this replica
+    tick_s: Seconds = 30.0  # how often the scheduler evaluates owners
+    ack_wait_s: Seconds = 60.0  # the sleep consumer's ack wait (in_progress keeps long runs alive)
+    lock_poll_s: Seconds = 0.5  # retry period while another replica holds the run lock
+    demotion_batch: Positive = 500  # memories per demotion transaction
+    neighbours_per_memory: Positive = 5  # vector neighbours each memory probes (conflict phase)
+    full_scan_days: Positive = 7  # conflict scans are incremental, with a full scan at least this often
+    pattern_pool: Positive = 200  # newest memories of the lookback window shown to the LLM
+    affective_pool: Positive = 200  # newest memories scanned for affective attribution
+    prompt_chars: Positive = 300  # characters of one memory in a prompt
+    relation_min_count: Positive = 1  # co-occurrences needed for an inferred edge
+    relation_max_edges: Positive = 3  # new edges per orphan entity and run

@@ -1,0 +1,204 @@
+"""Phase 5, affective attribution (opt-in): emotion edges between entities and trait patterns.
+
+Skipped with a reason when `sleepAffectiveEnabled` is off, without an LLM route, or with
+fewer than 2 entities. One LLM call over the newest memories of the lookback window
+(ids and sessions shown); the rules (validation against real entities and pool ids,
+trait downgrade, occasion merge before the cap, traits as pattern memories, promotion)
+are `affective_logic`. Edges are `entity_relations` rows with relation
+`affective_context`, person -> target, and their state in `metadata` (emotion, evidence,
+sessions, sessionCount, lastMergedRunId, promotedToTrait, traitSessionCount). Everything
+of one run is written in one transaction.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from typing import Any
+
+import asyncpg
+
+from services.sleep.affective_logic import AffectiveEdge, AffectivePlan, attribute_affect, parse_affective_reply
+from services.sleep.context import BatchBroken, Embed, RunContext
+from services.sleep.llm_reply_logic import LlmReplyError
+from services.sleep.logic import affective_skip_reason
+from services.sleep.phases.pattern_store import create_pattern, evidence_of, existing_patterns, refresh_pattern
+from services.sleep.prompt_logic import PoolMemory, PromptEntity, affective_prompt
+from services.sleep.receipt import AffectiveResult
+from services.sleep.relation_logic import Entity
+from services.sleep.trait_logic import ExistingTrait
+
+AFFECTIVE = "affective_context"
+TRAIT_PREFIX = "affect:"
+NO_POOL = "no memories in the lookback window"
+MAX_PROMPT_ENTITIES = 200
+
+
+def _edge(row: asyncpg.Record) -> AffectiveEdge:
+    meta: dict[str, Any] = row["metadata"] or {}
+    return AffectiveEdge(
+        edge_id=str(row["id"]),
+        person_id=str(row["source_id"]),
+        target_id=str(row["target_id"]),
+        emotion=str(meta.get("emotion") or ""),
+        evidence=tuple(str(e) for e in meta.get("evidence") or ()),
+        sessions=tuple(str(s) for s in meta.get("sessions") or ()),
+        promoted_to_trait=bool(meta.get("promotedToTrait", False)),
+        trait_session_count=int(meta.get("traitSessionCount") or 0),
+        last_merged_run_id=meta.get("lastMergedRunId"),
+    )
+
+
+async def _prompt_entities(rc: RunContext, entities: list[Entity], pool: list[PoolMemory]) -> list[PromptEntity]:
+    """Entities the pool mentions (all of them when mentions are unknown), bounded."""
+    mentioned = {
+        str(r["entity_id"])
+        for r in await rc.pool.fetch(
+            "SELECT DISTINCT entity_id FROM entity_mentions WHERE memory_id = ANY($1::uuid[])",
+            [uuid.UUID(m.id) for m in pool],
+        )
+    }
+    chosen = [e for e in entities if e.id in mentioned] if mentioned else entities
+    if len(chosen) < 2:
+        chosen = entities
+    return [PromptEntity(id=e.id, name=e.name, kind=e.kind) for e in chosen[:MAX_PROMPT_ENTITIES]]
+
+
+def _count(result: AffectiveResult, plan: AffectivePlan) -> None:
+    result.dropped = len(plan.dropped)
+    for name in (
+        "candidates",
+        "fake_evidence",
+        "downgraded",
+        "merged",
+        "merge_unchanged",
+        "combined",
+        "created",
+        "cap_skipped",
+        "traits_created",
+        "traits_refreshed",
+        "traits_unchanged",
+        "promoted",
+    ):
+        setattr(result, name, getattr(plan, name))
+
+
+async def _apply(rc: RunContext, plan: AffectivePlan) -> list[Embed]:
+    embeds: list[Embed] = []
+    run_id = uuid.UUID(rc.run_id)
+    async with rc.pool.acquire() as conn, conn.transaction():
+        for edge in plan.new_edges:
+            meta = {
+                "emotion": edge.emotion,
+                "evidence": list(edge.evidence),
+                "sessions": list(edge.sessions),
+                "sessionCount": edge.session_count,
+                "why": edge.why,
+                "createdByRun": edge.run_id,
+                "promotedToTrait": edge.promoted_to_trait,
+                "traitSessionCount": edge.trait_session_count,
+            }
+            await conn.execute(
+                "INSERT INTO entity_relations (id, owner, source_id, target_id, relation, metadata, run_id)"
+                " VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7)",
+                uuid.uuid4(),
+                rc.owner,
+                uuid.UUID(edge.person_id),
+                uuid.UUID(edge.target_id),
+                AFFECTIVE,
+                meta,
+                run_id,
+            )
+        for update in plan.edge_updates:
+            meta = {
+                "evidence": list(update.evidence),
+                "sessions": list(update.sessions),
+                "sessionCount": update.session_count,
+                "lastMergedRunId": update.last_merged_run_id,
+                "promotedToTrait": update.promoted_to_trait,
+                "traitSessionCount": update.trait_session_count,
+            }
+            await conn.execute(
+                "UPDATE entity_relations SET metadata = metadata || $3::jsonb, updated_at = now()"
+                " WHERE owner = $1 AND id = $2 AND relation = 'affective_context'",
+                rc.owner,
+                uuid.UUID(update.edge_id),
+                meta,
+            )
+        for trait in plan.trait_patterns:
+            meta = {
+                "title": trait.title,
+                "evidence": list(trait.evidence),
+                "personId": trait.person_id,
+                "targetId": trait.target_id,
+                "emotion": trait.emotion,
+                "sessionCount": trait.session_count,
+                "affective": True,
+            }
+            if trait.memory_id is None:
+                written = await create_pattern(
+                    conn, rc.owner, trait.key, trait.content, {**meta, "sleepRunId": rc.run_id}
+                )
+                if written is not None:
+                    embeds.append((written[0], written[1], "new"))
+            else:
+                digest = await refresh_pattern(
+                    conn, rc.owner, rc.run_id, trait.memory_id, trait.content, trait.previous_content, meta
+                )
+                if digest is not None:
+                    embeds.append((trait.memory_id, digest, "update"))
+    return embeds
+
+
+async def run(rc: RunContext, result: AffectiveResult) -> None:
+    settings = rc.settings
+    entity_rows = await rc.pool.fetch("SELECT id, name, kind FROM entities WHERE owner = $1 ORDER BY id", rc.owner)
+    entities = [Entity(id=str(r["id"]), name=r["name"], kind=r["kind"]) for r in entity_rows]
+    result.entities = len(entities)
+    skip = affective_skip_reason(settings.sleep_affective_enabled, rc.llm_route, len(entities))
+    if skip is not None:
+        result.status, result.reason = "skipped", skip
+        return
+    since = rc.snapshot_at - timedelta(days=settings.sleep_pattern_lookback_days)
+    rows = await rc.pool.fetch(
+        "SELECT id, session_id, content FROM memories WHERE owner = $1 AND state = 'active' AND scope <> 'global'"
+        " AND type <> 'pattern' AND created_at >= $2 ORDER BY created_at DESC, id LIMIT $3",
+        rc.owner,
+        since,
+        rc.cfg.affective_pool,
+    )
+    pool = [PoolMemory(id=str(r["id"]), content=r["content"], session_id=r["session_id"]) for r in rows]
+    if not pool:
+        result.status, result.reason = "skipped", NO_POOL
+        return
+    edge_rows = await rc.pool.fetch(
+        "SELECT id, source_id, target_id, metadata FROM entity_relations WHERE owner = $1 AND relation = $2",
+        rc.owner,
+        AFFECTIVE,
+    )
+    traits = [
+        ExistingTrait(memory_id=str(r["id"]), key=r["key"], content=r["content"], evidence=evidence_of(r["metadata"]))
+        for r in await existing_patterns(rc.pool, rc.owner, TRAIT_PREFIX)
+    ]
+    prompt = affective_prompt(pool, await _prompt_entities(rc, entities, pool), rc.cfg.prompt_chars)
+    await rc.checkpoint()
+    result.batches = 1
+    try:
+        reply = parse_affective_reply(await rc.ask("sleep.affective", prompt))
+    except (BatchBroken, LlmReplyError) as exc:
+        result.batches_failed = 1
+        result.status, result.reason = "failed", f"LLM batch failed: {exc}"[:500]
+        return
+    result.malformed = reply.malformed
+    plan = attribute_affect(
+        reply.candidates,
+        entities,
+        {m.id: m.session_id for m in pool},
+        [_edge(r) for r in edge_rows],
+        traits,
+        run_id=rc.run_id,
+        trait_min_sessions=settings.sleep_affective_trait_min_sessions,
+        max_relations_per_run=settings.sleep_affective_max_relations_per_run,
+    )
+    _count(result, plan)
+    await rc.publish_embeds(await _apply(rc, plan))

@@ -1,0 +1,130 @@
+"""Phase 1, conflict resolution: vector-similar pairs -> LLM batches -> plans applied per batch.
+
+Candidates come from the vector index (`PgVectorStore.neighbours`: each memory probes its
+nearest neighbours of the same owner; never all pairs) plus the owner's backlog (pairs
+an earlier scan found but left for later). Pairs touching a global-scope memory are
+dropped before selection (an owner's run never modifies them). Selection, batching,
+decisions and the ledger rules are `conflict_logic` / `decision_logic`; each batch is one
+LLM call whose plans are applied, with the ledger rows, in one transaction
+(`conflict_apply`). A broken batch is counted and skipped; the others land.
+
+Scans are incremental. A finished phase records `conflictScan` in `dream_runs.counters`
+and replaces the backlog with every candidate it did not judge (leftovers of the
+one-pair-per-memory rule and the per-run cap, broken batches, plans that failed); such
+a scan is complete unless the candidate list was cut at its limit. After complete scans
+back to a recent full one (`conflict_logic.incremental_since`) only memories changed
+since the newest of them probe; a full scan runs at least every `full_scan_days`, or when
+vectors appeared for memories with an older `updated_at` (imports keep their dates).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from services.sleep.conflict_logic import CandidatePair, ConflictPair, incremental_since, normalise_pair, select_pairs
+from services.sleep.context import BatchBroken, RunContext
+from services.sleep.decision_logic import (
+    batch_updated_ats,
+    conflict_prompt,
+    judged_at_for_batch,
+    parse_decisions,
+    tally_applied,
+)
+from services.sleep.llm_reply_logic import LlmReplyError
+from services.sleep.logic import conflict_skip_reason
+from services.sleep.phases import conflict_store as db
+from services.sleep.phases.conflict_apply import apply_batch
+from services.sleep.receipt import ConflictResult, phase_status
+from services.sleep.settings_logic import strictness_threshold
+from services.sleep.store import active_signature
+
+NO_VECTORS = "no active vector signature"
+CANDIDATE_LIMIT = 100_000  # pairs a scan may return; a scan cut here is not complete
+
+
+async def scan_since(rc: RunContext, signature: str, threshold: float) -> datetime | None:
+    """Where this run's scan may start (None: a full scan), from the owner's recorded scans."""
+    since = incremental_since(
+        await db.complete_scans(rc.pool, rc.owner),
+        now=rc.snapshot_at,
+        threshold=threshold,
+        full_every=timedelta(days=rc.cfg.full_scan_days),
+    )
+    if since is not None and await db.fresh_vectors_of_old_memories(rc.pool, rc.owner, signature, since):
+        return None
+    return since
+
+
+async def run(rc: RunContext, result: ConflictResult) -> None:
+    settings = rc.settings
+    skip = conflict_skip_reason(rc.llm_route)
+    if skip is not None:
+        result.status, result.reason = "skipped", skip
+        return
+    signature = await active_signature(rc.pool)
+    if signature is None:
+        result.status, result.reason = "skipped", NO_VECTORS
+        return
+    threshold = strictness_threshold(settings.sleep_conflict_strictness)
+    since = await scan_since(rc, signature, threshold)
+    hits = await rc.deps.pairs.neighbours(
+        signature,
+        rc.owner,
+        min_score=threshold,
+        per_memory=rc.cfg.neighbours_per_memory,
+        limit=CANDIDATE_LIMIT,
+        since=since,
+    )
+    found = [CandidatePair(a, b, s) for a, b, s in hits] + await db.backlog(rc.pool, rc.owner)
+    memories, global_ids = await db.pair_memories(rc.pool, rc.owner, {i for c in found for i in (c.a_id, c.b_id)})
+    candidates = [c for c in found if c.a_id != c.b_id and not {c.a_id, c.b_id} & global_ids]
+    differentiated, ledger = await db.ledgers(
+        rc.pool, rc.owner, sorted({normalise_pair(c.a_id, c.b_id) for c in candidates})
+    )
+    selection = select_pairs(
+        candidates,
+        memories,
+        differentiated,
+        ledger,
+        threshold=threshold,
+        max_pairs_per_run=settings.sleep_conflict_max_pairs_per_run,
+        max_pairs_per_batch=settings.sleep_conflict_max_pairs,
+    )
+    for name in ("candidates", "below_threshold", "missing", "suppressed", "ledger_skipped", "dedupe_skipped"):
+        setattr(result, name, getattr(selection, name))
+    result.per_run_skipped, result.pairs = selection.per_run_skipped, selection.pairs
+    later: list[ConflictPair] = list(selection.leftovers)
+    errors: list[str] = []
+    for batch in selection.batches:
+        await rc.checkpoint()
+        result.batches += 1
+        sent_at = await rc.pool.fetchval("SELECT clock_timestamp()")
+        texts = await db.contents(rc.pool, rc.owner, {i for pair in batch for i in pair.key})
+        try:
+            prompt = conflict_prompt(batch, texts, settings.sleep_action_set)
+            parsed = parse_decisions(await rc.ask("sleep.conflict", prompt), batch, settings.sleep_action_set)
+        except (BatchBroken, LlmReplyError, ValueError) as exc:  # ValueError: a memory vanished meanwhile
+            result.batches_failed += 1
+            errors.append(str(exc))
+            later.extend(batch)
+            continue
+        result.invalid += parsed.invalid
+        result.undecided += parsed.undecided
+        judged_at = judged_at_for_batch(sent_at, batch_updated_ats(batch))
+        applied = await apply_batch(rc, parsed.decisions, judged_at)
+        for action, count in tally_applied(parsed.decisions, applied.failed).items():
+            setattr(result, action, getattr(result, action) + count)
+        result.apply_failed += len(applied.failed)
+        result.recorded += applied.recorded
+        later.extend(pair for pair in batch if pair.key in applied.failed)
+        await rc.publish_embeds(applied.embeds)
+        await rc.mirror_state(applied.archived, "archived")
+    result.status = phase_status(result.batches, result.batches_failed)
+    if errors:
+        result.reason = f"{len(errors)} of {result.batches} LLM batches failed; last: {errors[-1]}"[:500]
+    await db.replace_backlog(rc.pool, rc.owner, later, rc.snapshot_at)
+    rc.extra["conflictScan"] = {
+        "since": since.isoformat() if since else None,
+        "threshold": threshold,
+        "complete": len(hits) < CANDIDATE_LIMIT,
+    }

@@ -1,0 +1,94 @@
+"""Phase 3, pattern discovery: one LLM call over the owner's recent memories -> pattern memories.
+
+The window is the last `sleepPatternLookbackDays` of the owner's active, non-global,
+non-pattern memories; it needs at least `sleepPatternMinMemories` of them. The newest
+`pattern_pool` (service config) are shown to the LLM, and evidence is intersected with
+exactly those ids (`pattern_logic.validate_patterns`). Creates and in-place refreshes
+are written in one transaction.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from services.sleep.context import BatchBroken, Embed, RunContext
+from services.sleep.llm_reply_logic import LlmReplyError
+from services.sleep.logic import pattern_skip_reason
+from services.sleep.pattern_logic import (
+    PATTERN_KEY_PREFIX,
+    ExistingPattern,
+    parse_pattern_reply,
+    validate_patterns,
+)
+from services.sleep.phases.pattern_store import create_pattern, evidence_of, existing_patterns, refresh_pattern
+from services.sleep.prompt_logic import PoolMemory, pattern_prompt
+from services.sleep.receipt import PatternResult
+
+_WINDOW = (
+    "FROM memories WHERE owner = $1 AND state = 'active' AND scope <> 'global' AND type <> 'pattern'"
+    " AND created_at >= $2"
+)
+NO_ROOM = "sleepMaxPatternPerRun is 0"
+
+
+async def run(rc: RunContext, result: PatternResult) -> None:
+    settings = rc.settings
+    since = rc.snapshot_at - timedelta(days=settings.sleep_pattern_lookback_days)
+    result.pool = int(await rc.pool.fetchval(f"SELECT count(*) {_WINDOW}", rc.owner, since))
+    skip = pattern_skip_reason(rc.llm_route, result.pool, settings.sleep_pattern_min_memories)
+    if skip is None and settings.sleep_max_pattern_per_run == 0:
+        skip = NO_ROOM
+    if skip is not None:
+        result.status, result.reason = "skipped", skip
+        return
+    rows = await rc.pool.fetch(
+        f"SELECT id, content {_WINDOW} ORDER BY created_at DESC, id LIMIT $3", rc.owner, since, rc.cfg.pattern_pool
+    )
+    pool = [PoolMemory(id=str(r["id"]), content=r["content"]) for r in rows]
+    existing = [
+        ExistingPattern(
+            memory_id=str(r["id"]),
+            title=str((r["metadata"] or {}).get("title") or r["key"].removeprefix(PATTERN_KEY_PREFIX)),
+            content=r["content"],
+            evidence=evidence_of(r["metadata"]),
+        )
+        for r in await existing_patterns(rc.pool, rc.owner, PATTERN_KEY_PREFIX)
+    ]
+    prompt = pattern_prompt(pool, [p.title for p in existing], settings.sleep_max_pattern_per_run, rc.cfg.prompt_chars)
+    await rc.checkpoint()
+    result.batches = 1
+    try:
+        reply = parse_pattern_reply(await rc.ask("sleep.patterns", prompt))
+    except (BatchBroken, LlmReplyError) as exc:
+        result.batches_failed = 1
+        result.status, result.reason = "failed", f"LLM batch failed: {exc}"[:500]
+        return
+    plan = validate_patterns(reply.proposals, {m.id for m in pool}, settings.sleep_max_pattern_per_run, existing)
+    result.malformed = reply.malformed
+    for name in (
+        "proposed",
+        "dropped_invalid",
+        "dropped_no_evidence",
+        "evidence_filtered",
+        "duplicate_title",
+        "cap_skipped",
+        "unchanged",
+    ):
+        setattr(result, name, getattr(plan, name))
+    embeds: list[Embed] = []
+    async with rc.pool.acquire() as conn, conn.transaction():
+        for create in plan.creates:
+            meta = {"title": create.title, "evidence": list(create.evidence), "sleepRunId": rc.run_id}
+            written = await create_pattern(conn, rc.owner, create.key, create.content, meta)
+            if written is not None:
+                result.created += 1
+                embeds.append((written[0], written[1], "new"))
+        for refresh in plan.refreshes:
+            meta = {"title": refresh.title, "evidence": list(refresh.evidence), "refreshedByRun": rc.run_id}
+            digest = await refresh_pattern(
+                conn, rc.owner, rc.run_id, refresh.memory_id, refresh.content, refresh.previous_content, meta
+            )
+            result.refreshed += 1
+            if digest is not None:
+                embeds.append((refresh.memory_id, digest, "update"))
+    await rc.publish_embeds(embeds)

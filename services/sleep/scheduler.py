@@ -1,0 +1,68 @@
+"""The idle scheduler: every tick, queue a run for each owner whose run is due.
+
+Per owner: effective sleep settings (global and owner rows), last activity from the
+`MEM_ACTIVITY` bucket, the start of the newest run and the failure streak from
+`dream_runs`; `logic.is_due` decides. Owners are those with activity, memories or a
+settings row. Every replica may run a scheduler: they publish the same due run under
+the same msg id and run id (`jobs.scheduled_job`), so a run is booked once.
+With `sleepModeEnabled=false` (the default) nothing is ever scheduled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from datetime import UTC, datetime
+
+from services.sleep import jobs, store
+from services.sleep.context import Deps
+from services.sleep.logic import consecutive_failures, due_slot, is_due
+from shared.errors import MemorydError
+from shared.observability.logging import get_logger
+
+log = get_logger(__name__)
+
+
+class Scheduler:
+    def __init__(self, deps: Deps) -> None:
+        self._deps = deps
+
+    async def tick(self, now: datetime | None = None) -> list[str]:
+        """Queue every due run now; the owners queued."""
+        deps = self._deps
+        now = now or datetime.now(UTC)
+        global_values, owner_values = await store.settings_rows(deps.pool)
+        activity = await deps.activity.all() if deps.activity is not None else {}
+        owners = set(activity) | await store.known_owners(deps.pool)
+        queued: list[str] = []
+        for owner in sorted(owners):
+            try:
+                settings = store.settings_from_rows(global_values, owner_values.get(owner, {}), owner)
+            except MemorydError as exc:
+                log.warning("sleep.bad_settings", owner=owner, error=exc.description)
+                continue
+            if not settings.sleep_mode_enabled:
+                continue
+            history = await store.run_history(deps.pool, owner)
+            last_run_at = history[0][1] if history else None
+            decision = is_due(
+                now, activity.get(owner), last_run_at, settings, consecutive_failures(s for s, _ in history)
+            )
+            if not decision.due:
+                continue
+            job, msg_id = jobs.scheduled_job(owner, due_slot(last_run_at), now)
+            await jobs.enqueue(deps.pool, deps.js, job, msg_id)
+            queued.append(owner)
+        if queued:
+            log.info("sleep.scheduled", owners=len(queued))
+        return queued
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Tick until `stop`; a failed tick is logged and retried on the next one."""
+        while not stop.is_set():
+            try:
+                await self.tick()
+            except Exception as exc:
+                log.warning("sleep.tick_failed", error=f"{type(exc).__name__}: {exc}")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=self._deps.cfg.tick_s)

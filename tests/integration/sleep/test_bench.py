@@ -1,0 +1,23 @@
+"""The sleep benchmark end to end at a tiny size: its own embedded stack, the scripted LLM, the report."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.sleep.receipt import parse_receipt
+from shared.bench.sleep import PHASES, render, run_sleep_bench
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+async def test_the_benchmark_reports_time_tokens_and_receipts() -> None:
+    report = await run_sleep_bench([400], log=lambda message: None)
+    first, second = report["runs"]
+    assert (first["memories"], first["run"], second["run"]) == (400, "first", "second")
+    assert first["status"] == "ok" and first["writes"] > 0
+    assert set(first["phase_ms"]) == set(PHASES)
+    assert first["llm_calls"] >= 3 and first["prompt_tokens"] > 0 and first["completion_tokens"] > 0
+    assert first["pairs"] > 0  # the near-duplicates were found through the vector index
+    assert parse_receipt(first["receipt"]).llm_used
+    table = render(report)
+    assert "| 400 | first | ok |" in table and "LLM tokens" in table
