@@ -5,7 +5,7 @@ BIN    := $(abspath $(VENV))/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: run test lint chaos bench bench-embed bench-quality bench-latency bench-ingest schemas clean
+.PHONY: run test lint chaos bench bench-embed bench-quality bench-latency bench-ingest bench-sleep readme-tables schemas clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,19 +35,26 @@ chaos: $(STAMP)  ## the full chaos run: 10k events under service kills and NATS/
 schemas: $(STAMP)  ## regenerate deploy/schemas from the wire messages
 	$(BIN)/memoryd schemas --out deploy/schemas
 
-bench: bench-embed bench-ingest bench-latency bench-quality
+# Each benchmark saves bench-results/<name>.json; `make readme-tables` renders them into README.md.
+bench: bench-embed bench-ingest bench-latency bench-quality bench-sleep readme-tables
 
 bench-embed: $(STAMP)
-	$(BIN)/memoryd bench embed
+	mkdir -p bench-results && $(BIN)/memoryd bench embed --json bench-results/embed.json
 
 bench-ingest: $(STAMP)
-	$(BIN)/memoryd bench ingest
+	mkdir -p bench-results && $(BIN)/memoryd bench ingest --json bench-results/ingest.json
 
 bench-latency: $(STAMP)
-	$(BIN)/memoryd bench latency
+	mkdir -p bench-results && $(BIN)/memoryd bench latency --json bench-results/latency.json
 
 bench-quality: $(STAMP)
-	$(BIN)/memoryd bench quality
+	mkdir -p bench-results && $(BIN)/memoryd bench quality --json bench-results/quality.json
+
+bench-sleep: $(STAMP)
+	mkdir -p bench-results && $(BIN)/memoryd bench sleep --json bench-results/sleep.json
+
+readme-tables: $(STAMP)
+	$(BIN)/memoryd bench readme
 
 clean:
 	rm -rf $(VENV) .memoryd build *.egg-info

@@ -14,7 +14,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..errors import ConfigError, MemorydError
-from . import commands_client, commands_search, commands_server, commands_settings
+from . import (
+    commands_bench,
+    commands_bench_ingest,
+    commands_client,
+    commands_embed,
+    commands_search,
+    commands_server,
+    commands_settings,
+    commands_sleep,
+)
 
 Register = Callable[[argparse._SubParsersAction], None]
 
@@ -23,6 +32,10 @@ COMMAND_MODULES: list[Register] = [
     commands_server.register,
     commands_client.register,
     commands_search.register,
+    commands_bench.register,
+    commands_bench_ingest.register,
+    commands_embed.register,
+    commands_sleep.register,
     commands_settings.register,
 ]
 

@@ -1,0 +1,140 @@
+"""``memoryd bench quality`` and ``memoryd bench latency`` (and the shared ``bench`` group).
+
+Other modules add their own benchmarks to the same group with
+``bench_subparsers(sub).add_parser(...)``: whichever module registers first creates the
+``bench`` parser, the others reuse it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def bench_subparsers(sub: argparse._SubParsersAction) -> argparse._SubParsersAction:
+    """The sub-parsers of ``memoryd bench`` (created on first use)."""
+    parser = sub.choices.get("bench")
+    if parser is None:
+        parser = sub.add_parser("bench", help="benchmarks (they start their own embedded stack)")
+        parser.add_subparsers(dest="bench", required=True, metavar="BENCHMARK")
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action
+    raise RuntimeError("the bench parser has no sub-commands")  # pragma: no cover
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        values = [int(x.replace("_", "")) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
+    if any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError("every value must be >= 1")
+    return values
+
+
+def _repo_root() -> Path:
+    return Path(__file__).resolve().parents[2]
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+async def _quality(args: argparse.Namespace) -> int:
+    from ..bench import locomo, quality
+    from ..bench.harness import ServiceStack, embedded_servers
+    from ..bench.report import write_json
+
+    data = Path(args.data) if args.data else quality.default_data_path(_repo_root())
+    if not data.exists():
+        print(f"bench quality: skipped: no data file at {data} (pass --data PATH)", flush=True)
+        return 0
+    convs = locomo.load(data)[: args.conversations or None]
+    variants = [quality.parse_variant(v) for v in (args.variant or ["default"])]
+    if args.all_variants:
+        variants = list(quality.BUILTIN_VARIANTS.values())
+    async with (
+        embedded_servers() as servers,
+        ServiceStack(servers.nats_url, servers.pg_dsn, mode=args.mode, servers=servers, log_dir=args.log_dir) as stack,
+    ):
+        report = await quality.run_quality(
+            stack, convs, args.strategy or quality.DEFAULT_STRATEGIES, variants, data_path=str(data), log=_log
+        )
+    print(quality.render(report), flush=True)
+    if args.json:
+        write_json(Path(args.json), report)
+        _log(f"wrote {args.json}")
+    return 0
+
+
+async def _latency(args: argparse.Namespace) -> int:
+    from ..bench import latency
+    from ..bench.harness import ServiceStack, embedded_servers
+    from ..bench.report import write_json
+
+    async with (
+        embedded_servers() as servers,
+        ServiceStack(
+            servers.nats_url, servers.pg_dsn, services=("embed", "retrieve"), servers=servers, log_dir=args.log_dir
+        ) as stack,
+    ):
+        report = await latency.run_latency(
+            stack,
+            args.sizes,
+            args.owners,
+            args.owner_size,
+            concurrency=args.concurrency,
+            strategies=args.strategy or latency.STRATEGIES,
+            requests_per_client=args.requests_per_client,
+            n_questions=args.questions,
+            log=_log,
+        )
+    print(latency.render(report), flush=True)
+    if args.json:
+        write_json(Path(args.json), report)
+        _log(f"wrote {args.json}")
+    return 0
+
+
+def cmd_quality(args: argparse.Namespace) -> Any:
+    return _quality(args)
+
+
+def cmd_latency(args: argparse.Namespace) -> Any:
+    return _latency(args)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from ..bench.latency import STRATEGIES as LATENCY_STRATEGIES
+    from ..bench.quality import BUILTIN_VARIANTS, STRATEGIES
+
+    bench = bench_subparsers(sub)
+    q = bench.add_parser("quality", help="LoCoMo retrieval quality through the services (R@k, All@k)")
+    q.add_argument("--data", help="LoCoMo JSON (default ../shared/data/locomo/locomo_dev.json from the repo root)")
+    q.add_argument("--json", help="also write the report as JSON to this file")
+    q.add_argument("--strategy", action="append", choices=sorted(STRATEGIES), help="repeatable; default all three")
+    q.add_argument(
+        "--variant",
+        action="append",
+        help=f"repeatable: {', '.join(BUILTIN_VARIANTS)}, or name:key=value,... (settings, MEMORYD_RETRIEVE_*, types)",
+    )
+    q.add_argument("--all-variants", action="store_true", help="run every built-in variant")
+    q.add_argument("--conversations", type=int, default=0, help="only the first N conversations (0 = all)")
+    q.add_argument("--mode", choices=("processes", "inprocess"), default="processes", help="how services run")
+    q.add_argument("--log-dir", type=Path, help="service logs (processes mode)")
+    q.set_defaults(func=cmd_quality)
+
+    lat = bench.add_parser("latency", help="retrieve latency and throughput vs the in-process floor")
+    lat.add_argument("--sizes", type=_ints, default=[10_000, 100_000], help="single-owner sizes (default 10000,100000)")
+    lat.add_argument("--owners", type=int, default=100, help="many-owner scenario: owners (0 = skip)")
+    lat.add_argument("--owner-size", type=int, default=1_000, help="many-owner scenario: memories per owner")
+    lat.add_argument("--concurrency", type=_ints, default=[1, 16, 64], help="default 1,16,64")
+    lat.add_argument("--strategy", action="append", choices=LATENCY_STRATEGIES, help="repeatable; default all")
+    lat.add_argument("--questions", type=int, default=200, help="distinct synthetic questions")
+    lat.add_argument("--requests-per-client", type=int, default=25, help="requests = max(questions, this x c)")
+    lat.add_argument("--json", help="also write the report as JSON to this file")
+    lat.add_argument("--log-dir", type=Path, help="service logs")
+    lat.set_defaults(func=cmd_latency)

@@ -1,0 +1,46 @@
+"""``memoryd bench ingest [--events N] [--json OUT]`` (see ``shared/bench/ingest.py``) and
+``memoryd bench readme`` (see ``shared/bench/readme.py``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .commands_bench import bench_subparsers
+
+
+async def _run(args: argparse.Namespace) -> int:
+    from ..bench.ingest import render, run_ingest_bench
+    from ..bench.report import write_json
+
+    report = await run_ingest_bench(args.events, log=lambda m: print(m, file=sys.stderr, flush=True))
+    print(render(report), flush=True)
+    if args.json:
+        write_json(Path(args.json), report)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = bench_subparsers(sub).add_parser(
+        "ingest", help="chat events/s through ingest + extract (to committed rows)"
+    )
+    parser.add_argument("--events", type=int, default=10_000)
+    parser.add_argument("--json", help="also write the report as JSON here")
+    parser.set_defaults(func=_run)
+    register_readme(sub)
+
+
+def _readme(args: argparse.Namespace) -> int:
+    from ..bench.readme import update_readme
+
+    done = update_readme(Path(args.readme), Path(args.results))
+    print(f"README tables regenerated from {args.results}: {', '.join(done) or 'none found'}")
+    return 0
+
+
+def register_readme(sub: argparse._SubParsersAction) -> None:
+    parser = bench_subparsers(sub).add_parser("readme", help="regenerate the README's tables from bench-results/")
+    parser.add_argument("--readme", default="README.md")
+    parser.add_argument("--results", default="bench-results")
+    parser.set_defaults(func=_readme)

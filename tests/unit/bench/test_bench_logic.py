@@ -1,0 +1,162 @@
+"""Pure parts of the benchmarks: events from turns, variants, result mapping, latency maths, CLI group."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from shared.bench import latency, quality, synth
+from shared.bench.locomo import parse_sample
+from shared.cli.commands_bench import bench_subparsers
+from shared.cli.main import build_parser
+
+from .test_locomo import SAMPLE
+
+
+def test_build_events_one_per_turn_dates_shifted_into_retention() -> None:
+    conv = parse_sample(SAMPLE)
+    now = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+    events = quality.build_events(conv, now)
+    assert [e.event_id for e in events] == [
+        "locomo-conv-x-D1:1",
+        "locomo-conv-x-D1:2",
+        "locomo-conv-x-D2:1",
+        "locomo-conv-x-D2:2",
+    ]
+    assert {e.owner for e in events} == {"locomo-conv-x"}
+    assert [e.session_id for e in events] == ["conv-x:s1", "conv-x:s1", "conv-x:s2", "conv-x:s2"]
+    first = events[1]
+    assert len(first.messages) == 1
+    msg = first.messages[0]
+    assert (msg.role, msg.name) == ("user", "Bob")
+    assert msg.content == "[1:56 pm on 8 May, 2023] Bob: Cute! [shares a photo: a photo of a dog]"
+    assert first.metadata == {"dia_id": "D1:2", "locomo_session": 1, "turn": 1}
+    # whole days shifted: the last turn lands within a day before now, gaps and times kept
+    shift = events[0].occurred_at - conv.turns[0].occurred_at
+    assert shift.total_seconds() % 86400 == 0
+    assert now - timedelta(days=2) < events[-1].occurred_at < now
+    assert [e.occurred_at for e in events] == sorted(e.occurred_at for e in events)
+    assert events[2].occurred_at - events[0].occurred_at == conv.turns[2].occurred_at - conv.turns[0].occurred_at
+
+
+def test_dia_of_prefers_metadata_then_event_id() -> None:
+    by_event = quality.dia_map([parse_sample(SAMPLE)])
+    assert quality.dia_of({"dia_id": "D9:9", "event_id": "locomo-conv-x-D1:1"}, by_event) == "D9:9"
+    assert quality.dia_of({"event_id": "locomo-conv-x-D2:2"}, by_event) == "D2:2"
+    assert quality.dia_of({"event_id": "other"}, by_event) is None
+    assert quality.dia_of({}, by_event) is None
+
+
+def test_parse_variant() -> None:
+    assert quality.parse_variant("default") is quality.BUILTIN_VARIANTS["default"]
+    v = quality.parse_variant("mine:rrfDepth=30,fusion=score,MEMORYD_RETRIEVE_SESSION_BOOST=0.2,types=episodic+factual")
+    assert v.name == "mine"
+    assert v.settings == {"rrfDepth": 30, "fusion": "score"}
+    assert v.retrieve_env == {"MEMORYD_RETRIEVE_SESSION_BOOST": "0.2"}
+    assert v.types == ("episodic", "factual")
+    with pytest.raises(ValueError, match="not one of"):
+        quality.parse_variant("nope")
+    with pytest.raises(ValueError, match="key=value"):
+        quality.parse_variant("x:rrfDepth")
+
+
+def test_engine_defaults_reset_every_engine_setting() -> None:
+    assert quality.engine_defaults() == {"rrfK": 60, "rrfDepth": 20, "fusion": "rrf"}
+
+
+def test_synthetic_text_is_deterministic_and_varied() -> None:
+    a = list(synth.sentences(500, seed=1))
+    assert a == list(synth.sentences(500, seed=1))
+    assert a != list(synth.sentences(500, seed=2))
+    assert len(set(a)) > 490
+    assert len({w for t in a for w in t.lower().split()}) > 400
+    assert synth.questions(5) == synth.questions(5)
+    v = synth.unit_vectors(10, 8)
+    assert v.shape == (10, 8)
+    assert abs(float((v * v).sum(axis=1).max()) - 1.0) < 1e-5
+
+
+def test_latency_rrf_scenarios_ratios_targets() -> None:
+    assert latency.rrf([["a", "b", "c"], ["b", "d"]], k=60, depth=20) == ["b", "a", "d", "c"]
+    assert latency.rrf([["a", "b", "c"]], depth=2) == ["a", "b"]
+    plan = latency.scenarios([10_000, 100_000], 100, 1_000)
+    assert [s.name for s in plan] == ["1 owner x 10,000", "1 owner x 100,000", "100 owners x 1,000"]
+    assert plan[2].owners[0] == "lat-m000" and len(plan[2].owners) == 100
+    assert latency.scenarios([5], 0, 1_000)[-1].name == "1 owner x 5"
+    rows = [
+        {
+            "scenario": "1 owner x 100,000",
+            "strategy": "hybrid",
+            "path": "service",
+            "c": 1,
+            "p50_ms": 8.0,
+            "p99_ms": 40.0,
+            "rps": 100.0,
+        },
+        {
+            "scenario": "1 owner x 100,000",
+            "strategy": "hybrid",
+            "path": "floor",
+            "c": 1,
+            "p50_ms": 5.0,
+            "p99_ms": 9.0,
+            "rps": 180.0,
+        },
+        {
+            "scenario": "1 owner x 100,000",
+            "strategy": "hybrid",
+            "path": "service",
+            "c": 16,
+            "p50_ms": 80.0,
+            "p99_ms": 90.0,
+            "rps": 150.0,
+        },
+        {
+            "scenario": "1 owner x 100,000",
+            "strategy": "hybrid",
+            "path": "floor",
+            "c": 16,
+            "p50_ms": 60.0,
+            "p99_ms": 70.0,
+            "rps": 200.0,
+        },
+    ]
+    assert latency.ratios(rows) == [
+        {
+            "scenario": "1 owner x 100,000",
+            "strategy": "hybrid",
+            "c": 1,
+            "throughput_ratio": 0.556,
+            "p50_overhead_ms": 3.0,
+        },
+        {
+            "scenario": "1 owner x 100,000",
+            "strategy": "hybrid",
+            "c": 16,
+            "throughput_ratio": 0.75,
+            "p50_overhead_ms": 20.0,
+        },
+    ]
+    met = {t["target"]: (t["value"], t["ok"]) for t in latency.targets(rows, 100_000)}
+    assert met == {
+        "hybrid c=1 p50 <= 10 ms": (8.0, True),
+        "hybrid c=1 p99 <= 30 ms": (40.0, False),
+        "hybrid c=16 throughput >= 0.7x floor": (0.75, True),
+    }
+
+
+def test_bench_group_is_shared_between_modules() -> None:
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="command")
+    first = bench_subparsers(sub)
+    first.add_parser("other")
+    assert bench_subparsers(sub) is first
+    assert set(first.choices) == {"other"}
+    args = build_parser().parse_args(["bench", "latency", "--sizes", "1000,20_000", "--concurrency", "1,8"])
+    assert (args.sizes, args.concurrency, args.owners) == ([1000, 20000], [1, 8], 100)
+    args = build_parser().parse_args(["bench", "quality", "--variant", "rrf-depth-10", "--strategy", "hybrid"])
+    assert (args.variant, args.strategy, args.mode) == (["rrf-depth-10"], ["hybrid"], "processes")
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["bench", "latency", "--sizes", "0"])
