@@ -58,7 +58,7 @@ def wire_types() -> list[type[Wire]]:
     types += [HealthRequest, HealthResult, RpcError]
     for op in RPC_OPS.values():
         types += [op.request, op.result]
-    return types
+    return list(dict.fromkeys(types))  # an op may reuse another's types (admin.memory.create)
 
 
 def export_json_schemas(out_dir: Path) -> list[Path]:

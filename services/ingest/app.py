@@ -23,7 +23,7 @@ from shared.schemas import RPC_OPS
 from shared.schemas.events import ChatEvent
 from shared.service import ServiceContext
 from shared.settings_cache import SettingsCache
-from shared.subjects import CHAT_EVENTS, EVENTS_STREAM, INGEST_CONSUMER
+from shared.subjects import EVENTS_STREAM, EVENTS_SUBJECTS, INGEST_CONSUMER
 from shared.vectors.registry import open_stores
 
 from .chat import ChatIngestor
@@ -58,7 +58,7 @@ async def setup(ctx: ServiceContext) -> None:
         stage="ingest",
         stream=EVENTS_STREAM,
         durable=INGEST_CONSUMER,
-        subject=CHAT_EVENTS,
+        subject=EVENTS_SUBJECTS[0],  # mem.v1.events.chat and owner-bound mem.v1.events.chat.<owner>
         max_deliver=ctx.config.nats.max_deliver,
         ack_wait_s=ctx.config.nats.ack_wait_s,
         batch=settings.batch,

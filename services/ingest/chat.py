@@ -35,7 +35,15 @@ from shared.observability.metrics import EVENTS, TURNS
 from shared.schemas.events import ChatEvent, Turn
 from shared.settings_cache import SettingsCache
 
-from .logic import PlannedTurn, check_event, header_no_memory, plan_turns, session_key, turn_metadata
+from .logic import (
+    PlannedTurn,
+    check_event,
+    check_subject_owner,
+    header_no_memory,
+    plan_turns,
+    session_key,
+    turn_metadata,
+)
 from .publish import Embed, Publisher
 
 log = get_logger(__name__)
@@ -62,6 +70,7 @@ class ChatIngestor:
     async def handle(self, event: ChatEvent, job: JobContext) -> None:
         with structlog.contextvars.bound_contextvars(owner=event.owner, event_id=event.event_id):
             check_event(event)
+            check_subject_owner(job.subject, event.owner)
             no_memory = event.no_memory or header_no_memory(job.msg.headers)
             planned = plan_turns(event)
             settings = None if no_memory else await self._settings.get(event.owner)  # before taking a connection

@@ -18,11 +18,11 @@ from typing import Any
 
 import msgspec
 
-from shared.errors import ValidationFailed
+from shared.errors import Forbidden, ValidationFailed
 from shared.schemas.base import MAX_CONTENT_CHARS, MAX_KEY_LEN, MEMORY_TYPES, Role
 from shared.schemas.events import ChatEvent, ExtractJob, Turn
 from shared.schemas.memory import ImportLineError, MemoryRecord
-from shared.subjects import NO_MEMORY_HEADER
+from shared.subjects import CHAT_EVENTS, NO_MEMORY_HEADER
 
 #: Header values that opt a request out of memory (case-insensitive).
 NO_MEMORY_VALUES = frozenset({"true", "1", "yes"})
@@ -69,6 +69,14 @@ def check_text(fields: Mapping[str, Any]) -> None:
         found = find_nul(value, f"$.{name}")
         if found:
             raise ValidationFailed(f"text contains a NUL character (U+0000) - at `{found}`")
+
+
+def check_subject_owner(subject: str, owner: str) -> None:
+    """An event on an owner-bound subject (``mem.v1.events.chat.<owner>``) must be that owner's:
+    NATS permissions let a bound client publish only there, so it cannot act for another owner."""
+    bound = subject.removeprefix(CHAT_EVENTS + ".") if subject.startswith(CHAT_EVENTS + ".") else None
+    if bound is not None and bound != owner:
+        raise Forbidden(f"an event on {subject} must be for owner {bound!r}, not {owner!r}")
 
 
 def check_event(event: ChatEvent) -> None:
@@ -169,8 +177,9 @@ def plan_turns(event: ChatEvent) -> list[PlannedTurn]:
 
 
 def turn_metadata(event: ChatEvent, turn: PlannedTurn) -> dict[str, Any]:
-    """Metadata of a stored raw turn."""
+    """Metadata of a stored raw turn: the application's event metadata, then ours (ours win)."""
     meta: dict[str, Any] = {
+        **event.metadata,
         "role": turn.role,
         "event_id": event.event_id,
         "occurred_at": utc(event.occurred_at).isoformat(),

@@ -157,3 +157,22 @@ def test_activity_throttle() -> None:
     assert throttle.due("a", 10.0)
     throttle.mark("a", 10.0)
     assert not throttle.due("a", 10.5) and throttle.due("b", 10.5) and throttle.due("a", 11.0)
+
+
+def test_turn_metadata_keeps_the_applications_metadata_under_ours() -> None:
+    event = _event(("user", "hello"), metadata={"dia_id": "D1:3", "role": "spoofed", "app": {"x": 1}})
+    [turn] = logic.plan_turns(event)
+    meta = logic.turn_metadata(event, turn)
+    assert meta["dia_id"] == "D1:3" and meta["app"] == {"x": 1}
+    assert meta["role"] == "user" and meta["event_id"] == "e1"  # ours win
+
+
+def test_owner_bound_event_subject_must_match_the_owner() -> None:
+    import pytest
+
+    from shared.errors import Forbidden
+
+    logic.check_subject_owner("mem.v1.events.chat", "alice")  # unbound: any owner
+    logic.check_subject_owner("mem.v1.events.chat.alice", "alice")
+    with pytest.raises(Forbidden, match="'alice', not 'mallory'"):
+        logic.check_subject_owner("mem.v1.events.chat.alice", "mallory")
