@@ -30,8 +30,9 @@ class MemorySettings(msgspec.Struct, frozen=True, kw_only=True, rename="camel", 
     store_turns: bool = True
     extract_assistant: bool = False
     rrf_k: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 60
-    rrf_depth: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 20
-    fusion: Literal["rrf", "score"] = "rrf"
+    rrf_depth: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 100  # candidates per list for either fusion
+    #: score fusion measured better than RRF through the services on LoCoMo (R@10 0.699 vs 0.675)
+    fusion: Literal["rrf", "score"] = "score"
 
 
 def setting_names() -> set[str]:

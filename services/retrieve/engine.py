@@ -85,7 +85,7 @@ class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
     touch_interval_s: Positive = 1.0
     breaker_threshold: Annotated[int, msgspec.Meta(ge=1)] = 3
     breaker_cooldown_s: NonNegative = 5.0
-    session_boost: NonNegative = 0.0  # hybrid only: share of the best score in a result's session
+    session_boost: NonNegative = 0.3  # hybrid only: share of the best score in a result's session (LoCoMo: +0.014 R@10)
     neighbour_boost: NonNegative = 0.0  # hybrid only: share of the neighbouring turns' scores
     fts_weight: NonNegative = 0.5  # score fusion weights
     vec_weight: NonNegative = 0.5

@@ -41,6 +41,7 @@ async def _rrf_fixture(pool: asyncpg.Pool, who: str) -> dict[str, str]:
 async def test_hybrid_rrf_order_hand_checked(pool: asyncpg.Pool, nc: Client, retrieve_svc: ServiceContext) -> None:
     who = owner()
     ids = await _rrf_fixture(pool, who)
+    await put_values(pool, who, {"fusion": "rrf", "rrfDepth": 20})  # the default is score fusion
     embed = await ScriptedEmbed({"apple": Q}).start(nc)
     try:
         res = await retrieve(nc, owner=who, query="apple", strategy="hybrid")
@@ -171,9 +172,11 @@ async def test_hybrid_boosts_hand_checked(
     order: str,
     scores: list[float],
 ) -> None:
+    monkeypatch.setenv("MEMORYD_RETRIEVE_SESSION_BOOST", "0")  # the default is 0.3: check each boost alone
     for key, value in env.items():
         monkeypatch.setenv(f"MEMORYD_RETRIEVE_{key}", value)
     who = owner()
+    await put_values(pool, who, {"fusion": "rrf", "rrfDepth": 20})
     t0 = datetime.now(UTC) - timedelta(hours=1)
     turn = {"source": "chat_turn", "memory_type": "episodic"}
     ids = {
