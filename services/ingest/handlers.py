@@ -36,9 +36,10 @@ from shared.schemas.memory import (
     MemoryUpdateRequest,
     MemoryUpdateResult,
 )
+from shared.tokens import estimate_tokens
 
 from . import crud
-from .logic import check_expiry, check_text, estimate_tokens, hit_rate, page_offset, parse_import
+from .logic import check_expiry, check_text, hit_rate, page_offset, parse_import
 from .publish import Embed, Publisher
 from .stores import MemoryStores
 

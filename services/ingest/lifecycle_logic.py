@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from .logic import estimate_tokens
+from shared.tokens import estimate_tokens
 
 #: Characters kept of each candidate in a condensed summary line.
 LINE_CHARS = 200

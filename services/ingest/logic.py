@@ -238,11 +238,6 @@ def extract_jobs(
 
 
 # --- listing ---------------------------------------------------------------------------------
-def estimate_tokens(text: str) -> int:
-    """``ceil(len / 4)``, as retrieval estimates."""
-    return -(-len(text) // 4)
-
-
 def page_offset(limit: int, offset: int, page: int | None) -> int:
     """``page`` (1-based) wins over ``offset`` when given."""
     return (page - 1) * limit if page is not None else offset

@@ -220,11 +220,6 @@ class TokenCounter(Protocol):
     def __call__(self, text: str, /) -> int: ...
 
 
-def estimate_tokens(text: str) -> int:
-    """``ceil(len(text) / 4)``: 0 for "", at least 1 for any non-empty text."""
-    return -(-len(text) // 4)
-
-
 def apply_budget(items: Sequence[T], tokens_of: Callable[[T], int], max_tokens: int) -> list[T]:
     """Take items in rank order while the running total fits in ``max_tokens``.
 

@@ -16,8 +16,9 @@ import msgspec
 
 from shared.errors import DependencyDown, MemorydError, ValidationFailed
 from shared.schemas.retrieval import RetrievedMemory, Tier
+from shared.tokens import estimate_tokens
 
-from .logic import Fused, RankedList, Strategy, apply_budget, estimate_tokens, keyword_query_is_usable
+from .logic import Fused, RankedList, Strategy, apply_budget, keyword_query_is_usable
 
 #: Fallback reason codes: the ``reason`` label of ``memoryd_retrieve_fallbacks_total`` and the
 #: keys of ``engine.status`` fallbacks. Few and fixed, so the metric stays low-cardinality.

@@ -32,9 +32,10 @@ from ..config import LlmConfig
 from ..errors import BudgetExceeded
 from ..observability.logging import get_logger
 from ..observability.metrics import LLM_CALLS, LLM_TOKENS
+from ..tokens import estimate_tokens
 from . import budget
 from .errors import LlmBadReply, LlmNotConfigured, LlmUnavailable
-from .reply import decode_json_content, estimate_prompt_tokens, estimate_tokens, snippet
+from .reply import decode_json_content, estimate_prompt_tokens, snippet
 
 log = get_logger(__name__)
 T = TypeVar("T")

@@ -14,6 +14,7 @@ from typing import Any, Final, TypeVar
 
 import msgspec
 
+from ..tokens import estimate_tokens
 from .errors import LlmBadReply
 
 T = TypeVar("T")
@@ -53,11 +54,6 @@ def decode_json_content(content: str, tp: type[T]) -> T:
 def snippet(text: str, limit: int = MAX_SNIPPET) -> str:
     """The start of ``text`` for an error message."""
     return text if len(text) <= limit else text[:limit] + "…"
-
-
-def estimate_tokens(text: str) -> int:
-    """Rough token count (``len/4``, at least 1 for non-empty text)."""
-    return (len(text) + 3) // 4
 
 
 def estimate_prompt_tokens(messages: list[dict[str, Any]]) -> int:

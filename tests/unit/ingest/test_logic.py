@@ -12,6 +12,7 @@ import pytest
 from services.ingest import logic
 from shared.errors import ValidationFailed
 from shared.schemas import ChatEvent, ChatMessage, MemoryRecord, Turn
+from shared.tokens import estimate_tokens
 
 WHEN = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -107,7 +108,7 @@ def test_extract_jobs_split_by_size_with_stable_ids() -> None:
 def test_listing_helpers() -> None:
     assert logic.page_offset(20, 5, None) == 5 and logic.page_offset(20, 5, 3) == 40
     assert logic.hit_rate(0, 0) == 0.0 and logic.hit_rate(1, 3) == 0.3333
-    assert [logic.estimate_tokens(t) for t in ("", "a", "abcd", "abcde")] == [0, 1, 1, 2]
+    assert [estimate_tokens(t) for t in ("", "a", "abcd", "abcde")] == [0, 1, 1, 2]
     assert logic.like_pattern("100%_\\") == "%100\\%\\_\\\\%"
 
 

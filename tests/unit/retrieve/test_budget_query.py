@@ -16,11 +16,11 @@ from services.retrieve.logic import (
     TokenCounter,
     apply_budget,
     clamp_max_tokens,
-    estimate_tokens,
     keyword_query_is_usable,
     normalize_query,
     parse_strategy,
 )
+from shared.tokens import estimate_tokens
 
 # --- tokens and budget ---------------------------------------------------------------------
 
