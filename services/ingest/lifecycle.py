@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
 import asyncpg
+import msgspec
 
 from shared.db import memories
 from shared.errors import Conflict, NotFound
@@ -139,13 +140,11 @@ class LifecycleApi:
                 )
             vectors = await self._pgvector.delete(owner, [c.id for c in items])
             points = sum([await s.delete(owner, [c.id for c in items]) for s in self._stores.external])
-            receipt = DeletionReceipt(
-                pgvector_vectors=receipt.pgvector_vectors + vectors, qdrant_points=receipt.qdrant_points + points
-            )
+            receipt = receipt.plus(DeletionReceipt(pgvector_vectors=vectors, qdrant_points=points))
             await self._pub.embed_best_effort([Embed(record.id, owner, record.content_hash, "new")])
             summaries.append(record.id)
             after += tokens_of([text])
-        log.info("deletion.receipt", path="summarize", candidates=len(ids), **_fields(receipt))
+        log.info("deletion.receipt", path="summarize", candidates=len(ids), **msgspec.structs.asdict(receipt))
         return SummarizeResult(
             candidates=len(candidates),
             tokens_before=before,
@@ -200,14 +199,10 @@ class LifecycleApi:
             return CleanupResult(expired=expired, past_retention=past, dry_run=True, removed=there, candidate_ids=ids)
         total = DeletionReceipt()
         for owner, owner_ids in by_owner.items():
-            r = await self._stores.delete(owner, owner_ids)
-            total = DeletionReceipt(
-                rows=total.rows + r.rows,
-                pgvector_vectors=total.pgvector_vectors + r.pgvector_vectors,
-                qdrant_points=total.qdrant_points + r.qdrant_points,
-                history_rows=total.history_rows + r.history_rows,
-            )
-        log.info("deletion.receipt", path="cleanup", expired=expired, past_retention=past, **_fields(total))
+            total = total.plus(await self._stores.delete(owner, owner_ids))
+        log.info(
+            "deletion.receipt", path="cleanup", expired=expired, past_retention=past, **msgspec.structs.asdict(total)
+        )
         return CleanupResult(expired=expired, past_retention=past, dry_run=False, removed=total, candidate_ids=ids)
 
     async def cleanup_periodically(self, interval_s: float, stop: asyncio.Event) -> None:
@@ -228,12 +223,3 @@ class LifecycleApi:
                         await conn.execute("SELECT pg_advisory_unlock($1)", CLEANUP_LOCK)
             except (OSError, asyncpg.PostgresError) as exc:
                 log.warning("cleanup.failed", error=str(exc))
-
-
-def _fields(receipt: DeletionReceipt) -> dict[str, int]:
-    return {
-        "rows": receipt.rows,
-        "pgvector_vectors": receipt.pgvector_vectors,
-        "qdrant_points": receipt.qdrant_points,
-        "history_rows": receipt.history_rows,
-    }

@@ -45,12 +45,7 @@ class MemoryStores:
             points = await self._delete_from_external_stores(owner, chunk)
             async with self.pool.acquire() as conn:
                 receipt = await memories.delete(conn, owner, chunk)
-            total = DeletionReceipt(
-                rows=total.rows + receipt.rows,
-                pgvector_vectors=total.pgvector_vectors + receipt.pgvector_vectors,
-                qdrant_points=total.qdrant_points + receipt.qdrant_points + points,
-                history_rows=total.history_rows + receipt.history_rows,
-            )
+            total = total.plus(receipt).plus(DeletionReceipt(qdrant_points=points))
         return total
 
     async def mirror_payload(self, records: Sequence[MemoryRecord]) -> None:

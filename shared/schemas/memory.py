@@ -59,6 +59,15 @@ class DeletionReceipt(msgspec.Struct, frozen=True, kw_only=True):
     qdrant_points: int = 0
     history_rows: int = 0
 
+    def plus(self, other: DeletionReceipt) -> DeletionReceipt:
+        """The receipt of both deletions (receipts of chunks, owners or summary groups add up)."""
+        return DeletionReceipt(
+            rows=self.rows + other.rows,
+            pgvector_vectors=self.pgvector_vectors + other.pgvector_vectors,
+            qdrant_points=self.qdrant_points + other.qdrant_points,
+            history_rows=self.history_rows + other.history_rows,
+        )
+
 
 # --- create / get / update / delete --------------------------------------------------------
 class MemoryCreateRequest(Wire, frozen=True):
