@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,6 +86,25 @@ def role_permissions() -> dict[str, dict[str, object]]:
     }
 
 
+#: Names of owner-bound client users, and owners they can be bound to: each owner becomes a
+#: subject token (``mem.v1.rpc.retrieve.<owner>``), so no dots, wildcards or spaces.
+_CLIENT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_BINDABLE_OWNER = re.compile(r"^[^.*>\s]{1,256}$")
+
+
+def check_bound_client(user: str, owners: list[str]) -> None:
+    """Raise ``ValueError`` naming what is wrong with an owner-bound client user."""
+    if not _CLIENT_NAME.match(user):
+        raise ValueError(f"client name {user!r}: use 1-64 letters, digits, '_' or '-'")
+    if user in (*SERVICE_ROLES, CLIENT_ROLE, OPERATOR_ROLE):
+        raise ValueError(f"client name {user!r} is a built-in role")
+    if not owners:
+        raise ValueError("at least one --owner is required")
+    for owner in owners:
+        if not _BINDABLE_OWNER.match(owner):
+            raise ValueError(f"owner {owner!r} cannot be bound: it must not contain '.', '*', '>' or spaces")
+
+
 def bound_client_permissions(user: str, owners: list[str]) -> dict[str, object]:
     """A client user that may act only for ``owners``."""
     publish = []
@@ -114,9 +134,19 @@ class Credentials:
         return creds
 
     def add_bound_client(self, user: str, owners: list[str]) -> str:
+        """Create (or re-bind, keeping its password) a client user for ``owners``; its password."""
+        check_bound_client(user, owners)
         self.passwords.setdefault(user, secrets.token_urlsafe(24))
-        self.bound_owners[user] = owners
+        self.bound_owners[user] = sorted(set(owners))
         return self.passwords[user]
+
+    def remove_bound_client(self, user: str) -> bool:
+        """Remove an owner-bound client user; False if there was none of that name."""
+        if user not in self.bound_owners:
+            return False
+        del self.bound_owners[user]
+        self.passwords.pop(user, None)
+        return True
 
     def save(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)

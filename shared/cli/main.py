@@ -18,6 +18,7 @@ from . import (
     commands_bench,
     commands_bench_ingest,
     commands_client,
+    commands_credentials,
     commands_embed,
     commands_search,
     commands_server,
@@ -31,6 +32,7 @@ Register = Callable[[argparse._SubParsersAction], None]
 COMMAND_MODULES: list[Register] = [
     commands_server.register,
     commands_client.register,
+    commands_credentials.register,
     commands_search.register,
     commands_bench.register,
     commands_bench_ingest.register,

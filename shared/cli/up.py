@@ -102,6 +102,23 @@ def with_user(url: str, user: str, creds: Credentials | None) -> str:
     return f"{scheme}://{user}:{quote(creds.passwords[user], safe='')}@{rest}"
 
 
+def credentials_file(data_dir: Path) -> Path:
+    return data_dir / "credentials.json"
+
+
+def nats_dir(data_dir: Path) -> Path:
+    return data_dir / "nats"
+
+
+def write_nats_auth(data_dir: Path, creds: Credentials) -> str:
+    """Write the users and permissions to ``nats/auth.conf`` (0600); the line that includes it.
+
+    A separate file so ``memoryd credentials`` can rewrite it and reload a running server."""
+    nats_dir(data_dir).mkdir(parents=True, exist_ok=True)
+    write_private(nats_dir(data_dir) / "auth.conf", render_authorization(creds))
+    return 'include "auth.conf"'
+
+
 def write_private(path: Path, text: str) -> None:
     """Write a file only its owner can read (it holds credentials)."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -126,9 +143,9 @@ async def run_up(opts: UpOptions) -> int:
         nats_url = os.environ.get("MEMORYD_NATS_URL") or ""
         creds: Credentials | None = None
         if not nats_url:
-            creds = Credentials.load_or_create(data_dir / "credentials.json") if opts.auth else None
-            auth_conf = render_authorization(creds) if creds else ""
-            nats_srv = EmbeddedNats(data_dir / "nats", port=opts.nats_port, extra_config=auth_conf)
+            creds = Credentials.load_or_create(credentials_file(data_dir)) if opts.auth else None
+            auth_conf = write_nats_auth(data_dir, creds) if creds else ""
+            nats_srv = EmbeddedNats(nats_dir(data_dir), port=opts.nats_port, extra_config=auth_conf)
             nats_url = nats_srv.start()  # main thread: see embedded.process.spawn
         operator_url = with_user(nats_url, OPERATOR_ROLE, creds)
         pg_dsn = os.environ.get("MEMORYD_PG_DSN") or ""

