@@ -8,7 +8,9 @@
   can build its source;
 - `mem.v1.rpc.reindex` queues the backfill and reports progress; a watcher switches the
   active signature when nothing is pending and drops retired vectors later;
-- health: `embedder` says which source was resolved and why.
+- health: `embedder` says which source was resolved and why;
+- engine settings (source, model, quantization, Qdrant, vector store: the environment under
+  the global settings row) are followed at run time by `live.EngineSwitch`.
 """
 
 from __future__ import annotations
@@ -19,14 +21,18 @@ from pathlib import Path
 
 from shared.bus.consumer import ConsumerSpec, PullConsumer
 from shared.config import load
+from shared.db.settings_store import read_values
+from shared.global_settings_watch import follow_global_settings
+from shared.memory_settings import GLOBAL_OWNER
 from shared.observability.logging import get_logger
 from shared.schemas import RPC_OPS, EmbedJob
 from shared.service import ServiceContext
 from shared.subjects import EMBED_CONSUMER, EMBED_JOBS, JOBS_STREAM
-from shared.vectors.registry import open_stores
+from shared.vectors.live import open_for
 
 from .cache import VectorCache
 from .handlers import Jobs, Queries
+from .live import EngineSwitch, locations, source_info, startup_engine
 from .reindex import Signatures
 from .settings import EmbedSettings
 from .sources import EmbedSource, Inference, build_source, source_for_signature
@@ -37,26 +43,25 @@ log = get_logger(__name__)
 
 async def setup(ctx: ServiceContext) -> None:
     """Register the embed service's endpoints and consumers (health comes from the runtime)."""
-    settings = load(EmbedSettings, "MEMORYD_EMBED_", os.environ)
+    env_settings = load(EmbedSettings, "MEMORYD_EMBED_", os.environ)
+    global_row = await read_values(ctx.db, GLOBAL_OWNER)
+    choice = startup_engine(env_settings, ctx.config.qdrant, global_row)
+    settings = choice.embedding
     cache_dir = settings.cache_dir(os.environ.get("MEMORYD_DATA_DIR"))
     inference = Inference()
     ctx.closers.append(lambda: asyncio.to_thread(inference.shutdown))
     source = await asyncio.to_thread(build_source, settings, inference, cache_dir)
-    ctx.closers.append(source.close)
-
-    vector_stores = await open_stores(ctx.config, ctx.db)
-    ctx.closers.append(vector_stores.close)
+    vector_stores = await open_for(ctx.config, ctx.db, choice.qdrant_in_use)
     stores = vector_stores.all
-    info = {
-        "source": source.kind,
-        "model": source.model,
-        "dim": source.dim,
-        "quantization": source.quantization,
-        "resolution": source.resolution,
-        "configured_signature": source.signature,  # of the worker that started last
-    }
     sigs = Signatures(
-        ctx.db, ctx.js, stores, source.signature, source.dim, info, retire_grace_s=settings.retire_grace_s
+        ctx.db,
+        ctx.js,
+        stores,
+        source.signature,
+        source.dim,
+        source_info(source),
+        retire_grace_s=settings.retire_grace_s,
+        locations=locations(choice),
     )
     await sigs.prepare()
 
@@ -75,6 +80,20 @@ async def setup(ctx: ServiceContext) -> None:
         batch_wait_s=settings.batch_wait_ms / 1000,
         pipeline=settings.pipeline,
     )
+    engine = EngineSwitch(
+        config=ctx.config,
+        pool=ctx.db,
+        env=env_settings,
+        choice=choice,
+        source=source,
+        stores=vector_stores,
+        sigs=sigs,
+        jobs=jobs,
+        queries=queries,
+        inference=inference,
+        cache_dir=cache_dir,
+    )
+    ctx.closers.append(engine.close)
     ctx.closers.append(queries.close)
     ctx.closers.append(jobs.batcher.close)
 
@@ -91,20 +110,15 @@ async def setup(ctx: ServiceContext) -> None:
     )
     for i in range(settings.pipeline):
         ctx.spawn(PullConsumer(ctx.js, spec, EmbedJob, jobs.handle).run(ctx.stop), f"embed-jobs-{i}")
-
-    async def on_tick() -> None:
-        if sigs.active == source.signature and queries.source is not source:
-            old = queries.source
-            queries.use(source)
-            log.info("embed.query_source_switched", signature=source.signature)
-            await old.close()
-
-    ctx.spawn(sigs.watch(ctx.stop, settings.meta_poll_s, on_tick), "embed-signatures")
+    ctx.spawn(sigs.watch(ctx.stop, settings.meta_poll_s, engine.tick), "embed-signatures")
+    await follow_global_settings(ctx, engine.apply, global_row)
 
     async def embedder_health() -> str:
-        status = source.health()
+        status = engine.source.health()
         if sigs.changing:
-            status += f"; reindex to {source.signature} pending, queries use {queries.source.signature}"
+            status += f"; reindex to {engine.source.signature} pending, queries use {queries.source.signature}"
+        if engine.problem:
+            status = f"degraded: {engine.problem}; running {status}"
         return status
 
     ctx.checks["embedder"] = embedder_health

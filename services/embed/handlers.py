@@ -9,6 +9,9 @@ and counted; one whose content changed while it was embedded is flagged and requ
 
 `Queries.embed` serves `mem.v1.rpc.embed`: cache first (`{signature}:{sha256(text)}`), the
 misses of concurrent requests share inference batches.
+
+A batch uses the source and stores it started with (`SwapGate`): an engine settings change
+swaps them between batches (`Jobs.gate.exclusive()`, see `live.py`), never inside one.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from shared.vectors.port import VectorItem, VectorStore
 from . import db
 from .batcher import MicroBatcher
 from .cache import Vector, VectorCache
+from .gate import SwapGate
 from .logic import JobOutcome, cache_key, triage, unique_by_id
 from .sources import EmbedSource
 
@@ -56,6 +60,7 @@ class Jobs:
         self.js = js
         self.stores = list(stores)
         self.source = source
+        self.gate = SwapGate()  # source and stores change only between batches
         self.batcher: MicroBatcher[EmbedJob, JobOutcome] = MicroBatcher(
             self.flush, max_size=batch_max, max_wait_s=batch_wait_s, max_inflight=pipeline
         )
@@ -66,8 +71,14 @@ class Jobs:
             EMBED_SKIPPED.labels(outcome).inc()
 
     async def flush(self, jobs: list[EmbedJob]) -> list[JobOutcome]:
+        async with self.gate.use():
+            return await self._flush(jobs, self.source, self.stores)
+
+    async def _flush(
+        self, jobs: list[EmbedJob], source: EmbedSource, stores: Sequence[VectorStore]
+    ) -> list[JobOutcome]:
         rows = await db.fetch_rows(self.pool, jobs)
-        sig = self.source.signature
+        sig = source.signature
         outcomes: list[JobOutcome] = []
         todo: list[db.MemoryRow] = []
         for job in jobs:
@@ -78,14 +89,20 @@ class Jobs:
                 todo.append(row)
         states = unique_by_id([r.state for r in todo])
         if states:
-            await self._embed_and_write(states, {r.state.memory_id: r for r in todo})
+            await self._embed_and_write(states, {r.state.memory_id: r for r in todo}, source, stores)
         return outcomes
 
-    async def _embed_and_write(self, states: list[db.MemoryState], rows: dict[str, db.MemoryRow]) -> None:
-        sig = self.source.signature
-        vectors = await self.source.embed([s.content for s in states])
+    async def _embed_and_write(
+        self,
+        states: list[db.MemoryState],
+        rows: dict[str, db.MemoryRow],
+        source: EmbedSource,
+        stores: Sequence[VectorStore],
+    ) -> None:
+        sig = source.signature
+        vectors = await source.embed([s.content for s in states])
         items = [_item(rows[s.memory_id], vectors[i]) for i, s in enumerate(states)]
-        await asyncio.gather(*(store.upsert(sig, items) for store in self.stores))
+        await asyncio.gather(*(store.upsert(sig, items) for store in stores))
         embedded = [(s.memory_id, s.content_hash) for s in states]
         marked = await mark_embedded(self.pool, embedded, sig)
         EMBED_TEXTS.labels("job").inc(len(states))
@@ -133,6 +150,17 @@ class Queries:
         """Answer with another source from now on (the active signature switched)."""
         if source is not self.source:
             self.source, self.batcher = source, self._batcher(source)
+
+    async def switch(self, source: EmbedSource) -> EmbedSource | None:
+        """`use(source)`, then let the old batcher finish what it holds; returns the old source
+        (for the caller to close when nothing else uses it), None when nothing changed."""
+        old, old_batcher = self.source, self.batcher
+        if source is old:
+            return None
+        self.use(source)
+        await asyncio.sleep(0)  # requests that took the old batcher just before submit to it first
+        await old_batcher.close()
+        return old
 
     async def embed(self, req: EmbedRequest) -> EmbedResult:
         source, batcher = self.source, self.batcher  # one signature for the whole request

@@ -15,20 +15,30 @@ each store activates it (Qdrant: the alias swap), the meta rows switch, and the 
 is `retired`: its vectors are dropped `retire_grace_s` later, once no retrieval replica can
 still be using them. A change abandoned by reverting the configuration retires the pending
 signature the same way.
+
+The engine settings can change the source and the stores at run time (`live.py`):
+`reconfigure` prepares the new signature and stores like a start. A store taken out of use
+(`detach`: Qdrant when `vectorStore=pgvector` or its URL is removed or changed) has its
+collections dropped (best effort) and its row marked `detached`; a store whose row is detached
+or records another location (`details.location`) starts afresh when it is used again: its stale
+collections are dropped and every memory is backfilled, so it never serves vectors that missed
+writes or deletions while it was out of use.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import asyncpg
 from nats.js import JetStreamContext
 
 from shared.codec import encode
+from shared.engine_settings import reattached
 from shared.errors import Conflict
 from shared.observability.logging import get_logger
 from shared.schemas import EmbedJob
@@ -55,6 +65,7 @@ class Signatures:
         info: dict[str, Any],
         *,
         retire_grace_s: float = 60.0,
+        locations: Mapping[str, str] | None = None,
     ) -> None:
         self.pool = pool
         self.js = js
@@ -63,7 +74,9 @@ class Signatures:
         self.dim = dim
         self.info = info  # source, model, dim, quantization, resolution: for engine.status
         self.retire_grace_s = retire_grace_s
+        self.locations = dict(locations or {})  # store name -> where it is (Qdrant: url#collection)
         self.meta: dict[str, db.MetaRow] = {}
+        self.lock = asyncio.Lock()  # one of: prepare / reconfigure / a watch round
 
     @property
     def active(self) -> str | None:
@@ -77,6 +90,51 @@ class Signatures:
 
     async def prepare(self) -> dict[str, MetaAction]:
         """Record the configured signature; start a change (mark every memory) if it is new."""
+        async with self.lock:
+            return await self._prepare()
+
+    async def reconfigure(
+        self,
+        stores: Sequence[VectorStore],
+        signature: str,
+        dim: int,
+        info: dict[str, Any],
+        locations: Mapping[str, str],
+    ) -> dict[str, MetaAction]:
+        """Switch to another source and/or stores at run time, then prepare them like a start
+        (on failure, e.g. a store that cannot be reached, nothing changes here)."""
+        async with self.lock:
+            before = (self.stores, self.signature, self.dim, self.info, self.locations)
+            self.stores = {s.name: s for s in stores}
+            self.signature, self.dim, self.info, self.locations = signature, dim, info, dict(locations)
+            try:
+                return await self._prepare()
+            except BaseException:
+                self.stores, self.signature, self.dim, self.info, self.locations = before
+                raise
+
+    async def detach(self, name: str) -> None:
+        """Stop using store `name`: drop its collections of known signatures (best effort: a
+        store out of use must not keep vectors that later deletions would miss) and mark its
+        row `detached`, so using it again starts from empty with a full backfill."""
+        async with self.lock:
+            store = self.stores.get(name)
+            row = (await db.read_meta(self.pool, [name])).get(name)
+            if store is None or row is None:
+                return
+            for sig in {s for s in (row.active, row.pending, self.signature) if s}:
+                try:
+                    await store.drop(sig)
+                except Exception as exc:  # down: its data is dropped when it is attached again
+                    log.warning("embed.detach_drop_failed", store=name, signature=sig, error=str(exc))
+            await self.pool.execute(
+                "UPDATE memory_vec_meta SET details = details || '{\"detached\": true}'::jsonb, updated_at = now()"
+                " WHERE store = $1",
+                name,
+            )
+            log.info("embed.store_detached", store=name)
+
+    async def _prepare(self) -> dict[str, MetaAction]:
         for store in self.stores.values():
             # Outside any transaction of ours: pgvector builds its index CONCURRENTLY, which
             # waits for every older transaction.
@@ -87,6 +145,7 @@ class Signatures:
             embedded = await db.memories_embedded(conn)
             now = await db.db_now(conn)
             for name, row in meta.items():
+                row = await self._start_afresh(name, row)
                 action = meta_action(row.active, row.pending, self.signature, memories_embedded=embedded)
                 actions[name] = action
                 details = {**row.details, **self.info}
@@ -106,6 +165,22 @@ class Signatures:
         await self.refresh()
         log.info("embed.signature", signature=self.signature, actions=actions, marked_for_reindex=marked)
         return actions
+
+    async def _start_afresh(self, name: str, row: db.MetaRow) -> db.MetaRow:
+        """A store used again after `detach`, or now at another location: drop what it holds of
+        our signatures and forget them (the row lock is held by the caller)."""
+        location = self.locations.get(name)
+        if location is None:
+            return row
+        if not reattached(row.details, location):
+            return dataclasses.replace(row, details={**row.details, "location": location})
+        store = self.stores[name]
+        for sig in {s for s in (row.active, row.pending, self.signature) if s}:
+            await store.drop(sig)
+        await store.ensure(self.signature, self.dim)
+        log.info("embed.store_starts_afresh", store=name, location=location, was=row.details.get("location"))
+        kept = {k: v for k, v in row.details.items() if k not in ("detached", "retired", "retired_at")}
+        return db.MetaRow(name, None, None, None, {**kept, "location": location})
 
     async def refresh(self) -> None:
         self.meta = await db.read_meta(self.pool, list(self.stores))
@@ -164,8 +239,9 @@ class Signatures:
         """Every `period_s`: follow the meta rows, switch when a backfill is done, drop retired vectors."""
         while not stop.is_set():
             try:
-                await self.try_complete()
-                await self.retire_due()
+                async with self.lock:
+                    await self.try_complete()
+                    await self.retire_due()
                 if on_tick is not None:
                     await on_tick()
             except Exception as exc:  # the next round retries; the service keeps serving

@@ -1,5 +1,9 @@
 """The embed service's settings: one frozen Struct read from `MEMORYD_EMBED_*` in `setup`.
 
+The source, quantization and remote fields are the defaults of the engine settings: the
+global settings row may override them at run time (`shared.engine_settings`, applied by
+`live.py` without a restart).
+
 Batching: a worker fetches up to `batch_max` jobs per pull and embeds them in one inference
 call; `pipeline` batches are in flight at once (the next batch is fetched and read from
 Postgres while the previous one is in inference); a batch that is not full leaves after
@@ -15,16 +19,17 @@ inference is busy leave together (`query_batch_max`), an idle service answers at
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 import msgspec
 
-PositiveInt = Annotated[int, msgspec.Meta(ge=1)]
+from shared.engine_settings import EmbeddingConfig
 
 
-class EmbedSettings(msgspec.Struct, frozen=True, kw_only=True):
-    source: Literal["local", "remote", "auto"] = "auto"
-    quantization: Literal["none", "dynamic-int8"] = "none"  # local only
+class EmbedSettings(EmbeddingConfig, frozen=True, kw_only=True):
+    """`EmbeddingConfig` (source, quantization, remote URL/model/dim/key: also runtime engine
+    settings, see `shared.engine_settings`) plus this service's tuning."""
+
     model_cache_dir: str | None = None  # where the dynamic-int8 variant is built once
     threads: Annotated[int, msgspec.Meta(ge=1, le=64)] = 1  # intra-op threads (scale with processes)
 
@@ -37,10 +42,6 @@ class EmbedSettings(msgspec.Struct, frozen=True, kw_only=True):
     cache_size: Annotated[int, msgspec.Meta(ge=0)] = 10_000
     cache_ttl_s: Annotated[float, msgspec.Meta(gt=0)] = 3600.0
 
-    remote_url: str | None = None  # OpenAI-compatible base URL, e.g. http://host:11434/v1
-    remote_model: str | None = None
-    remote_dim: PositiveInt | None = None
-    remote_api_key: str | None = None
     remote_timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 30.0
     remote_send_dimensions: bool = False  # pass `dimensions` (OpenAI text-embedding-3 can shorten)
     remote_concurrency: Annotated[int, msgspec.Meta(ge=1, le=64)] = 4

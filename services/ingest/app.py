@@ -18,13 +18,17 @@ import msgspec
 from shared.bus.consumer import ConsumerSpec, PullConsumer
 from shared.bus.provision import ensure_activity_bucket
 from shared.config import load
+from shared.db.settings_store import read_values
+from shared.engine_settings import environment_engine
+from shared.global_settings_watch import follow_global_settings
 from shared.llm import LlmClient
+from shared.memory_settings import GLOBAL_OWNER
 from shared.schemas import RPC_OPS
 from shared.schemas.events import ChatEvent
 from shared.service import ServiceContext
 from shared.settings_cache import SettingsCache
 from shared.subjects import EVENTS_STREAM, EVENTS_SUBJECTS, INGEST_CONSUMER
-from shared.vectors.registry import open_stores
+from shared.vectors.live import LiveStores
 
 from .chat import ChatIngestor
 from .handlers import MemoryApi
@@ -49,10 +53,17 @@ async def setup(ctx: ServiceContext) -> None:
     settings = load(IngestSettings, "MEMORYD_INGEST_", os.environ)
     kv = await ensure_activity_bucket(ctx.js)
     publisher = Publisher(ctx.nc, ctx.js, kv, ActivityThrottle(settings.activity_interval_s))
-    vectors = await open_stores(ctx.config, ctx.db)
-    ctx.closers.append(vectors.close)
-    external = [store for store in vectors.all if store is not vectors.pgvector]
-    stores = MemoryStores(ctx.db, external)
+    global_row = await read_values(ctx.db, GLOBAL_OWNER)
+    live = LiveStores(ctx.config, ctx.db)
+    ctx.closers.append(live.close)
+    vectors = await live.open(global_row)
+    stores = MemoryStores(ctx.db, [store for store in vectors.all if store is not vectors.pgvector])
+
+    async def follow_stores(values: dict[str, object]) -> None:  # deletes reach the Qdrant in use
+        opened = await live.follow(values)
+        if opened is not None:
+            stores.external = [store for store in opened.all if store is not opened.pgvector]
+
     await MemoryApi(stores, publisher).register(ctx.rpc)
     spec = ConsumerSpec(
         stage="ingest",
@@ -73,7 +84,8 @@ async def setup(ctx: ServiceContext) -> None:
     await ctx.rpc.add(RPC_OPS["memory.restore"], lifecycle.restore)
     await ctx.rpc.add(RPC_OPS["summarize"], lifecycle.summarize)
     await ctx.rpc.add(RPC_OPS["cleanup"], lifecycle.cleanup)
-    settings_api = SettingsApi(ctx.db, ctx.nc)
+    settings_api = SettingsApi(ctx.db, ctx.nc, environment_engine(os.environ, ctx.config.qdrant))
+    await follow_global_settings(ctx, follow_stores, global_row)
     await ctx.rpc.add(RPC_OPS["settings.get"], settings_api.get)
     await ctx.rpc.add(RPC_OPS["settings.put"], settings_api.put)
     if settings.cleanup_interval_s > 0:

@@ -3,7 +3,9 @@
 Endpoints (queue group ``memoryd-retrieve``): ``retrieve``, ``inject``, ``engine.status``.
 Health: one check per vector store, and with ``deep=True`` a create -> retrieve -> delete
 round trip. Settings come from ``MEMORYD_RETRIEVE_*`` (``EngineConfig``) and, per owner,
-from the runtime settings (cached, dropped on ``mem.v1.settings.changed``).
+from the runtime settings (cached, dropped on ``mem.v1.settings.changed``). The vector stores
+follow the engine settings of the global row at run time (``live.py``); the optional LLM
+rerank (``rerank.py``, ``MEMORYD_RETRIEVE_RERANK_*``) uses the LLM of ``MEMORYD_LLM_*``.
 """
 
 from __future__ import annotations
@@ -11,15 +13,21 @@ from __future__ import annotations
 import os
 
 from shared.config import load
+from shared.db.settings_store import read_values
+from shared.global_settings_watch import follow_global_settings
+from shared.llm import LlmClient
+from shared.memory_settings import GLOBAL_OWNER
 from shared.schemas import RPC_OPS
 from shared.service import ServiceContext
 from shared.settings_cache import SettingsCache
-from shared.vectors.registry import open_stores
+from shared.vectors.live import LiveStores
 
 from . import injection
 from .engine import Engine, EngineConfig
 from .handlers import Handlers
-from .status import round_trip, store_check
+from .live import StoreFollower, search_order
+from .rerank import RerankConfig, Reranker
+from .status import round_trip
 from .touch import Toucher
 
 NEEDS_DB = True
@@ -31,17 +39,24 @@ async def setup(ctx: ServiceContext) -> None:
     settings = SettingsCache(ctx.db, ttl_s=config.settings_ttl_s)
     await settings.start(ctx.nc)
     ctx.closers.append(settings.stop)
-    opened = await open_stores(ctx.config, ctx.db)
-    ctx.closers.append(opened.close)
-    stores = [s for s in (opened.qdrant, opened.pgvector) if s is not None]  # search order: Qdrant first
+    global_row = await read_values(ctx.db, GLOBAL_OWNER)
+    live = LiveStores(ctx.config, ctx.db, grace_s=2 * config.store_timeout_s)
+    ctx.closers.append(live.close)
+    stores = search_order(await live.open(global_row))  # search order: Qdrant first
     toucher = Toucher(ctx.db, interval_s=config.touch_interval_s)
     ctx.spawn(toucher.run(ctx.stop), "retrieve-touch")
     ctx.closers.append(toucher.flush_logged)  # what requests drained after the loop stopped queued
     engine = Engine(pool=ctx.db, nc=ctx.nc, stores=stores, settings=settings.get, toucher=toucher, config=config)
     providers = frozenset(p.strip().lower() for p in config.no_system_providers.split(",") if p.strip())
     handlers = Handlers(engine, ctx.js, providers or injection.DEFAULT_NO_SYSTEM_PROVIDERS)
-    for store in stores:
-        ctx.checks[f"vector_{store.name}"] = store_check(engine, store)
+    llm = LlmClient(ctx.config.llm, ctx.db) if ctx.config.llm.configured else None
+    if llm is not None:
+        ctx.closers.append(llm.close)
+    engine.reranker = Reranker(llm, load(RerankConfig, "MEMORYD_RETRIEVE_RERANK_", os.environ), engine.fallbacks)
+    follower = StoreFollower(ctx, engine, live)
+    follower.use(live.current)  # the health checks of the stores
+    ctx.spawn(follower.run(ctx.stop), "retrieve-store-follower")
+    await follow_global_settings(ctx, follower.apply, global_row)
     ctx.deep_checks["round_trip"] = round_trip(engine)
     await ctx.rpc.add(RPC_OPS["retrieve"], handlers.retrieve)
     await ctx.rpc.add(RPC_OPS["inject"], handlers.inject)

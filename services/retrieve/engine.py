@@ -66,6 +66,7 @@ from .plan_logic import (
     store_mismatch,
 )
 from .plan_logic import tier_of as credit_tier
+from .rerank import Reranker
 from .touch import Toucher
 
 log = get_logger(__name__)
@@ -97,6 +98,8 @@ SettingsGetter = Callable[[str], Awaitable[MemorySettings]]
 
 
 class Engine:
+    reranker: Reranker | None = None  # set by app.py; used when an owner's ``rerank`` is on
+
     def __init__(
         self,
         *,
@@ -123,6 +126,8 @@ class Engine:
     # --- the request -----------------------------------------------------------------------
     async def retrieve(self, req: RetrieveRequest) -> RetrieveResult:
         started = time.perf_counter()
+        if req.session_id is not None and "\x00" in req.session_id:  # PostgreSQL text cannot hold NUL
+            raise ValidationFailed("session_id must not contain NUL - at `$.session_id`")
         try:
             settings = await self.settings(req.owner)
         except _PG_ERRORS as exc:
@@ -143,6 +148,10 @@ class Engine:
         rows = await self._rows(vis, ranked)
         if strategy is Strategy.HYBRID and not recent_only:
             ranked = await self._boost(vis, ranked, rows)
+        fallbacks = fallback_labels(run.attempts)
+        if settings.rerank and not recent_only and self.reranker is not None:
+            ranked, skipped = await self.reranker.rerank(req.owner, query, ranked, rows, settings.rerank_depth)
+            fallbacks += skipped
         memories, tokens = answer(
             ranked,
             rows,
@@ -159,7 +168,7 @@ class Engine:
             strategy=strategy.value,
             tokens_used=tokens,
             tiers=[_report(a) for a in run.attempts],
-            fallbacks=fallback_labels(run.attempts),
+            fallbacks=fallbacks,
             ms=round(total_ms, 3),
             embed_ms=None if run.embed_ms is None else round(run.embed_ms, 3),
         )

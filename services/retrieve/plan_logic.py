@@ -191,9 +191,13 @@ def store_mismatch(
     """Why a store whose ``memory_vec_meta`` says ``active``/``pending``/``active_dim`` cannot be
     searched with a query vector of ``signature`` and ``dim`` (None: it can).
 
-    No active signature recorded yet: None (the store itself says whether it has vectors).
+    No active signature recorded yet: None (the store itself says whether it has vectors),
+    unless a backfill is pending: a store added to memories embedded before (e.g. Qdrant
+    attached at run time) has only part of them until it completes.
     """
     if not active:
+        if pending:
+            return "reindex_in_progress", f"store is being filled with {pending} (backfill pending)"
         return None
     if active != signature:
         if pending == signature:

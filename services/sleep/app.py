@@ -2,8 +2,8 @@
 
 Settings: `MEMORYD_SLEEP_*` (`config.SleepServiceConfig`); the LLM from `MEMORYD_LLM_*`
 (none configured is normal: the LLM phases are skipped); the vector stores from the
-shared registry (pgvector finds the candidate pairs; Qdrant, when configured, mirrors
-state changes in its payload).
+shared registry (pgvector finds the candidate pairs; Qdrant, when in use, mirrors
+state changes in its payload; the Qdrant in use follows the engine settings at run time).
 """
 
 from __future__ import annotations
@@ -18,12 +18,15 @@ from services.sleep.scheduler import Scheduler
 from shared.bus.consumer import ConsumerSpec, PullConsumer
 from shared.bus.provision import ensure_activity_bucket
 from shared.config import load
+from shared.db.settings_store import read_values
+from shared.global_settings_watch import follow_global_settings
 from shared.llm import LlmClient
+from shared.memory_settings import GLOBAL_OWNER
 from shared.schemas import RPC_OPS
 from shared.schemas.events import SleepRun
 from shared.service import ServiceContext
 from shared.subjects import SLEEP_CONSUMER, SLEEP_JOBS, SLEEP_STREAM
-from shared.vectors.registry import open_stores
+from shared.vectors.live import LiveStores
 
 NEEDS_DB = True
 
@@ -48,8 +51,10 @@ async def setup(ctx: ServiceContext) -> None:
     kv = await ensure_activity_bucket(ctx.js)
     llm = LlmClient(ctx.config.llm, ctx.db)
     ctx.closers.append(llm.close)
-    stores = await open_stores(ctx.config, ctx.db)
-    ctx.closers.append(stores.close)
+    global_row = await read_values(ctx.db, GLOBAL_OWNER)
+    live = LiveStores(ctx.config, ctx.db)
+    ctx.closers.append(live.close)
+    stores = await live.open(global_row)
     deps = Deps(
         pool=ctx.db,
         js=ctx.js,
@@ -61,6 +66,13 @@ async def setup(ctx: ServiceContext) -> None:
         activity=ActivityReader(kv),
         stop=ctx.stop,
     )
+
+    async def follow_stores(values: dict[str, object]) -> None:
+        opened = await live.follow(values)
+        if opened is not None:
+            deps.mirrors = [s for s in opened.all if s is not opened.pgvector]
+
+    await follow_global_settings(ctx, follow_stores, global_row)
     api = SleepApi(deps)
     await ctx.rpc.add(RPC_OPS["sleep.run"], api.run)
     await ctx.rpc.add(RPC_OPS["sleep.status"], api.status)

@@ -2,6 +2,10 @@
 
 VALUE is parsed as JSON when it is JSON (``true``, ``500``, ``"hybrid"``), else taken as a
 string, so ``memoryd settings set strategy semantic`` and ``... set maxTokens 500`` both work.
+Free-text settings (model names, URLs, API keys, collection names) take VALUE as written
+(``null`` still clears one that may be empty), so ``embeddingApiKey 12345`` stays a string.
+Engine settings (``embeddingSource``, ``vectorStore``, ``qdrantUrl``, ...) are global only;
+API keys show as ``***``.
 """
 
 from __future__ import annotations
@@ -13,12 +17,15 @@ from typing import Any
 from ..bus.rpc_client import call
 from ..client import MemoryClient
 from ..config import LogConfig
+from ..memory_settings import text_setting_names
 from ..observability.logging import configure
 from ..schemas.ops import SettingsGetRequest, SettingsPutRequest
 from .commands_search import resolve_nats_url
 
 
-def parse_value(text: str) -> Any:
+def parse_value(text: str, key: str | None = None) -> Any:
+    if key is not None and text != "null" and key in text_setting_names():
+        return text
     try:
         return json.loads(text)
     except json.JSONDecodeError:
@@ -35,7 +42,7 @@ async def _run(args: argparse.Namespace) -> int:
             for key in sorted(result.settings):
                 print(f"{key:<{width}}  {json.dumps(result.settings[key])}  ({result.sources.get(key, 'default')})")
         else:
-            req = SettingsPutRequest(owner=args.owner, values={args.key: parse_value(args.value)})
+            req = SettingsPutRequest(owner=args.owner, values={args.key: parse_value(args.value, args.key)})
             result = await call(client.nc, "settings.put", req, timeout=args.timeout)
             scope = f"owner {args.owner}" if args.owner else "global"
             print(f"{args.key} = {json.dumps(result.settings[args.key])} ({scope})")

@@ -28,7 +28,7 @@ async def put_values(
     key = owner or GLOBAL_OWNER
     current = await read_values(conn, key)
     inherited = await read_values(conn, GLOBAL_OWNER) if owner else {}
-    validate_update(current, inherited, values)  # nothing is written for a bad name or value
+    validate_update(current, inherited, values, is_global=key == GLOBAL_OWNER)  # nothing written when bad
     row = await conn.fetchrow(
         'INSERT INTO settings (owner, "values") VALUES ($1, $2::jsonb) '
         'ON CONFLICT (owner) DO UPDATE SET "values" = settings."values" || EXCLUDED."values", updated_at = now() '
