@@ -36,7 +36,7 @@ from shared.errors import DependencyDown, MemorydError, ValidationFailed
 from shared.memory_settings import MemorySettings
 from shared.observability.logging import get_logger
 from shared.observability.metrics import RETRIEVE_FALLBACKS, RETRIEVE_RESULTS, RETRIEVE_SECONDS
-from shared.schemas.retrieval import RetrieveRequest, RetrieveResult, Tier, TierReport
+from shared.schemas.retrieval import EmbedResult, RetrieveRequest, RetrieveResult, Tier, TierReport
 from shared.vectors.port import VectorStore
 
 from . import tiers
@@ -52,6 +52,7 @@ from .logic import (
     rrf_fuse,
     score_fuse,
     session_boost,
+    sharing_a_session,
 )
 from .plan_logic import (
     Attempt,
@@ -67,6 +68,7 @@ from .plan_logic import (
 )
 from .plan_logic import tier_of as credit_tier
 from .rerank import Reranker
+from .term_stats import TermStatsCache
 from .touch import Toucher
 
 log = get_logger(__name__)
@@ -87,14 +89,19 @@ class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
     breaker_threshold: Annotated[int, msgspec.Meta(ge=1)] = 3
     breaker_cooldown_s: NonNegative = 5.0
     session_boost: NonNegative = 0.3  # hybrid only: share of the best score in a result's session (LoCoMo: +0.014 R@10)
-    neighbour_boost: NonNegative = 0.0  # hybrid only: share of the neighbouring turns' scores
+    neighbour_boost: NonNegative = 0.3  # hybrid only: share of the neighbouring turns' scores (LoCoMo: +0.046 R@10)
     fts_weight: NonNegative = 0.5  # score fusion weights
     vec_weight: NonNegative = 0.5
     no_system_providers: str = ""  # comma-separated; empty = injection's built-in list
     keyword_max_candidates: Annotated[int, msgspec.Meta(ge=0)] = 2000  # newest matches ranked per query; 0 = all
+    keyword_match_budget: Annotated[int, msgspec.Meta(ge=0)] = 1000  # expected matches before pruning; 0 = off
+    term_stats_ttl_s: NonNegative = 60.0  # how often the pg_stats lexeme/owner frequencies are re-read
 
 
 SettingsGetter = Callable[[str], Awaitable[MemorySettings]]
+#: The query's vector: ``(text, timeout_s) -> EmbedResult``; the embed RPC unless a caller
+#: (the latency benchmark's in-process floor) supplies vectors itself.
+Embedder = Callable[[str, float], Awaitable[EmbedResult]]
 
 
 class Engine:
@@ -109,14 +116,17 @@ class Engine:
         settings: SettingsGetter,
         toucher: Toucher,
         config: EngineConfig = EngineConfig(),
+        embedder: Embedder | None = None,
     ) -> None:
         self.pool = pool
         self.nc = nc
+        self.embedder: Embedder = embedder or (lambda text, timeout: tiers.embed_query(nc, text, timeout))
         self.stores = list(stores)
         self.settings = settings
         self.toucher = toucher
         self.config = config
         self.meta = tiers.VecMetaCache(pool, config.meta_ttl_s)
+        self.term_stats = TermStatsCache(pool, config.term_stats_ttl_s)
         self.fallbacks: Counter[str] = Counter()
         self.breakers: dict[str, Breaker] = {
             name: Breaker(config.breaker_threshold, config.breaker_cooldown_s)
@@ -173,6 +183,19 @@ class Engine:
             embed_ms=None if run.embed_ms is None else round(run.embed_ms, 3),
         )
 
+    async def keyword_ranking(self, vis: tiers.Visibility, query: str, limit: int) -> RankedList:
+        """Tier 0 with this engine's candidate cap and match pruning (errors propagate)."""
+        cfg = self.config
+        return await tiers.keyword_search(
+            self.pool,
+            vis,
+            query,
+            limit,
+            cfg.keyword_max_candidates or None,
+            stats=await self.term_stats.get(),
+            match_budget=cfg.keyword_match_budget,
+        )
+
     async def _rows(self, vis: tiers.Visibility, ranked: list[Fused]) -> dict[str, MemoryRow]:
         try:
             return await tiers.fetch_rows(self.pool, vis, [f.memory_id for f in ranked])
@@ -180,13 +203,15 @@ class Engine:
             raise DependencyDown(f"postgres unavailable: {type(exc).__name__}") from exc
 
     async def _boost(self, vis: tiers.Visibility, ranked: list[Fused], rows: dict[str, MemoryRow]) -> list[Fused]:
-        """Optional hybrid re-scoring: a share of the best score of a result's session, and of
-        the scores of its neighbouring turns (both off by default; see ``EngineConfig``)."""
+        """Hybrid re-scoring: a share of the best score of a result's session, and of the scores
+        of its neighbouring turns (shares in ``EngineConfig``; 0 turns one off)."""
         cfg = self.config
+        session_of = {i: r.session_id for i, r in rows.items()}
         if cfg.session_boost > 0:
-            ranked = session_boost(ranked, {i: r.session_id for i, r in rows.items()}, cfg.session_boost)
-        if cfg.neighbour_boost > 0:
-            positions = await tiers.turn_positions(self.pool, vis.owner, list(rows))
+            ranked = session_boost(ranked, session_of, cfg.session_boost)
+        paired = sharing_a_session(session_of) if cfg.neighbour_boost > 0 else []
+        if paired:
+            positions = await tiers.turn_positions(self.pool, vis.owner, paired)
             ranked = neighbour_boost(ranked, positions, cfg.neighbour_boost)
         return ranked
 
@@ -253,8 +278,7 @@ class _Run:
     async def _keyword(self, limit: int) -> tuple[RankedList | None, Attempt]:
         started = time.perf_counter()
         try:
-            cap = self.e.config.keyword_max_candidates or None
-            ranked = await tiers.keyword_search(self.e.pool, self.vis, self.query, limit, cap)
+            ranked = await self.e.keyword_ranking(self.vis, self.query, limit)
         except _PG_ERRORS as exc:
             log.warning("retrieve.keyword_failed", error=str(exc))
             return None, Attempt("keyword", False, _ms(started), "keyword_failed", f"full-text search failed: {exc}")
@@ -331,7 +355,7 @@ class _Run:
             )
         started = time.perf_counter()
         try:
-            result = await tiers.embed_query(self.e.nc, self.query, self.e.config.embed_timeout_s)
+            result = await self.e.embedder(self.query, self.e.config.embed_timeout_s)
         except DependencyDown as exc:
             timed_out = isinstance(exc.__cause__, NatsTimeout)
             code: FallbackCode = "embed_timeout" if timed_out else "embed_unavailable"

@@ -184,6 +184,16 @@ def session_boost(fused: Sequence[Fused], session_of: Mapping[str, str | None], 
     return _rescored(fused, share, gain)
 
 
+def sharing_a_session(session_of: Mapping[str, str | None]) -> list[str]:
+    """The memories that share their session with another one: only these can boost each other
+    as neighbouring turns, so only their positions need looking up (sorted, for a stable query)."""
+    by_session: dict[str, list[str]] = {}
+    for memory_id, session in session_of.items():
+        if session is not None:
+            by_session.setdefault(session, []).append(memory_id)
+    return sorted(m for ids in by_session.values() if len(ids) > 1 for m in ids)
+
+
 def neighbour_boost(
     fused: Sequence[Fused],
     position_of: Mapping[str, tuple[str, int]],

@@ -22,6 +22,7 @@ from shared.bus.rpc_client import call
 from shared.schemas.retrieval import EmbedRequest, EmbedResult
 from shared.vectors.port import VectorQuery, VectorStore
 
+from .lexeme_logic import EMPTY_STATS, MatchPlan, TermStats, and_lexemes, match_plan
 from .logic import RankedList
 from .plan_logic import MemoryRow
 
@@ -86,38 +87,69 @@ def any_word_tsquery(param: str) -> str:
 
 
 async def keyword_search(
-    pool: asyncpg.Pool, vis: Visibility, query: str, limit: int, max_candidates: int | None = None
+    pool: asyncpg.Pool,
+    vis: Visibility,
+    query: str,
+    limit: int,
+    max_candidates: int | None = None,
+    *,
+    stats: TermStats = EMPTY_STATS,
+    match_budget: int = 0,
 ) -> RankedList:
     """Tier 0: ``(memory_id, ts_rank_cd)`` best first; ties newest first.
 
     ``max_candidates``: rank only the newest that many matches per branch (None: all). A
     word common in a large owner's memories matches thousands of rows, and ranking costs a
     tsvector read per row (measured ~8x slower than fetching for 10k matches of 100k rows).
+    ``match_budget`` (0 = off): an owner expected to match more rows than this matches on
+    all its words or its rare ones only (``lexeme_logic``; ``stats`` from ``term_stats``).
     """
-    c = _Clauses(vis, 4)
-    tsq = any_word_tsquery("$1")
+    plan = await _match_plan(pool, vis, query, stats, match_budget)
+    if plan is None:
+        c = _Clauses(vis, 4)
+        match = rank = any_word_tsquery("$1")
+        args: list[object] = [query]
+    else:
+        c = _Clauses(vis, 5)
+        match, rank = "$1::tsquery", "$4::tsquery"
+        args = [plan.match]
 
     def branch(who: str) -> str:
         # "+ interval '0 s'": never walk the (owner, created_at) index testing every row's
         # tsvector (measured 20 ms for a 3k-row owner); find the matches by GIN, then keep the newest.
         newest = (
-            f"SELECT m.id, m.created_at, m.tsv FROM memories m WHERE m.tsv @@ {tsq} AND {who} AND {c.common}"
+            f"SELECT m.id, m.created_at, m.tsv FROM memories m WHERE m.tsv @@ {match} AND {who} AND {c.common}"
             " ORDER BY m.created_at + interval '0 s' DESC LIMIT $3"
         )
         return (
-            f"(SELECT h.id, h.created_at, ts_rank_cd(h.tsv, {tsq}) AS score FROM ({newest}) h"
+            f"(SELECT h.id, h.created_at, ts_rank_cd(h.tsv, {rank}) AS score FROM ({newest}) h"
             " ORDER BY score DESC, h.created_at DESC, h.id LIMIT $2)"
         )
 
     rows = await pool.fetch(
         f"SELECT id, score FROM ({branch(c.own)} UNION ALL {branch(c.shared)}) u"
         " ORDER BY score DESC, created_at DESC, id LIMIT $2",
-        query,
+        *args,
         limit,
         max_candidates,
+        *([] if plan is None else [plan.rank]),
         *c.args,
     )
     return [(str(r["id"]), float(r["score"])) for r in rows]
+
+
+async def _match_plan(
+    pool: asyncpg.Pool, vis: Visibility, query: str, stats: TermStats, budget: int
+) -> MatchPlan | None:
+    """The pruned match of a large owner's question, or None to match any of its words."""
+    if budget <= 0 or stats.owner_rows(vis.owner) <= budget:
+        return None
+    text = await pool.fetchval(f"SELECT websearch_to_tsquery('{TS_CONFIG}', $1)::text", query)
+    lexemes = and_lexemes(text or "")
+    if not lexemes:
+        return None
+    plan = match_plan(lexemes, stats, vis.owner, budget)
+    return None if plan.match == plan.rank else plan
 
 
 async def recent(pool: asyncpg.Pool, vis: Visibility, limit: int) -> list[str]:

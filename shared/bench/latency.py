@@ -1,27 +1,35 @@
-"""``memoryd bench latency``: retrieve over NATS against the same searches done in-process.
+"""``memoryd bench latency``: retrieve over NATS against the same engine run in-process.
 
-Data: per scenario, synthetic chat-like memories (``synth``, fixed seed) inserted straight
-into Postgres with COPY (``memories`` + ``memory_embeddings``, marked embedded under the
-embed service's active signature), then the signature's HNSW index is built through the
-pgvector adapter (``ensure``). Vectors are random unit vectors: embedding 100k texts
-with the local model would take ~10 min on 2 cores, and vector search latency does not
-depend on what the vectors mean (the text is realistic, since full-text cost does).
-Query vectors are real (the embed service embeds the questions).
+Data: per scenario, synthetic chat-like memories (``synth``, fixed seed; every
+``SESSION_TURNS`` consecutive ones form a session) inserted straight into Postgres with
+COPY (``memories`` + ``memory_embeddings``, marked embedded under the embed service's
+active signature), then the signature's HNSW index is built through the
+pgvector adapter (``ensure``). Vectors are derived from real embeddings: the embed service
+embeds ``BASE_TEXTS`` distinct synthetic sentences, and each memory's vector mixes two of
+them plus a little noise (``synth.mixed_vectors``), so the vector index sees the clustered,
+low-intrinsic-dimension geometry of real embeddings; embedding 100k texts with the local
+model would take about half an hour on 2 cores. Uniform random vectors are the worst case
+of HNSW (recall@10 0.19 against exact search at 100k, measured) and do not resemble what
+a user stores. Query vectors are real (the embed service embeds the questions).
 
 Scenarios: one owner with each of ``sizes`` memories, and ``owners`` owners of
 ``owner_size`` each (queries spread over them). For each strategy (``exact``,
 ``semantic``, ``hybrid``) and concurrency (1, 16, 64): the service path (``retrieve`` RPC,
 limit 10, after one warm-up pass so query embeddings are cached; the warm-up pass is
-reported as ``cold``) and the floor (the same SQL full-text query and the same
-``PgVectorStore.search`` in this process with a pool of the service's size, fused the same
-way, winners' rows fetched). CPU per query: CPU-time deltas of the service processes,
-PostgreSQL (postmaster + backends) and nats-server, divided by requests; the load
-generator's own CPU is shown apart.
+reported as ``cold``) and the floor: the retrieve service's own ``Engine`` in this process
+(``services.retrieve.floor``: same code, settings and pool size, query vectors supplied),
+so the ratio is what the service adds and can never compare against a drifted copy of the
+SQL. Probes (floor only): each search tier alone at the fusion depth. CPU per query:
+CPU-time deltas of the service processes, PostgreSQL (postmaster + backends) and
+nats-server, divided by requests; the load generator's own CPU is shown apart (it includes
+the floor's engine).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import importlib
 import itertools
 import math
 import time
@@ -32,6 +40,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
+import numpy as np
+import numpy.typing as npt
 from pgvector import Vector
 
 from ..bus.rpc_client import call
@@ -41,7 +51,6 @@ from ..db.pool import create_pool, init_connection
 from ..schemas.retrieval import EmbedRequest, EmbedResult, RetrieveRequest
 from ..vectors import pgvector_sql as vsql
 from ..vectors.pgvector import PgVectorStore
-from ..vectors.port import VectorQuery
 from . import synth
 from .harness import ServiceStack, cpu_delta, wait_until
 from .locomo import percentile
@@ -50,32 +59,14 @@ from .report import environment, markdown_table
 STRATEGIES = ("exact", "semantic", "hybrid")
 CONCURRENCY = (1, 16, 64)
 LIMIT = 10
-RRF_K, RRF_DEPTH = 60, 20  # the service defaults, for the floor's fusion
 SERVICE_POOL_MAX = 10  # PgConfig().pool_max: the floor gets the same number of connections
 N_QUESTIONS = 200
 COPY_CHUNK = 20_000
-TS_CONFIG = "english"
-# The retrieve service's tier-0 statement (services/retrieve/tiers.py), same shape.
-FTS_SQL = (
-    f"SELECT m.id, ts_rank_cd(m.tsv, q.q) AS score FROM memories m, websearch_to_tsquery('{TS_CONFIG}', $1) AS q(q)"
-    " WHERE m.tsv @@ q.q AND m.owner = $3 AND m.state = 'active' AND (m.expires_at IS NULL OR m.expires_at > now())"
-    " AND m.created_at > now() - make_interval(days => $4) ORDER BY score DESC, m.created_at DESC, m.id LIMIT $2"
-)
-RECENT_SQL = (
-    "SELECT m.id FROM memories m WHERE m.owner = $2 AND m.state = 'active'"
-    " AND (m.expires_at IS NULL OR m.expires_at > now()) AND m.created_at > now() - make_interval(days => $3)"
-    " ORDER BY m.created_at DESC, m.id DESC LIMIT $1"
-)
-# The same lexemes OR-ed: a candidate engine change (see the quality study); measured as a probe.
-FTS_OR_SQL = FTS_SQL.replace(
-    f"websearch_to_tsquery('{TS_CONFIG}', $1)",
-    f"coalesce(nullif(replace(websearch_to_tsquery('{TS_CONFIG}', $1)::text, ' & ', ' | '), '')::tsquery, ''::tsquery)",
-)
-#: Floor-only probes (no service counterpart): each search tier alone, and the OR query.
-#: ``-100``: 100 candidates per list (what score fusion over a deeper candidate set would fetch).
-PROBES = ("fts-and", "fts-or", "fts-or-100", "vector", "vector-100", "hybrid-or")
-ROWS_SQL = "SELECT m.id, m.content, m.type, m.created_at, m.metadata FROM memories m WHERE m.id = ANY($1::uuid[])"
-RETENTION_DAYS = 365
+SESSION_TURNS = 20  # consecutive memories of an owner form a chat session (session/neighbour boosts)
+BASE_TEXTS = 2_000  # distinct sentences embedded for real; memory vectors mix them
+#: Floor-only probes: one search tier alone, as hybrid runs it (``rrfDepth`` candidates).
+PROBES = ("keyword", "vector")
+FLOOR_MODULE = "services.retrieve.floor"  # loaded by name: ``shared`` never imports a service
 
 
 @dataclass(frozen=True)
@@ -111,7 +102,9 @@ async def active_signature(pool: asyncpg.Pool, timeout: float = 60.0) -> tuple[s
     return str(found["sig"]), int(found["dim"])
 
 
-async def load(dsn: str, plan: Sequence[Scenario], signature: str, dim: int, seed: int = 7) -> float:
+async def load(
+    dsn: str, plan: Sequence[Scenario], signature: str, base: npt.NDArray[np.float32], seed: int = 7
+) -> float:
     """COPY every scenario's memories and vectors, then build the HNSW index in bulk; return seconds.
 
     The signature's HNSW index (if the embed service made one) is dropped first: inserting
@@ -131,8 +124,8 @@ async def load(dsn: str, plan: Sequence[Scenario], signature: str, dim: int, see
         async with pool.acquire() as conn:
             for row in await conn.fetch(vsql.INDEXES_OF, vsql.index_prefix(signature)):
                 await conn.execute(f'DROP INDEX IF EXISTS "{row["indexname"]}"')
-        await _copy(pool, plan, signature, dim, seed)
-        await PgVectorStore(pool).ensure(signature, dim)
+        await _copy(pool, plan, signature, base, seed)
+        await PgVectorStore(pool).ensure(signature, int(base.shape[1]))
         for table in ("memories", "memory_embeddings"):  # now, not as autovacuum during the measurement
             await pool.execute(f"VACUUM (ANALYZE) {table}")
     finally:
@@ -140,13 +133,16 @@ async def load(dsn: str, plan: Sequence[Scenario], signature: str, dim: int, see
     return time.perf_counter() - started
 
 
-async def _copy(pool: asyncpg.Pool, plan: Sequence[Scenario], signature: str, dim: int, seed: int) -> None:
+async def _copy(
+    pool: asyncpg.Pool, plan: Sequence[Scenario], signature: str, base: npt.NDArray[np.float32], seed: int
+) -> None:
     owners = [o for s in plan for o in s.owners for _ in range(s.per_owner)]
     texts = synth.sentences(len(owners), seed)
     now = datetime.now(UTC)
     for start in range(0, len(owners), COPY_CHUNK):
         chunk = owners[start : start + COPY_CHUNK]
-        vectors = synth.unit_vectors(len(chunk), dim, seed + start)
+        vectors = synth.mixed_vectors(base, len(chunk), seed + start)
+        dim = int(base.shape[1])
         mems, vecs = [], []
         for i, owner in enumerate(chunk):
             text = next(texts)
@@ -156,7 +152,7 @@ async def _copy(pool: asyncpg.Pool, plan: Sequence[Scenario], signature: str, di
                 (
                     mid,
                     owner,
-                    None,
+                    f"s{(start + i) // SESSION_TURNS}",
                     "episodic",
                     text,
                     "chat_turn",
@@ -224,50 +220,30 @@ async def drive(fn: Callable[[int], Awaitable[Any]], n: int, concurrency: int) -
     return LoadResult(latencies, time.perf_counter() - started, errors)
 
 
-def rrf(lists: Sequence[Sequence[str]], k: int = RRF_K, depth: int = RRF_DEPTH) -> list[str]:
-    scores: dict[str, float] = {}
-    for ranked in lists:
-        for rank, mid in enumerate(ranked[:depth], 1):
-            scores[mid] = scores.get(mid, 0.0) + 1.0 / (k + rank)
-    return sorted(scores, key=lambda m: -scores[m])
-
-
 class Floor:
-    """The searches the service runs, called directly in this process."""
+    """The retrieve engine in this process (``services.retrieve.floor``), one call per search."""
 
-    def __init__(self, pool: asyncpg.Pool, signature: str, vectors: dict[str, list[float]]) -> None:
-        self.pool = pool
-        self.store = PgVectorStore(pool)
-        self.signature = signature
-        self.vectors = vectors
-
-    async def fts(self, owner: str, query: str, limit: int, *, any_word: bool = False) -> list[str]:
-        rows = await self.pool.fetch(FTS_OR_SQL if any_word else FTS_SQL, query, limit, owner, RETENTION_DAYS)
-        return [str(r["id"]) for r in rows]
-
-    async def vec(self, owner: str, query: str, limit: int) -> list[str]:
-        after = datetime.now(UTC) - timedelta(days=RETENTION_DAYS)
-        q = VectorQuery(owner=owner, vector=self.vectors[query], limit=limit, created_after=after)
-        return [h.memory_id for h in await self.store.search(self.signature, q)]
+    def __init__(self, engine: Any, module: Any) -> None:
+        self.engine = engine
+        self.module = module
 
     async def run(self, strategy: str, owner: str, query: str) -> int:
         """One search like the service's (``exact``/``semantic``/``hybrid``) or a probe of ``PROBES``."""
-        if strategy == "exact":
-            ids = [str(r["id"]) for r in await self.pool.fetch(RECENT_SQL, LIMIT, owner, RETENTION_DAYS)]
-        elif strategy == "semantic":
-            ids = await self.vec(owner, query, LIMIT)
-        elif strategy.startswith("fts-"):
-            depth = 100 if strategy.endswith("-100") else RRF_DEPTH
-            return len(await self.fts(owner, query, depth, any_word=strategy.startswith("fts-or")))
-        elif strategy.startswith("vector"):
-            return len(await self.vec(owner, query, 100 if strategy.endswith("-100") else RRF_DEPTH))
-        else:
-            fts, vec = await asyncio.gather(
-                self.fts(owner, query, RRF_DEPTH, any_word=strategy == "hybrid-or"), self.vec(owner, query, RRF_DEPTH)
-            )
-            ids = rrf([fts, vec])[:LIMIT]
-        rows = await self.pool.fetch(ROWS_SQL, ids)
-        return len(rows)
+        if strategy in PROBES:
+            return int(await self.module.tier_alone(self.engine, strategy, owner, query))
+        req = RetrieveRequest(owner=owner, query=query, strategy=strategy, limit=LIMIT)  # type: ignore[arg-type]
+        return len((await self.engine.retrieve(req)).memories)
+
+
+async def embed_texts(nc: Any, texts: Sequence[str], batch: int = 256) -> EmbedResult:
+    """Embed ``texts`` through the embed service, ``batch`` at a time (one result, same order)."""
+    vectors: list[list[float]] = []
+    signature, dim = "", 0
+    for start in range(0, len(texts), batch):
+        part: EmbedResult = await call(nc, "embed", EmbedRequest(texts=list(texts[start : start + batch])), timeout=600)
+        vectors += part.vectors
+        signature, dim = part.signature, part.dim
+    return EmbedResult(vectors=vectors, signature=signature, dim=dim)
 
 
 def _summary(res: LoadResult) -> dict[str, Any]:
@@ -297,21 +273,28 @@ async def run_latency(
     requests_per_client: int = 25,
     n_questions: int = N_QUESTIONS,
     probes: bool = True,
+    n_base_texts: int = BASE_TEXTS,
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Load the data, then measure every (scenario, strategy, concurrency) for service and floor."""
     plan = scenarios(sizes, owners, owner_size)
     signature, dim = await active_signature(stack.pool)
     total = sum(len(s.owners) * s.per_owner for s in plan)
-    log(f"loading {total:,} memories with random {dim}-d unit vectors under {signature} ...")
-    load_s = await load(stack.pg_dsn, plan, signature, dim)
+    base_texts = list(dict.fromkeys(synth.sentences(n_base_texts, seed=101)))
+    log(f"embedding {len(base_texts):,} base sentences for the memory vectors ...")
+    base = np.array((await embed_texts(stack.nc, base_texts)).vectors, dtype=np.float32)
+    log(f"loading {total:,} memories with {dim}-d vectors mixed from real embeddings under {signature} ...")
+    load_s = await load(stack.pg_dsn, plan, signature, base)
     log(f"loaded and indexed in {load_s:.1f} s")
     questions = synth.questions(n_questions)
     distinct = list(dict.fromkeys(questions))
-    embedded: EmbedResult = await call(stack.nc, "embed", EmbedRequest(texts=distinct), timeout=120)
-    vectors = dict(zip(distinct, embedded.vectors, strict=True))
+    vectors = dict(zip(distinct, (await embed_texts(stack.nc, distinct)).vectors, strict=True))
+    exits = contextlib.AsyncExitStack()
     floor_pool = await create_pool(PgConfig(dsn=stack.pg_dsn, pool_min=SERVICE_POOL_MAX, pool_max=SERVICE_POOL_MAX))
-    floor = Floor(floor_pool, signature, vectors)
+    exits.push_async_callback(floor_pool.close)
+    floor_module = importlib.import_module(FLOOR_MODULE)
+    engine = await exits.enter_async_context(floor_module.in_process_engine(floor_pool, stack.nc, signature, vectors))
+    floor = Floor(engine, floor_module)
     service_keys = [k for k in (*stack.services, "postgres", "nats")]
     rows: list[dict[str, Any]] = []
 
@@ -366,11 +349,11 @@ async def run_latency(
                     await drive(direct_fn(probe), len(questions), 1)
                     await measure(scen, probe, "floor probe", direct_fn(probe), len(questions), 1)
     finally:
-        await floor_pool.close()
+        await exits.aclose()
     return {
         "benchmark": "latency",
         "signature": signature,
-        "vectors": "random unit vectors (latency only); realistic synthetic text for full-text search",
+        "vectors": f"mixed from real embeddings of {len(base_texts):,} synthetic sentences; realistic synthetic text",
         "memories": total,
         "load_s": round(load_s, 1),
         "limit": LIMIT,

@@ -110,6 +110,12 @@ BUILTIN_VARIANTS: dict[str, Variant] = {
             {"MEMORYD_RETRIEVE_SESSION_BOOST": "0.2"},
         ),
         Variant("neighbour-boost-0.1", retrieve_env={"MEMORYD_RETRIEVE_NEIGHBOUR_BOOST": "0.1"}),
+        Variant("no-neighbour-boost", retrieve_env={"MEMORYD_RETRIEVE_NEIGHBOUR_BOOST": "0"}),
+        Variant(
+            "no-boosts-rrf-depth-20",
+            {"fusion": "rrf", "rrfDepth": 20},
+            {"MEMORYD_RETRIEVE_NEIGHBOUR_BOOST": "0", "MEMORYD_RETRIEVE_SESSION_BOOST": "0"},
+        ),
         Variant("turns-only", types=("episodic",)),
     )
 }

@@ -136,9 +136,17 @@ def questions(n: int, seed: int = 11) -> list[str]:
     return [_fill(rnd.choice(QUESTIONS), rnd, start) for _ in range(n)]
 
 
-def unit_vectors(n: int, dim: int, seed: int = 3) -> npt.NDArray[np.float32]:
-    """``n`` random unit vectors (latency only: they carry no meaning)."""
+def mixed_vectors(
+    base: npt.NDArray[np.float32], n: int, seed: int = 5, *, second: float = 0.5, noise: float = 0.01
+) -> npt.NDArray[np.float32]:
+    """``n`` unit vectors, each two rows of ``base`` (real embeddings) mixed, plus noise.
+
+    ``normalize(base[i] + second * base[j] + noise * N(0, 1))``: neighbourhoods like those of
+    real embeddings (each vector near its two sources and their other mixtures), but distinct.
+    """
     rng = np.random.default_rng(seed)
-    v = rng.standard_normal((n, dim), dtype=np.float32)
+    i = rng.integers(0, len(base), n)
+    j = rng.integers(0, len(base), n)
+    v = base[i] + second * base[j] + noise * rng.standard_normal((n, base.shape[1]), dtype=np.float32)
     v /= np.linalg.norm(v, axis=1, keepdims=True)
-    return v
+    return v.astype(np.float32)

@@ -21,6 +21,7 @@ async def test_latency_benchmark_tiny(nats_server: EmbeddedNats, pg_dsn: str) ->
             concurrency=[1, 4],
             requests_per_client=2,
             n_questions=20,
+            n_base_texts=30,
             log=lambda _m: None,
         )
         counts = await stack.pool.fetch(
@@ -55,4 +56,4 @@ async def test_latency_benchmark_tiny(nats_server: EmbeddedNats, pg_dsn: str) ->
     }
     text = latency.render(report)
     assert "| 1 owner x 300 | hybrid | service | 1 |" in text
-    assert "random unit vectors" in text
+    assert "mixed from real embeddings" in text

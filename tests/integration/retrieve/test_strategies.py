@@ -172,7 +172,9 @@ async def test_hybrid_boosts_hand_checked(
     order: str,
     scores: list[float],
 ) -> None:
-    monkeypatch.setenv("MEMORYD_RETRIEVE_SESSION_BOOST", "0")  # the default is 0.3: check each boost alone
+    # both boosts default to 0.3: check each one alone
+    monkeypatch.setenv("MEMORYD_RETRIEVE_SESSION_BOOST", "0")
+    monkeypatch.setenv("MEMORYD_RETRIEVE_NEIGHBOUR_BOOST", "0")
     for key, value in env.items():
         monkeypatch.setenv(f"MEMORYD_RETRIEVE_{key}", value)
     who = owner()

@@ -1,0 +1,90 @@
+"""Which words of a question the keyword tier matches on, for owners too large to rank every match.
+
+The keyword tier matches memories containing *any* of the question's lexemes and ranks them
+with ``ts_rank_cd`` (as BM25 treats a query). Ranking reads every match's tsvector, so for an
+owner with 100k memories a question with a common word ("work", "went") matches thousands of
+rows and costs tens of milliseconds. BM25 would give those words almost no weight anyway (low
+inverse document frequency), so, like the MaxScore/WAND pruning of search engines, the match
+set of a large owner keeps:
+
+- every memory containing *all* the lexemes (always few: an intersection), and
+- every memory containing one of the *rare* lexemes, rarest first, while the expected number
+  of matches stays within ``budget``.
+
+A memory that only contains common words is no longer a candidate; ranking still scores
+every candidate against all the lexemes. Owners whose expected matches fit the budget keep
+the full OR query, so small owners (LoCoMo-sized, the common case) rank exactly as before.
+
+Expected matches come from PostgreSQL's own statistics (``pg_stats`` for ``memories.tsv`` and
+``memories.owner``, see ``term_stats``): lexeme frequencies and the owner's share of rows.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+#: ``websearch_to_tsquery`` output that is only lexemes joined by ``&`` (no phrase, negation, OR).
+_LEXEME = r"'(?:[^']|'')*'"
+_AND_ONLY = re.compile(rf"^{_LEXEME}(?: & {_LEXEME})*$")
+_LEXEMES = re.compile(_LEXEME)
+
+
+def and_lexemes(tsquery_text: str) -> list[str] | None:
+    """The quoted lexemes of an AND-only tsquery text (``'a' & 'b'``), deduplicated in order;
+    None when it has any other operator (phrases, negations), so the caller keeps it as is."""
+    text = tsquery_text.strip()
+    if not text or not _AND_ONLY.match(text):
+        return None
+    return list(dict.fromkeys(_LEXEMES.findall(text)))
+
+
+@dataclass(frozen=True)
+class TermStats:
+    """A snapshot of the planner statistics the pruning needs (all fractions of rows)."""
+
+    rows: float  # pg_class.reltuples of memories
+    lexeme_freq: Mapping[str, float]  # most common lexemes -> fraction of rows containing it
+    rare_lexeme_freq: float  # assumed for a lexeme not in the list (PostgreSQL: half the minimum)
+    owner_freq: Mapping[str, float]  # most common owners -> fraction of rows
+    other_owner_freq: float  # assumed for any other owner (the rest spread over the other owners)
+
+    def owner_rows(self, owner: str) -> float:
+        return self.rows * self.owner_freq.get(owner, self.other_owner_freq)
+
+    def expected_matches(self, lexeme: str, owner_rows: float) -> float:
+        """Rows of an owner expected to contain ``lexeme`` (quoted, as in a tsquery text)."""
+        return owner_rows * self.lexeme_freq.get(lexeme, self.rare_lexeme_freq)
+
+
+EMPTY_STATS = TermStats(rows=0.0, lexeme_freq={}, rare_lexeme_freq=0.0, owner_freq={}, other_owner_freq=0.0)
+
+
+@dataclass(frozen=True)
+class MatchPlan:
+    """``match``: the tsquery text that selects candidates; ``rank``: the one that scores them;
+    ``pruned``: the lexemes left out of the match (the common ones), for tests and logs."""
+
+    match: str
+    rank: str
+    pruned: tuple[str, ...] = ()
+
+
+def match_plan(lexemes: Sequence[str], stats: TermStats, owner: str, budget: float) -> MatchPlan:
+    """The candidate query for ``lexemes`` (quoted) of ``owner`` within ``budget`` expected matches."""
+    any_word = " | ".join(lexemes)
+    owner_rows = stats.owner_rows(owner)
+    expected = {lex: stats.expected_matches(lex, owner_rows) for lex in lexemes}
+    if len(lexemes) < 2 or sum(expected.values()) <= budget:
+        return MatchPlan(match=any_word, rank=any_word)
+    kept: list[str] = []
+    spent = 0.0
+    for lex in sorted(lexemes, key=lambda x: (expected[x], x)):
+        if spent + expected[lex] > budget:
+            break
+        kept.append(lex)
+        spent += expected[lex]
+    pruned = tuple(lex for lex in lexemes if lex not in kept)
+    every_word = "( " + " & ".join(lexemes) + " )"
+    return MatchPlan(match=" | ".join([every_word, *kept]), rank=any_word, pruned=pruned)

@@ -1,0 +1,78 @@
+"""Keyword-match pruning on real PostgreSQL: a large owner's common words stop being candidates
+on their own, the rare words and all-words matches still are, and small owners are untouched."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import asyncpg
+import pytest
+
+from services.retrieve import tiers
+from services.retrieve.term_stats import TermStatsCache
+from shared.db.memories import content_hash
+
+pytestmark = pytest.mark.integration
+
+
+async def _seed(pool: asyncpg.Pool, owner: str, texts: list[str]) -> dict[str, str]:
+    now = datetime.now(UTC)
+    records = []
+    ids = {}
+    for i, text in enumerate(texts):
+        mid = uuid.uuid4()
+        ids[text] = str(mid)
+        created = now - timedelta(minutes=len(texts) - i)
+        records.append((mid, owner, "episodic", text, "api", created, created, content_hash(text)))
+    async with pool.acquire() as conn:
+        await conn.copy_records_to_table(
+            "memories",
+            records=records,
+            columns=["id", "owner", "type", "content", "source", "created_at", "updated_at", "content_hash"],
+        )
+    return ids
+
+
+SPECIAL = ["work trip to Lisbon", "Lisbon weekend", "flight delayed again", "work flight to Lisbon"]
+
+
+@pytest.fixture(scope="module")
+async def seeded(pool: asyncpg.Pool) -> tuple[dict[str, str], dict[str, str]]:
+    """Owner ``big``: 3000 rows saying 'work' and four with rarer words; owner ``small``: two rows."""
+    common = [f"went to work on the budget, item {i}" for i in range(3000)]
+    ids = await _seed(pool, "big", common + SPECIAL)
+    small = await _seed(pool, "small", ["went to work early", "Lisbon is sunny"])
+    await pool.execute("ANALYZE memories")
+    return ids, small
+
+
+async def test_large_owner_matches_rare_and_all_words_only(
+    pool: asyncpg.Pool, seeded: tuple[dict[str, str], dict[str, str]]
+) -> None:
+    ids, small = seeded
+    special = SPECIAL
+    stats = await TermStatsCache(pool).get()
+    assert stats.owner_rows("big") > 2000
+
+    big = tiers.Visibility("big", None, None, 365)
+    pruned = await tiers.keyword_search(pool, big, "work flight Lisbon", 50, None, stats=stats, match_budget=500)
+    full = await tiers.keyword_search(pool, big, "work flight Lisbon", 50, None)
+    # 'work' alone (3000 rows) no longer makes a candidate; every row with a rare word still does
+    assert {m for m, _ in pruned} == {ids[t] for t in special}
+    assert len(full) == 50 and {ids[t] for t in special} <= {m for m, _ in full}
+    # ranking still scores all the words: the row with all three comes first either way
+    assert pruned[0][0] == full[0][0] == ids["work flight to Lisbon"]
+
+    small_vis = tiers.Visibility("small", None, None, 365)
+    got = await tiers.keyword_search(pool, small_vis, "work Lisbon", 10, None, stats=stats, match_budget=500)
+    assert {m for m, _ in got} == set(small.values())  # a small owner matches any word, as before
+
+
+async def test_phrases_and_negations_are_not_pruned(pool: asyncpg.Pool, seeded: object) -> None:
+    stats = await TermStatsCache(pool).get()
+    big = tiers.Visibility("big", None, None, 365)
+    got = await tiers.keyword_search(pool, big, "work -Lisbon", 5, None, stats=stats, match_budget=500)
+    assert len(got) == 5  # AND NOT semantics kept: common rows without Lisbon
+    rows = await pool.fetch("SELECT content FROM memories WHERE id = ANY($1::uuid[])", [m for m, _ in got])
+    assert all("Lisbon" not in r["content"] for r in rows)

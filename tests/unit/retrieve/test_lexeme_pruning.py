@@ -1,0 +1,67 @@
+"""Keyword-match pruning for large owners: which lexemes stay in the match, from planner statistics."""
+
+from __future__ import annotations
+
+from services.retrieve.lexeme_logic import EMPTY_STATS, TermStats, and_lexemes, match_plan
+from services.retrieve.term_stats import quoted, snapshot
+
+STATS = TermStats(
+    rows=100_000,
+    lexeme_freq={"'work'": 0.2, "'book'": 0.2, "'flight'": 0.1, "'lisbon'": 0.004},
+    rare_lexeme_freq=0.001,
+    owner_freq={"big": 0.9},
+    other_owner_freq=0.0001,  # 10 rows
+)
+
+
+def test_and_lexemes_reads_only_plain_conjunctions() -> None:
+    assert and_lexemes("'flight' & 'farmer' & 'market'") == ["'flight'", "'farmer'", "'market'"]
+    assert and_lexemes("'it''s' & 'ok' & 'ok'") == ["'it''s'", "'ok'"]
+    assert and_lexemes("'new' <-> 'york' & 'trip'") is None  # phrase
+    assert and_lexemes("'a' & !'b'") is None  # negation
+    assert and_lexemes("'a' | 'b'") is None
+    assert and_lexemes("") is None
+
+
+def test_small_owner_matches_any_word() -> None:
+    plan = match_plan(["'work'", "'book'", "'lisbon'"], STATS, "small", budget=1000)
+    assert plan.match == plan.rank == "'work' | 'book' | 'lisbon'"
+    assert plan.pruned == ()
+
+
+def test_large_owner_keeps_every_word_and_the_rare_ones_within_budget() -> None:
+    # big owner: 90,000 rows; expected matches: lisbon 360, unknown 'kyoto' 90, flight 9,000, work 18,000
+    plan = match_plan(["'work'", "'flight'", "'lisbon'", "'kyoto'"], STATS, "big", budget=1000)
+    assert plan.match == "( 'work' & 'flight' & 'lisbon' & 'kyoto' ) | 'kyoto' | 'lisbon'"
+    assert plan.rank == "'work' | 'flight' | 'lisbon' | 'kyoto'"  # every word still scores
+    assert plan.pruned == ("'work'", "'flight'")
+
+
+def test_large_owner_with_only_common_words_matches_all_of_them() -> None:
+    plan = match_plan(["'work'", "'book'"], STATS, "big", budget=1000)
+    assert plan.match == "( 'work' & 'book' )"
+    assert plan.pruned == ("'work'", "'book'")
+
+
+def test_one_word_is_never_pruned() -> None:
+    plan = match_plan(["'work'"], STATS, "big", budget=10)
+    assert plan.match == plan.rank == "'work'"
+
+
+def test_snapshot_reads_pg_stats_rows() -> None:
+    lexemes = {"elems": ["work", "it's"], "freqs": [0.2, 0.01, 0.01, 0.2, 0.0]}  # then min, max, nulls
+    owners = {"vals": ["big"], "freqs": [0.5], "n_distinct": -0.00005}  # 5 distinct owners of 100k rows
+    stats = snapshot(100_000, lexemes, owners)
+    assert stats.lexeme_freq == {"'work'": 0.2, quoted("it's"): 0.01}
+    assert quoted("it's") == "'it''s'"
+    assert stats.rare_lexeme_freq == 0.005
+    assert stats.owner_rows("big") == 50_000
+    assert stats.owner_rows("other") == 100_000 * 0.5 / 4  # the rest spread over the other 4 owners
+    assert stats.expected_matches("'work'", 50_000) == 10_000
+
+
+def test_snapshot_before_analyze_prunes_nothing() -> None:
+    assert snapshot(0, None, None) is EMPTY_STATS
+    assert snapshot(100.0, None, {"vals": None, "freqs": None, "n_distinct": 1}) is EMPTY_STATS
+    plan = match_plan(["'work'", "'book'"], EMPTY_STATS, "anyone", budget=1)
+    assert plan.match == plan.rank
