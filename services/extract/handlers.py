@@ -23,10 +23,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
+import nats.errors
 import structlog
 from nats.js import JetStreamContext
 
 from shared.codec import encode
+from shared.errors import DependencyDown
 from shared.memory_settings import MemorySettings
 from shared.observability.logging import get_logger
 from shared.observability.metrics import FACTS
@@ -179,4 +181,8 @@ async def publish_embed_jobs(js: JetStreamContext, owner: str, facts: list[store
         headers = {MSG_ID_HEADER: f"embed:{fact.memory_id}:{fact.content_hash}"}
         return await js.publish(EMBED_JOBS, encode(job), headers=headers)
 
-    await asyncio.gather(*(one(f) for f in facts))
+    try:
+        await asyncio.gather(*(one(f) for f in facts))
+    except (nats.errors.Error, TimeoutError) as exc:  # e.g. the jobs stream at its byte limit
+        # transient: the consumer naks and retries the job (its facts are upserts); never the DLQ
+        raise DependencyDown(f"cannot publish to {EMBED_JOBS}: {type(exc).__name__}: {exc}") from exc

@@ -1,0 +1,1 @@
+"""Tenant isolation and backpressure on the real stack (NATS + PostgreSQL + the embed model)."""

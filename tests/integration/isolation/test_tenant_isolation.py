@@ -1,0 +1,536 @@
+"""Tenant isolation as a property: every read path returns only what the caller's owner may see.
+
+One world per module, written through the services (``memory.create``, chat events through
+ingest, ``admin.memory.create`` for ``scope=global``) and embedded by the real embed service
+(local MiniLM) into pgvector and Qdrant (qdrant-client local mode). Owners are near misses of
+each other (``ana``, ``Ana``, ``ana:team``, ``ana@x``), session ids repeat across owners, and
+every memory carries a unique canary token. Hypothesis varies the caller (a world owner, a
+near miss, any valid owner), the session, the types, the query (shared words, other owners'
+canaries, LIKE/SQL metacharacters, any text) and the limit, and checks:
+
+- retrieve (exact, semantic, hybrid) and inject, served by pgvector and by Qdrant: only the
+  owner's memories (of the session) plus ``scope=global`` ones, which every owner sees by
+  design; exact and semantic return all of them when the limit allows; the vector tier
+  served without a fallback;
+- memory.list and memory.export: exactly the owner's memories; memory.get of any id the owner
+  does not hold (another owner's global one included): 404;
+- the sleep worker's candidate reads (vector neighbours in pgvector and Qdrant, exact and
+  HNSW paths; the conflict pair and demotion queries) and the search tiers called directly:
+  nothing of another owner;
+- reindex for one owner queues and rewrites that owner's memories and no one else's.
+
+No response may contain the canary of a memory the caller may not see.
+``MEMORYD_ISOLATION_EXAMPLES`` sets the examples per property (default 25);
+``MEMORYD_ISOLATION_SEED`` the world.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import re
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import msgspec
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+
+from services.retrieve.tiers import Visibility, keyword_search
+from services.sleep.phases import conflict_store, demotion
+from shared.bus.connect import connect
+from shared.bus.rpc_client import call
+from shared.codec import decode, encode
+from shared.config import NatsConfig, ServiceConfig
+from shared.embedded.nats import EmbeddedNats
+from shared.errors import NotFound
+from shared.schemas import ChatEvent, ChatMessage, EmbedJob
+from shared.schemas.memory import (
+    MemoryCreateRequest,
+    MemoryExportRequest,
+    MemoryGetRequest,
+    MemoryListRequest,
+    MemoryRecord,
+)
+from shared.schemas.ops import ReindexRequest, ReindexResult
+from shared.schemas.retrieval import InjectRequest, InjectResult, RetrieveRequest, RetrieveResult
+from shared.subjects import CHAT_EVENTS, EMBED_JOBS, MSG_ID_HEADER
+from shared.testing.stack import run_services, service_config
+from shared.vectors.pgvector import PgVectorStore
+from shared.vectors.port import VectorHit, VectorQuery, VectorStore
+from shared.vectors.qdrant import QdrantStore
+from shared.vectors.registry import VectorStores, open_stores
+
+EXAMPLES = int(os.environ.get("MEMORYD_ISOLATION_EXAMPLES", "25"))
+SEED = int(os.environ.get("MEMORYD_ISOLATION_SEED", "8"))
+PROPERTY = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    # a failing example is reported as found: shrinking would rerun these RPCs for minutes
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+OWNERS = ("ana", "Ana", "ana:team", "ana@x", "bo-1")
+NEAR_MISSES = ("an", "ana_", "ANA", "ana:", "ana:team:x", "bo", "bo-10", "zed")
+GLOBALS = (("ana:team", "s1"), ("bo-1", None))  # owners that also publish a scope=global memory
+SESSIONS = ("s1", "s2", "s3")
+TYPES = ("factual", "episodic", "procedural", "semantic")
+WORDS = ("kestrel", "invoice", "marathon", "violin", "paella", "kubernetes", "sailing", "orchid", "chess")
+HOSTILE = ("%", "_", "ana%", "' OR owner <> '", "*", "\\", "-kestrel", "OR", "ana:team", "@")
+CANARY = re.compile(r"cnry[0-9a-f]{8}")
+API_MEMORIES = 5  # per owner, plus one chat event of two turns
+RETENTION_DAYS = 36_500
+
+_text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=12)
+owners = st.one_of(
+    st.sampled_from(OWNERS),
+    st.sampled_from(OWNERS),  # world owners twice as often: their data is what could leak
+    st.sampled_from(NEAR_MISSES),
+    st.from_regex(r"\A[A-Za-z0-9][A-Za-z0-9_\-:@]{0,30}\Z"),
+)
+sessions = st.one_of(st.none(), st.sampled_from(SESSIONS), _text)
+type_lists = st.one_of(st.none(), st.lists(st.sampled_from(TYPES), min_size=1, max_size=3, unique=True))
+
+
+# --- the world -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Mem:
+    id: str
+    owner: str
+    session_id: str | None
+    scope: str
+    memory_type: str
+    canary: str
+    vector: list[float] = field(repr=False)
+
+
+@dataclass(frozen=True)
+class World:
+    memories: tuple[Mem, ...]
+    signature: str
+
+    @property
+    def ids(self) -> list[str]:
+        return [m.id for m in self.memories]
+
+    @property
+    def canaries(self) -> list[str]:
+        return [m.canary for m in self.memories]
+
+    def own(self, owner: str, session: str | None = None, types: Sequence[str] | None = None) -> set[str]:
+        """The owner's memories (of the session, of the types): what list, export and get show."""
+        return {
+            m.id
+            for m in self.memories
+            if m.owner == owner and session in (None, m.session_id) and (types is None or m.memory_type in types)
+        }
+
+    def visible(self, owner: str, session: str | None, types: Sequence[str] | None) -> set[str]:
+        """What retrieval may return: the owner's memories plus every ``scope=global`` one."""
+        shared = {m.id for m in self.memories if m.scope == "global" and (types is None or m.memory_type in types)}
+        return self.own(owner, session, types) | shared
+
+    def leaks(self, payload: object, allowed: set[str]) -> set[str]:
+        """Canaries in ``payload`` (any response, JSON-encoded) of memories outside ``allowed``."""
+        text = payload if isinstance(payload, str) else msgspec.json.encode(payload).decode()
+        return set(CANARY.findall(text)) - {m.canary for m in self.memories if m.id in allowed}
+
+
+def as_list(value: Any) -> list[float]:
+    """pgvector's codec gives a ``Vector`` (``to_numpy``) or a numpy array, depending on its version."""
+    return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=np.float32).tolist()
+
+
+def canary(rng: random.Random) -> str:
+    return f"cnry{rng.getrandbits(32):08x}"
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], what: str, timeout: float = 90.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await check():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+async def seed(nc: Client, rng: random.Random) -> int:
+    """Write the world through the services; return how many memories it has."""
+    for owner in OWNERS:
+        for _ in range(API_MEMORIES):
+            w1, w2 = rng.sample(WORDS, 2)
+            session = rng.choice((None, *SESSIONS))
+            req = MemoryCreateRequest(
+                owner=owner,
+                content=f"{owner} wrote about {w1} and {w2} {canary(rng)}",
+                memory_type=rng.choice(TYPES),  # type: ignore[arg-type]
+                session_id=session,
+                scope="session" if session and rng.random() < 0.3 else "apiKey",
+            )
+            await call(nc, "memory.create", req)
+        w1, w2 = rng.sample(WORDS, 2)
+        event = ChatEvent(
+            event_id=f"ev-{owner}",
+            owner=owner,
+            session_id=rng.choice(SESSIONS),
+            occurred_at=datetime.now(UTC),
+            messages=[
+                ChatMessage(role="user", content=f"I spent the weekend on {w1} {canary(rng)}"),
+                ChatMessage(role="assistant", content=f"Nice! And how is the {w2} going? {canary(rng)}"),
+            ],
+        )
+        await nc.jetstream().publish(CHAT_EVENTS, encode(event), headers={MSG_ID_HEADER: event.event_id})
+    for owner, session in GLOBALS:
+        req = MemoryCreateRequest(
+            owner=owner,
+            content=f"Handbook for everyone: the {rng.choice(WORDS)} policy {canary(rng)}",
+            memory_type="procedural",
+            session_id=session,
+            scope="global",
+        )
+        await call(nc, "admin.memory.create", req)
+    return len(OWNERS) * (API_MEMORIES + 2) + len(GLOBALS)
+
+
+async def read_world(pool: asyncpg.Pool, stores: VectorStores) -> World:
+    signature = await pool.fetchval("SELECT embedding_signature FROM memory_vec_meta WHERE store = 'pgvector'")
+    rows = await pool.fetch(
+        "SELECT m.id, m.owner, m.session_id, m.scope, m.type, m.content, e.embedding FROM memories m"
+        " JOIN memory_embeddings e ON e.memory_id = m.id AND e.signature = $1 ORDER BY m.id",
+        signature,
+    )
+    memories = tuple(
+        Mem(
+            id=str(r["id"]),
+            owner=r["owner"],
+            session_id=r["session_id"],
+            scope=r["scope"],
+            memory_type=r["type"],
+            canary=CANARY.findall(r["content"])[0],
+            vector=as_list(r["embedding"]),
+        )
+        for r in rows
+    )
+    return World(memories=memories, signature=signature)
+
+
+# --- fixtures: one stack per module ------------------------------------------------------------
+@pytest.fixture(scope="module")
+def stack_env() -> Iterator[None]:
+    """Service settings read from the environment at setup (the real model, no CI-load fallbacks)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MEMORYD_EMBED_SOURCE", "local")
+        mp.setenv("MEMORYD_INGEST_CLEANUP_INTERVAL_S", "0")
+        mp.setenv("MEMORYD_RETRIEVE_EMBED_TIMEOUT_S", "20")  # a loaded CI runner must not turn a tier off
+        mp.setenv("MEMORYD_RETRIEVE_STORE_TIMEOUT_S", "20")
+        yield
+
+
+@pytest.fixture(scope="module")
+def bus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedNats]:
+    server = EmbeddedNats(Path(tmp_path_factory.mktemp("iso-nats")))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def qdrant_config(bus: EmbeddedNats, pg_dsn: str) -> ServiceConfig:
+    extra = {"MEMORYD_QDRANT_URL": ":memory:", "MEMORYD_QDRANT_COLLECTION": f"iso{uuid.uuid4().hex[:8]}"}
+    return service_config(bus.url, pg_dsn, extra)
+
+
+@pytest.fixture(scope="module")
+async def client(bus: EmbeddedNats) -> AsyncIterator[Client]:
+    nc = await connect(NatsConfig(url=bus.url), "isolation-test")
+    yield nc
+    await nc.close()
+
+
+@pytest.fixture(scope="module")
+async def stores(qdrant_config: ServiceConfig, pool: asyncpg.Pool) -> AsyncIterator[VectorStores]:
+    """The module's stores; the local Qdrant client is the one the in-process services use."""
+    opened = await open_stores(qdrant_config, pool)
+    yield opened
+    await opened.close()
+
+
+@pytest.fixture(scope="module")
+async def world(
+    stack_env: None, qdrant_config: ServiceConfig, client: Client, pool: asyncpg.Pool, stores: VectorStores
+) -> AsyncIterator[World]:
+    """ingest + embed run for the whole module; the world is written once and fully embedded."""
+    async with run_services(["ingest", "embed"], qdrant_config):
+        total = await seed(client, random.Random(SEED))
+
+        async def embedded() -> bool:
+            count, waiting = await pool.fetchrow("SELECT count(*), count(*) FILTER (WHERE needs_reindex) FROM memories")
+            return bool(count == total and waiting == 0)
+
+        await eventually(embedded, "every memory embedded")
+        built = await read_world(pool, stores)
+        assert stores.qdrant is not None
+        assert len(built.memories) == total
+        assert (await stores.qdrant.status(built.signature)).vectors == total
+        yield built
+
+
+@pytest.fixture(params=["pgvector", "qdrant"])
+async def served_by(
+    request: pytest.FixtureRequest, world: World, qdrant_config: ServiceConfig, bus: EmbeddedNats, pg_dsn: str
+) -> AsyncIterator[str]:
+    """A retrieve service whose first vector tier is pgvector (no Qdrant configured) or Qdrant."""
+    cfg = qdrant_config if request.param == "qdrant" else service_config(bus.url, pg_dsn)
+    async with run_services(["retrieve"], cfg):
+        yield request.param
+
+
+# --- retrieve and inject -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Ask:
+    owner: str
+    session: str | None
+    types: list[str] | None
+    query: str
+    limit: int
+
+
+def asks(world: World) -> st.SearchStrategy[Ask]:
+    word = st.one_of(
+        st.sampled_from(WORDS),
+        st.sampled_from(world.canaries),  # another owner's secret, asked for by name
+        st.sampled_from(HOSTILE),
+        st.sampled_from(OWNERS),
+        _text,
+    )
+    query = st.lists(word, min_size=1, max_size=4).map(" ".join).filter(lambda q: bool(q.strip()))
+    return st.builds(Ask, owner=owners, session=sessions, types=type_lists, query=query, limit=st.integers(1, 40))
+
+
+def check_tiers(res: RetrieveResult, strategy: str, vector_tier: str) -> None:
+    """The planned tiers served: no fallback (a query of no words skips full-text, said so)."""
+    assert all(f.endswith(":keyword_unusable") for f in res.fallbacks), res.fallbacks
+    served = {t.tier for t in res.tiers if t.served}
+    if strategy == "exact":
+        assert served == {"recent"}, res.tiers
+        return
+    assert vector_tier in served, res.tiers
+    if strategy == "semantic":
+        assert all(m.tier == vector_tier for m in res.memories)
+
+
+@PROPERTY
+@given(data=st.data())
+async def test_retrieve_and_inject_return_only_visible_memories(
+    data: st.DataObject, served_by: str, world: World, client: Client
+) -> None:
+    ask = data.draw(asks(world))
+    visible = world.visible(ask.owner, ask.session, ask.types)
+    for strategy in ("exact", "semantic", "hybrid"):
+        req = RetrieveRequest(
+            owner=ask.owner,
+            query=ask.query,
+            session_id=ask.session,
+            strategy=strategy,  # type: ignore[arg-type]
+            types=ask.types,  # type: ignore[arg-type]
+            limit=ask.limit,
+            max_tokens=8000,
+        )
+        res: RetrieveResult = await call(client, "retrieve", req)
+        got = {m.id for m in res.memories}
+        assert got <= visible, (strategy, got - visible)
+        assert not world.leaks(res, visible)
+        check_tiers(res, strategy, served_by)
+        if strategy != "hybrid" and ask.limit >= len(visible):
+            assert got == visible, (strategy, visible - got)
+        assert bool(got) == bool(visible)
+
+    strategy = data.draw(st.sampled_from(["exact", "semantic", "hybrid"]))
+    inject_req = InjectRequest(
+        owner=ask.owner,
+        messages=[ChatMessage(role="user", content=ask.query)],
+        session_id=ask.session,
+        strategy=strategy,  # type: ignore[arg-type]
+        max_tokens=8000,
+    )
+    injected: InjectResult = await call(client, "inject", inject_req)
+    may_see = world.visible(ask.owner, ask.session, None)
+    assert {m.id for m in injected.injected} <= may_see
+    echoed = [m.content.replace(ask.query, "") for m in injected.messages]  # the query itself may name a canary
+    assert not world.leaks([injected.injected, injected.context, injected.retrieval, echoed], may_see)
+
+
+# --- list, get, export -------------------------------------------------------------------------
+async def export_all(nc: Client, owner: str, page: int) -> list[MemoryRecord]:
+    """Every page of the owner's export, followed by ``next_after_id``."""
+    records: list[MemoryRecord] = []
+    after: str | None = None
+    while True:
+        res = await call(nc, "memory.export", MemoryExportRequest(owner=owner, after_id=after, limit=page))
+        records += [msgspec.json.decode(line, type=MemoryRecord) for line in res.lines.splitlines()]
+        if res.next_after_id is None:
+            return records
+        after = res.next_after_id
+
+
+@PROPERTY
+@given(data=st.data())
+async def test_list_get_and_export_show_only_the_owners_memories(
+    data: st.DataObject, world: World, client: Client
+) -> None:
+    owner = data.draw(owners)
+    session = data.draw(st.one_of(st.none(), st.sampled_from(SESSIONS)))
+    memory_type = data.draw(st.one_of(st.none(), st.sampled_from(TYPES)))
+    q = data.draw(
+        st.one_of(st.none(), st.sampled_from(WORDS), st.sampled_from(world.canaries), st.sampled_from(HOSTILE))
+    )
+    mine = world.own(owner)
+
+    req = MemoryListRequest(owner=owner, session_id=session, memory_type=memory_type, q=q, limit=1000)  # type: ignore[arg-type]
+    listed = await call(client, "memory.list", req)
+    expected = world.own(owner, session, [memory_type] if memory_type else None)
+    got = {r.id for r in listed.memories}
+    assert all(r.owner == owner for r in listed.memories)
+    assert got <= expected and (q is not None or got == expected) and listed.total == len(got)
+    assert not world.leaks(listed, expected)
+
+    exported = await export_all(client, owner, data.draw(st.integers(1, 12)))
+    assert all(r.owner == owner for r in exported)
+    assert sorted(r.id for r in exported) == sorted(mine)
+    assert not world.leaks(exported, mine)
+
+    for memory_id in data.draw(st.lists(st.sampled_from(world.ids), min_size=1, max_size=6, unique=True)):
+        if memory_id in mine:
+            fetched = await call(client, "memory.get", MemoryGetRequest(owner=owner, id=memory_id))
+            assert fetched.memory.owner == owner and fetched.memory.id == memory_id
+        else:
+            with pytest.raises(NotFound) as missing:
+                await call(client, "memory.get", MemoryGetRequest(owner=owner, id=memory_id))
+            assert missing.value.code == 404 and not world.leaks(missing.value.description, set())
+
+
+# --- the sleep worker's candidate reads and the search tiers, called directly -----------------------
+def candidate_stores(pool: asyncpg.Pool, stores: VectorStores, collection: str) -> dict[str, VectorStore]:
+    """pgvector and Qdrant, each on its exact path and on its index path (every owner is "large")."""
+    assert stores.qdrant is not None
+    return {
+        "pgvector-exact": stores.pgvector,
+        "pgvector-hnsw": PgVectorStore(pool, exact_max_rows=0),
+        "qdrant-exact": stores.qdrant,
+        "qdrant-knn": QdrantStore(stores.qdrant.client, collection, exact_max_points=0),
+    }
+
+
+@PROPERTY
+@given(data=st.data())
+async def test_sleep_candidates_and_search_tiers_stay_within_the_owner(
+    data: st.DataObject, world: World, pool: asyncpg.Pool, stores: VectorStores, qdrant_config: ServiceConfig
+) -> None:
+    owner = data.draw(owners)
+    mine = world.own(owner)
+    min_score = data.draw(st.sampled_from([-1.0, 0.0, 0.3]) | st.floats(-1.0, 1.0))
+    per_memory = data.draw(st.integers(1, 6))
+    by_store = candidate_stores(pool, stores, qdrant_config.qdrant.collection)
+    for name, store in by_store.items():
+        pairs = await store.neighbours(world.signature, owner, min_score=min_score, per_memory=per_memory)
+        assert {i for a, b, _score in pairs for i in (a, b)} <= mine, name
+        assert bool(pairs) or min_score > -1.0 or len(mine) < 2, name
+
+    # what the conflict phase reads for the ids a scan names (here: every id of the world)
+    pair_rows, global_ids = await conflict_store.pair_memories(pool, owner, world.ids)
+    assert set(pair_rows) | global_ids == mine
+    assert set(await conflict_store.contents(pool, owner, world.ids)) == mine
+    # the demotion phase's scan of cold memories (everything is "cold" with a cut-off tomorrow)
+    tomorrow = datetime.now(UTC) + timedelta(days=1)
+    cold = await pool.fetch(demotion._SELECT, owner, tomorrow, *demotion._START, 1000)
+    assert {str(r["id"]) for r in cold} == mine
+
+    probe = data.draw(st.sampled_from(world.memories))  # often another owner's exact vector
+    session, types = data.draw(sessions), data.draw(type_lists)
+    visible = world.visible(owner, session, types)
+    limit = data.draw(st.integers(1, 40))
+    query = VectorQuery(owner=owner, vector=probe.vector, limit=limit, session_id=session, types=types)
+    hnsw = by_store["pgvector-hnsw"]
+    assert isinstance(hnsw, PgVectorStore)
+    vec = np.asarray(probe.vector, dtype=np.float32)
+    own_only = msgspec.structs.replace(query, include_global=False)
+    qdrant = by_store["qdrant-exact"]
+    searches: list[tuple[str, Callable[[], Awaitable[list[VectorHit]]]]] = [
+        ("pgvector-exact", lambda: stores.pgvector.search_exact(world.signature, query, vec, limit)),
+        ("pgvector-hnsw", lambda: hnsw.search_hnsw(world.signature, query, vec, limit)),
+        ("qdrant", lambda: qdrant.search(world.signature, query)),
+        ("pgvector-own-only", lambda: stores.pgvector.search(world.signature, own_only)),
+        ("qdrant-own-only", lambda: qdrant.search(world.signature, own_only)),
+    ]
+    for name, search in searches:
+        hits = {h.memory_id for h in await search()}
+        allowed = world.own(owner, session, types) if name.endswith("own-only") else visible
+        assert hits <= allowed, name
+    words = " ".join(
+        data.draw(st.lists(st.sampled_from(WORDS + HOSTILE) | st.sampled_from(world.canaries), min_size=1))
+    )
+    vis = Visibility(
+        owner=owner, session_id=session, types=tuple(types) if types else None, retention_days=RETENTION_DAYS
+    )
+    assert {memory_id for memory_id, _score in await keyword_search(pool, vis, words, 50)} <= visible
+
+
+# --- reindex -------------------------------------------------------------------------------------
+async def test_reindex_of_one_owner_touches_no_other_owner(world: World, pool: asyncpg.Pool, client: Client) -> None:
+    """Every memory needs a vector again; owners are reindexed one at a time, strangers first.
+    Each reindex queues exactly its owner's memories, and the others stay untouched until their turn."""
+    jobs: list[EmbedJob] = []
+
+    async def tap(msg: Msg) -> None:
+        jobs.append(decode(msg.data, EmbedJob))
+
+    sub = await client.subscribe(EMBED_JOBS, cb=tap)
+    await client.flush()
+    await pool.execute("UPDATE memories SET needs_reindex = true")
+    written = await embedded_at(pool, world.signature)
+    order = [*NEAR_MISSES[:3], *random.Random(SEED).sample(OWNERS, len(OWNERS))]
+    done: set[str] = set()
+    try:
+        for owner in order:  # the module's embed service does the work
+            mine, seen = world.own(owner), len(jobs)
+            res: ReindexResult = await call(client, "reindex", ReindexRequest(owner=owner, batch_size=2))
+            assert res.queued == len(mine)
+            await eventually(lambda seen=seen, res=res: _count(jobs, seen + res.queued), f"{owner}'s jobs")
+            assert {j.memory_id for j in jobs[seen:]} == mine and {j.owner for j in jobs[seen:]} <= {owner}
+            await eventually(lambda mine=mine: _rewritten(pool, mine), f"{owner}'s vectors")
+            done |= mine
+            now = await embedded_at(pool, world.signature)
+            flagged = await still_flagged(pool)
+            assert flagged == set(world.ids) - done, owner
+            assert all(now[i] == written[i] for i in flagged), owner
+            assert all(now[i] > written[i] for i in mine), owner
+    finally:
+        await sub.unsubscribe()
+
+
+async def _count(jobs: list[EmbedJob], n: int) -> bool:
+    return len(jobs) >= n
+
+
+async def _rewritten(pool: asyncpg.Pool, ids: set[str]) -> bool:
+    return not (await still_flagged(pool)) & ids
+
+
+async def still_flagged(pool: asyncpg.Pool) -> set[str]:
+    return {str(r["id"]) for r in await pool.fetch("SELECT id FROM memories WHERE needs_reindex")}
+
+
+async def embedded_at(pool: asyncpg.Pool, signature: str) -> dict[str, datetime]:
+    rows = await pool.fetch("SELECT memory_id, created_at FROM memory_embeddings WHERE signature = $1", signature)
+    return {str(r["memory_id"]): r["created_at"] for r in rows}
