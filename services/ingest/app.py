@@ -15,8 +15,8 @@ from typing import Annotated
 
 import msgspec
 
-from shared.bus.consumer import ConsumerSpec, PullConsumer
-from shared.bus.provision import ensure_activity_bucket
+from shared.bus.consumer import PullConsumer
+from shared.bus.provision import ensure_activity_bucket, ingest_consumer
 from shared.config import load
 from shared.db.settings_store import read_values
 from shared.engine_settings import environment_engine
@@ -27,7 +27,6 @@ from shared.schemas import RPC_OPS
 from shared.schemas.events import ChatEvent
 from shared.service import ServiceContext
 from shared.settings_cache import SettingsCache
-from shared.subjects import EVENTS_STREAM, EVENTS_SUBJECTS, INGEST_CONSUMER
 from shared.vectors.live import LiveStores
 
 from .chat import ChatIngestor
@@ -65,15 +64,7 @@ async def setup(ctx: ServiceContext) -> None:
             stores.external = [store for store in opened.all if store is not opened.pgvector]
 
     await MemoryApi(stores, publisher).register(ctx.rpc)
-    spec = ConsumerSpec(
-        stage="ingest",
-        stream=EVENTS_STREAM,
-        durable=INGEST_CONSUMER,
-        subject=EVENTS_SUBJECTS[0],  # mem.v1.events.chat and owner-bound mem.v1.events.chat.<owner>
-        max_deliver=ctx.config.nats.max_deliver,
-        ack_wait_s=ctx.config.nats.ack_wait_s,
-        batch=settings.batch,
-    )
+    spec = ingest_consumer(ctx.config.nats, settings.batch)
     cache = SettingsCache(ctx.db, ttl_s=settings.settings_ttl_s)
     await cache.start(ctx.nc)
     ctx.closers.append(cache.stop)

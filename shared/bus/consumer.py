@@ -79,6 +79,19 @@ class ConsumerSpec:
     batch: int = 32
 
 
+def consumer_config(spec: ConsumerSpec) -> ConsumerConfig:
+    """The durable consumer of ``spec`` (created by the stage, or ahead of it by provisioning)."""
+    return ConsumerConfig(
+        durable_name=spec.durable,
+        ack_policy=AckPolicy.EXPLICIT,
+        deliver_policy=DeliverPolicy.ALL,
+        filter_subject=spec.subject,
+        ack_wait=spec.ack_wait_s,
+        max_deliver=-1,  # the loop dead-letters at spec.max_deliver itself
+        max_ack_pending=spec.max_ack_pending,
+    )
+
+
 @dataclass
 class JobContext:
     """What a handler may know about the message it handles."""
@@ -104,15 +117,7 @@ class PullConsumer(Generic[T]):
         self._handler = handler
 
     def consumer_config(self) -> ConsumerConfig:
-        return ConsumerConfig(
-            durable_name=self._spec.durable,
-            ack_policy=AckPolicy.EXPLICIT,
-            deliver_policy=DeliverPolicy.ALL,
-            filter_subject=self._spec.subject,
-            ack_wait=self._spec.ack_wait_s,
-            max_deliver=-1,  # the loop dead-letters at spec.max_deliver itself
-            max_ack_pending=self._spec.max_ack_pending,
-        )
+        return consumer_config(self._spec)
 
     async def run(self, stop: asyncio.Event) -> None:
         spec = self._spec

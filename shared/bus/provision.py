@@ -2,11 +2,16 @@
 
 Limits (documented in the README): events and jobs discard *new* messages at
 ``max_bytes`` so publishers see an error instead of silently losing unprocessed work;
-the DLQ keeps 30 days. Every service calls ``ensure_streams`` at start; concurrent
-calls and repeated starts are harmless.
+the DLQ keeps 30 days. Events are kept only until ingest acks them (interest retention),
+so the limit counts unprocessed events, not a week of processed ones; jobs are a work
+queue. Interest retention drops a message nobody is subscribed to, so provisioning also
+creates ingest's durable consumer before any client can publish. Every service calls
+``ensure_streams`` at start; concurrent calls and repeated starts are harmless.
 """
 
 from __future__ import annotations
+
+import contextlib
 
 from nats.js import JetStreamContext
 from nats.js.api import (
@@ -21,6 +26,7 @@ from nats.js.kv import KeyValue
 
 from .. import subjects as s
 from ..config import NatsConfig
+from .consumer import ConsumerSpec, consumer_config
 
 DAY = 86_400.0
 
@@ -51,15 +57,28 @@ def stream_configs(cfg: NatsConfig) -> list[StreamConfig]:
 
     limits, work, new, old = RetentionPolicy.LIMITS, RetentionPolicy.WORK_QUEUE, DiscardPolicy.NEW, DiscardPolicy.OLD
     return [
-        stream(s.EVENTS_STREAM, list(s.EVENTS_SUBJECTS), limits, new, age, 120.0),
+        stream(s.EVENTS_STREAM, list(s.EVENTS_SUBJECTS), RetentionPolicy.INTEREST, new, age, 120.0),
         stream(s.JOBS_STREAM, list(s.JOBS_SUBJECTS), work, new, age, 120.0),
         stream(s.SLEEP_STREAM, [s.SLEEP_JOBS], work, new, age, 3600.0),
         stream(s.DLQ_STREAM, list(s.DLQ_SUBJECTS), limits, old, 30 * DAY, 120.0),
     ]
 
 
+def ingest_consumer(cfg: NatsConfig, batch: int = 32) -> ConsumerSpec:
+    """Ingest's durable consumer of chat events (plain and owner-bound subjects)."""
+    return ConsumerSpec(
+        stage="ingest",
+        stream=s.EVENTS_STREAM,
+        durable=s.INGEST_CONSUMER,
+        subject=s.EVENTS_SUBJECTS[0],  # mem.v1.events.chat and owner-bound mem.v1.events.chat.<owner>
+        max_deliver=cfg.max_deliver,
+        ack_wait_s=cfg.ack_wait_s,
+        batch=batch,
+    )
+
+
 async def ensure_streams(js: JetStreamContext, cfg: NatsConfig) -> None:
-    """Create each stream, or update it to the desired configuration."""
+    """Create each stream, or update it to the desired configuration; then ingest's consumer."""
     for conf in stream_configs(cfg):
         assert conf.name is not None
         try:
@@ -71,6 +90,12 @@ async def ensure_streams(js: JetStreamContext, cfg: NatsConfig) -> None:
             except BadRequestError:  # created concurrently by another service
                 pass
         await js.update_stream(conf)
+    spec = ingest_consumer(cfg)
+    try:
+        await js.consumer_info(spec.stream, spec.durable)
+    except NotFoundError:
+        with contextlib.suppress(BadRequestError):  # created concurrently by another service
+            await js.add_consumer(spec.stream, consumer_config(spec))
 
 
 async def ensure_activity_bucket(js: JetStreamContext) -> KeyValue:
