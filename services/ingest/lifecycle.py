@@ -30,6 +30,7 @@ from shared.schemas.ops import CleanupRequest, CleanupResult, SummarizeRequest, 
 from shared.vectors.port import VectorStore
 
 from .lifecycle_logic import Candidate, condensed_summary, group, retention_cutoff, summary_prompt, tokens_of
+from .logic import check_text
 from .publish import Embed, Publisher
 from .stores import MemoryStores
 
@@ -109,6 +110,7 @@ class LifecycleApi:
     async def summarize(self, req: SummarizeRequest) -> SummarizeResult:
         """Dry run: the candidates and their tokens. Real run: one summary per owner/session,
         originals archived (restorable, ``full_content`` kept) and their vectors removed."""
+        check_text({"session_id": req.session_id})
         candidates = await self._candidates(req)
         ids = [c.id for c in candidates]
         before = tokens_of([c.content for c in candidates])

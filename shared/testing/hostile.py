@@ -3,12 +3,16 @@
 Each strategy yields raw bytes a misbehaving or malicious client could send: random bytes,
 truncated or deeply nested JSON, huge strings, wrong types, extra fields, unicode edge
 cases (lone surrogates, NUL, RTL marks, combining characters), and valid messages with
-one field broken.
+one field broken - at the top level or anywhere inside (``messages[0].content``,
+``values.maxTokens``). ``embedded`` fields carry a document of their own (the JSON lines
+of ``memory.import``) and get hostile documents. ``subject_tokens`` are owner tokens a
+client may put in an owner-bound subject.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -30,7 +34,12 @@ UNICODE_EDGES = [
     "مرحبا بالعالم",
     "日本語のテキスト",
     "\n\t\r   ",
+    "\u2028\u2029",
+    "%s%n{0}${jndi:x}",
+    "\\",
 ]
+#: Long strings: just under and over the content (65,536) and query (100,000) limits.
+HUGE_LENGTHS = [1_000, 65_537, 99_999, 200_000]
 
 json_scalars = st.one_of(
     st.none(),
@@ -45,6 +54,13 @@ json_values = st.recursive(
     lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=10), inner, max_size=4)),
     max_leaves=20,
 )
+hostile_strings = st.one_of(
+    st.sampled_from(UNICODE_EDGES),
+    st.text(max_size=80),
+    st.builds(lambda c, n: c * n, st.sampled_from(["x", "é", "😀", " "]), st.sampled_from(HUGE_LENGTHS)),
+)
+
+Path = tuple[str | int, ...]
 
 
 def _dumps(value: Any) -> bytes:
@@ -73,11 +89,96 @@ def mutate_fields(example: dict[str, Any]) -> st.SearchStrategy[bytes]:
     )
 
 
-def hostile_payloads(example: msgspec.Struct) -> st.SearchStrategy[bytes]:
-    """Every kind of bad input for a message shaped like ``example``."""
+def paths(value: Any, prefix: Path = ()) -> list[Path]:
+    """Every path to a value inside ``value`` (dict keys and list indices), outermost first."""
+    out: list[Path] = []
+    items: list[tuple[str | int, Any]] = []
+    if isinstance(value, dict):
+        items = list(value.items())
+    elif isinstance(value, list):
+        items = list(enumerate(value))
+    for key, child in items:
+        out.append((*prefix, key))
+        out.extend(paths(child, (*prefix, key)))
+    return out
+
+
+def _copy_to(doc: Any, path: Path) -> tuple[Any, Any]:
+    """A deep copy of ``doc`` and, in it, the container that holds ``path``'s last step."""
+    root = json.loads(json.dumps(doc))
+    parent = root
+    for step in path[:-1]:
+        parent = parent[step]
+    return root, parent
+
+
+def set_at(doc: Any, path: Path, value: Any) -> Any:
+    root, parent = _copy_to(doc, path)
+    parent[path[-1]] = value
+    return root
+
+
+def drop_at(doc: Any, path: Path) -> Any:
+    root, parent = _copy_to(doc, path)
+    del parent[path[-1]]
+    return root
+
+
+def extra_at(doc: Any, path: Path, key: str, value: Any) -> Any:
+    """``doc`` with an unknown ``key`` added to the object at ``path`` (or at the top)."""
+    root = json.loads(json.dumps(doc))
+    target = root
+    for step in path:
+        target = target[step]
+    if isinstance(target, dict):
+        target[key] = value
+    return root
+
+
+def mutate_nested(example: dict[str, Any]) -> st.SearchStrategy[bytes]:
+    """A valid message with one value anywhere inside replaced, removed, or given a sibling."""
+    inner = paths(example)
+    objects = [p for p in [(), *inner] if isinstance(_get(example, p), dict)]
+    return st.one_of(
+        st.builds(lambda p, v: _dumps(set_at(example, p, v)), st.sampled_from(inner), json_values),
+        st.builds(lambda p, s: _dumps(set_at(example, p, s)), st.sampled_from(inner), hostile_strings),
+        st.builds(lambda p: _dumps(drop_at(example, p)), st.sampled_from(inner)),
+        st.builds(
+            lambda p, k, v: _dumps(extra_at(example, p, k, v)),
+            st.sampled_from(objects),
+            st.text(min_size=1, max_size=20),
+            json_values,
+        ),
+    )
+
+
+def _get(doc: Any, path: Path) -> Any:
+    for step in path:
+        doc = doc[step]
+    return doc
+
+
+def hostile_documents(example: msgspec.Struct) -> st.SearchStrategy[str]:
+    """JSON lines of hostile messages shaped like ``example`` (mixed with the valid one)."""
+    valid = msgspec.json.encode(example).decode()
+    line = st.one_of(
+        st.just(valid),
+        hostile_payloads(example).map(lambda b: b.decode("utf-8", errors="replace")),
+    )
+    return st.lists(line, min_size=1, max_size=5).map("\n".join)
+
+
+def hostile_payloads(
+    example: msgspec.Struct, *, embedded: Mapping[str, msgspec.Struct] | None = None
+) -> st.SearchStrategy[bytes]:
+    """Every kind of bad input for a message shaped like ``example``.
+
+    ``embedded`` names string fields that hold documents of their own (field -> an example
+    document); those fields also get hostile documents.
+    """
     valid = json.loads(msgspec.json.encode(example))
     encoded = _dumps(valid)
-    return st.one_of(
+    kinds = [
         st.binary(max_size=200),
         st.builds(lambda n: encoded[:n], st.integers(min_value=0, max_value=max(0, len(encoded) - 1))),
         st.builds(deep_nesting, st.integers(min_value=100, max_value=5000)),
@@ -87,4 +188,20 @@ def hostile_payloads(example: msgspec.Struct) -> st.SearchStrategy[bytes]:
             lambda key, s: _dumps({**valid, key: s}), st.sampled_from(sorted(valid)), st.sampled_from(UNICODE_EDGES)
         ),
         st.just(_dumps({**valid, **{k: "x" * 200_000 for k in valid if isinstance(valid[k], str)}})),
-    )
+        mutate_nested(valid),
+    ]
+    for field, doc in (embedded or {}).items():
+        kinds.append(st.builds(lambda lines, f=field: _dumps({**valid, f: lines}), hostile_documents(doc)))
+    return st.one_of(*kinds)
+
+
+#: Owner tokens of owner-bound subjects (``mem.v1.rpc.<op>.<owner>``): anything NATS accepts
+#: as one token (no space, dot or wildcard), including what the ``Owner`` pattern refuses.
+subject_tokens = st.one_of(
+    st.text(
+        alphabet=st.characters(blacklist_categories=("Cs", "Zs", "Cc"), blacklist_characters=".*>"),
+        min_size=1,
+        max_size=40,
+    ),
+    st.sampled_from(["owner", "a:b@c", "-lead", "é", "😀", "x" * 129, "DROP_TABLE", "$SYS", "_INBOX"]),
+)

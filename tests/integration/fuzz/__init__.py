@@ -1,0 +1,1 @@
+"""Fuzzing of every subject and RPC of memoryd with hypothesis (issue 8)."""
