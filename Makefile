@@ -5,7 +5,7 @@ BIN    := $(abspath $(VENV))/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: run test lint chaos bench bench-embed bench-quality bench-latency bench-ingest bench-sleep readme-tables schemas clean
+.PHONY: run test lint chaos fuzz bench bench-embed bench-quality bench-latency bench-ingest bench-sleep readme-tables schemas clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,7 +30,11 @@ lint: $(STAMP)
 	$(BIN)/mypy shared services
 
 chaos: $(STAMP)  ## the full chaos run: 10k events under service kills and NATS/PostgreSQL restarts
-	$(BIN)/python -m tests.chaos.harness --events 10000 --json chaos-report.json
+	mkdir -p bench-results && $(BIN)/python -m tests.chaos.harness --events 10000 --json bench-results/chaos.json
+
+fuzz: $(STAMP)  ## hypothesis fuzzing of every subject and RPC, 500 payloads each (report: bench-results/fuzz.json)
+	mkdir -p bench-results && MEMORYD_FUZZ_EXAMPLES=500 MEMORYD_FUZZ_REPORT=bench-results/fuzz.json \
+		$(BIN)/python -m pytest -q -p no:cacheprovider --timeout=1800 tests/integration/fuzz
 
 schemas: $(STAMP)  ## regenerate deploy/schemas from the wire messages
 	$(BIN)/memoryd schemas --out deploy/schemas

@@ -28,6 +28,7 @@ import asyncpg
 import nats
 from nats.aio.client import Client
 
+from shared.bench.report import environment
 from shared.bus.rpc_client import call
 from shared.cli.supervisor import Supervisor, child_env
 from shared.cli.up import apply_migrations, ensure_database
@@ -333,7 +334,15 @@ def main() -> int:
     print(report.table())
     print(f"\n{'PASS' if report.ok else 'FAIL'} in {report.seconds:.0f} s")
     if args.json:
-        Path(args.json).write_text(json.dumps(report.__dict__, default=lambda o: o.__dict__, indent=2))
+        env = environment()
+        saved = {
+            **json.loads(json.dumps(report.__dict__, default=lambda o: o.__dict__)),
+            "ok": report.ok,
+            "markdown": f"{report.table()}\n\n{'PASS' if report.ok else 'FAIL'} in {report.seconds:.0f} s "
+            f"({args.events:,} events, {args.owners} owners, {env['cpus']} CPUs, {env['at']})",
+            "environment": env,
+        }
+        Path(args.json).write_text(json.dumps(saved, indent=2))
     return 0 if report.ok else 1
 
 
