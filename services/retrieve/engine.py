@@ -211,7 +211,8 @@ class Engine:
             ranked = session_boost(ranked, session_of, cfg.session_boost)
         paired = sharing_a_session(session_of) if cfg.neighbour_boost > 0 else []
         if paired:
-            positions = await tiers.turn_positions(self.pool, vis.owner, paired)
+            sessions = sorted({s for i in paired if (s := session_of[i]) is not None})
+            positions = await tiers.turn_positions(self.pool, vis.owner, paired, sessions)
             ranked = neighbour_boost(ranked, positions, cfg.neighbour_boost)
         return ranked
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.retrieve.lexeme_logic import EMPTY_STATS, TermStats, and_lexemes, match_plan
+from services.retrieve.lexeme_logic import EMPTY_STATS, TermStats, and_lexemes, keyword_plan, match_plan
 from services.retrieve.term_stats import quoted, snapshot
 
 STATS = TermStats(
@@ -65,3 +65,17 @@ def test_snapshot_before_analyze_prunes_nothing() -> None:
     assert snapshot(100.0, None, {"vals": None, "freqs": None, "n_distinct": 1}) is EMPTY_STATS
     plan = match_plan(["'work'", "'book'"], EMPTY_STATS, "anyone", budget=1)
     assert plan.match == plan.rank
+
+
+def test_keyword_plan_from_the_tsquery_text() -> None:
+    assert keyword_plan("", STATS, "small", 1000) is None  # only stop words: nothing to match
+    plan = keyword_plan("'flight' & 'lisbon'", STATS, "small", 1000)
+    assert plan is not None and plan.match == plan.rank == "'flight' | 'lisbon'"
+    negated = keyword_plan("'work' & !'lisbon'", STATS, "big", 1000)
+    assert negated is not None and negated.match == negated.rank == "'work' & !'lisbon'"  # AND NOT kept
+    phrase = keyword_plan("'new' <-> 'york' & 'trip'", STATS, "big", 1000)
+    assert phrase is not None and phrase.match == "'new' <-> 'york' | 'trip'"
+    off = keyword_plan("'work' & 'book'", STATS, "big", 0)  # budget 0: never pruned
+    assert off is not None and off.match == "'work' | 'book'"
+    pruned = keyword_plan("'work' & 'book'", STATS, "big", 1000)
+    assert pruned is not None and pruned.match == "( 'work' & 'book' )"
