@@ -461,8 +461,9 @@ def render(report: dict[str, Any]) -> str:
     return "\n".join(
         [
             f"Retrieve latency: {report['memories']:,} memories ({report['vectors']}), limit {report['limit']}, "
-            f"signature {report['signature']}; CPU = service processes + PostgreSQL + nats-server (floor: PostgreSQL), "
-            "bench CPU = the load generator (this process)",
+            f"signature {report['signature']}; floor = the retrieve engine in the benchmark's process; "
+            "CPU = service processes + PostgreSQL + nats-server (floor: PostgreSQL), "
+            "bench CPU = the benchmark's process (load generator, and the floor's engine)",
             "",
             markdown_table(head, rows, digits=2),
             "",

@@ -21,9 +21,8 @@ No timing assertions: what is checked is who served, what was refused, what was 
 
 from __future__ import annotations
 
-import asyncio
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable
 from datetime import UTC, datetime, timedelta
 
 import asyncpg
@@ -52,6 +51,8 @@ from shared.subjects import (
     MSG_ID_HEADER,
 )
 from shared.testing.stack import run_services, service_config
+
+from .helpers import eventually
 
 EMBEDDED = {
     "hike": "I love hiking mountain trails on weekends",
@@ -92,14 +93,6 @@ def chat(owner: str, i: int) -> ChatEvent:
 async def publish_event(nc: Client, event: ChatEvent) -> None:
     ack = await nc.jetstream().publish(CHAT_EVENTS, encode(event), headers={MSG_ID_HEADER: event.event_id})
     assert ack.stream == EVENTS_STREAM and not ack.duplicate
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], what: str, timeout: float = 90.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not await check():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
 
 
 async def scalar(pool: asyncpg.Pool, sql: str, *args: object) -> int:

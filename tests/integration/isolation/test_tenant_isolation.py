@@ -26,7 +26,6 @@ No response may contain the canary of a memory the caller may not see.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import random
 import re
@@ -70,6 +69,8 @@ from shared.vectors.pgvector import PgVectorStore
 from shared.vectors.port import VectorHit, VectorQuery, VectorStore
 from shared.vectors.qdrant import QdrantStore
 from shared.vectors.registry import VectorStores, open_stores
+
+from .helpers import eventually
 
 EXAMPLES = int(os.environ.get("MEMORYD_ISOLATION_EXAMPLES", "25"))
 SEED = int(os.environ.get("MEMORYD_ISOLATION_SEED", "8"))
@@ -155,14 +156,6 @@ def as_list(value: Any) -> list[float]:
 
 def canary(rng: random.Random) -> str:
     return f"cnry{rng.getrandbits(32):08x}"
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], what: str, timeout: float = 90.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not await check():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
 
 
 async def seed(nc: Client, rng: random.Random) -> int:
