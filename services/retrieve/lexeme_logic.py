@@ -19,8 +19,8 @@ Expected matches come from PostgreSQL's own statistics (``pg_stats`` for ``memor
 ``memories.owner``, see ``term_stats``): lexeme frequencies and the owner's share of rows.
 
 ``keyword_plan`` is the whole decision from the text of ``websearch_to_tsquery``: the tier
-passes its result as constants, since a tsquery expression in the ranking was parsed again
-for every matched row (measured 7 ms for a 1k-memory owner, ~1 ms with constants).
+passes its result as constants, so the ranking never evaluates a tsquery expression per
+matched row and one statement serves small and large owners alike.
 """
 
 from __future__ import annotations
