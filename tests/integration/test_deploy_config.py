@@ -456,7 +456,7 @@ def test_stream_configs_are_sane_and_never_capture_rpc() -> None:
                 assert not overlap, f"{file_stem}: {subject} covers {reserved}"
     assert streams["MEM_JOBS"]["retention"] == "workqueue"
     assert streams["MEM_SLEEP"]["retention"] == "workqueue"
-    assert streams["MEM_EVENTS"]["retention"] == "limits"
+    assert streams["MEM_EVENTS"]["retention"] == "interest"  # kept until ingest acks
 
     # No two streams may share a subject (the server would refuse the second).
     names = sorted(streams)
