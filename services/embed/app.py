@@ -8,6 +8,7 @@
   can build its source;
 - `mem.v1.rpc.reindex` queues the backfill and reports progress; a watcher switches the
   active signature when nothing is pending and drops retired vectors later;
+- a sweep queues memories whose embed job was lost, while the queue is idle (`sweep.py`);
 - health: `embedder` says which source was resolved and why;
 - engine settings (source, model, quantization, Qdrant, vector store: the environment under
   the global settings row) are followed at run time by `live.EngineSwitch`.
@@ -36,6 +37,7 @@ from .live import EngineSwitch, locations, source_info, startup_engine
 from .reindex import Signatures
 from .settings import EmbedSettings
 from .sources import EmbedSource, Inference, build_source, source_for_signature
+from .sweep import sweep_lost_jobs
 
 NEEDS_DB = True
 log = get_logger(__name__)
@@ -111,6 +113,9 @@ async def setup(ctx: ServiceContext) -> None:
     for i in range(settings.pipeline):
         ctx.spawn(PullConsumer(ctx.js, spec, EmbedJob, jobs.handle).run(ctx.stop), f"embed-jobs-{i}")
     ctx.spawn(sigs.watch(ctx.stop, settings.meta_poll_s, engine.tick), "embed-signatures")
+    if settings.sweep_interval_s > 0:
+        sweep = sweep_lost_jobs(ctx.js, sigs, ctx.stop, settings.sweep_interval_s, settings.sweep_min_age_s)
+        ctx.spawn(sweep, "embed-sweep")
     await follow_global_settings(ctx, engine.apply, global_row)
 
     async def embedder_health() -> str:

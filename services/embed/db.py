@@ -131,18 +131,26 @@ async def db_now(conn: Conn) -> float:
 
 
 async def needing_page(
-    conn: Conn, signature: str, owner: str | None, after: uuid.UUID | None, limit: int
+    conn: Conn,
+    signature: str,
+    owner: str | None,
+    after: uuid.UUID | None,
+    limit: int,
+    updated_before: datetime | None = None,
 ) -> list[tuple[uuid.UUID, str, str, str | None]]:
-    """The next `limit` memories needing `signature`, in id order after `after` (keyset paging):
-    `(id, owner, content_hash, embedding_signature)`."""
+    """The next `limit` memories needing `signature` (last changed before `updated_before`,
+    when given), in id order after `after` (keyset paging): `(id, owner, content_hash,
+    embedding_signature)`."""
     rows = await conn.fetch(
         f"SELECT id, owner, content_hash, embedding_signature FROM memories WHERE {_NEEDS}"
         " AND ($2::text IS NULL OR owner = $2) AND ($3::uuid IS NULL OR id > $3)"
+        " AND ($5::timestamptz IS NULL OR updated_at < $5)"
         " ORDER BY id LIMIT $4",
         signature,
         owner,
         after,
         limit,
+        updated_before,
     )
     return [(r["id"], r["owner"], r["content_hash"], r["embedding_signature"]) for r in rows]
 

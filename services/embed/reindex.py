@@ -32,6 +32,7 @@ import contextlib
 import dataclasses
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
@@ -264,12 +265,13 @@ class Signatures:
         pending = await db.pending_count(self.pool, self.signature, req.owner)
         return ReindexResult(signature=self.signature, queued=queued, pending=pending, active_signature=self.active)
 
-    async def queue(self, owner: str | None, batch_size: int) -> int:
-        """Publish a reindex job for every memory needing this signature; return how many were new."""
+    async def queue(self, owner: str | None, batch_size: int, updated_before: datetime | None = None) -> int:
+        """Publish a reindex job for every memory needing this signature (last changed before
+        `updated_before`, when given); return how many were new."""
         queued = 0
         after: uuid.UUID | None = None
         while True:
-            page = await db.needing_page(self.pool, self.signature, owner, after, batch_size)
+            page = await db.needing_page(self.pool, self.signature, owner, after, batch_size, updated_before)
             if not page:
                 return queued
             acks = await asyncio.gather(
@@ -284,6 +286,15 @@ class Signatures:
             )
             queued += sum(1 for ack in acks if not ack.duplicate)
             after = page[-1][0]
+
+    async def sweep(self, min_age_s: float, batch_size: int) -> int:
+        """Queue jobs for memories that have needed a vector for over `min_age_s` (their job was
+        lost: e.g. its publish met a full jobs stream). Not during a signature change: that
+        backfill is `reindex`'s. The caller runs it only while the embed queue is empty, so a
+        memory whose job is merely waiting is never queued twice."""
+        if self.changing:
+            return 0
+        return await self.queue(None, batch_size, datetime.now(UTC) - timedelta(seconds=min_age_s))
 
 
 def _epoch(value: object, default: float) -> float:

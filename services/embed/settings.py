@@ -48,6 +48,8 @@ class EmbedSettings(EmbeddingConfig, frozen=True, kw_only=True):
 
     meta_poll_s: Annotated[float, msgspec.Meta(gt=0)] = 2.0  # how often a pending signature change is checked
     retire_grace_s: Annotated[float, msgspec.Meta(ge=0)] = 60.0  # old vectors dropped this long after a switch
+    sweep_interval_s: Annotated[float, msgspec.Meta(ge=0)] = 300.0  # lost-job sweep period (sweep.py); 0 = off
+    sweep_min_age_s: Annotated[float, msgspec.Meta(ge=0)] = 600.0  # a memory waiting this long lost its job
 
     def cache_dir(self, data_dir: str | None) -> Path:
         """`model_cache_dir`, else `<data_dir>/models` (`MEMORYD_DATA_DIR`), else `~/.cache/memoryd/models`."""

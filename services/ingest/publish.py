@@ -86,7 +86,7 @@ class Publisher:
     async def embed_best_effort(self, items: Sequence[Embed]) -> None:
         """For API writes that are already committed: a failure is logged, never raised.
 
-        The memory keeps ``needs_reindex`` set, so the embed service's backfill finds it.
+        The memory keeps ``needs_reindex`` set, so the embed service's lost-job sweep finds it.
         """
         try:
             await self.embed(items)

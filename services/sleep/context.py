@@ -140,7 +140,8 @@ class RunContext:
     async def publish_embeds(self, items: Sequence[Embed]) -> None:
         """EmbedJobs for (memory_id, content_hash, reason) after a commit; failures only logged.
 
-        A memory whose job is lost keeps `needs_reindex`, which the embed backfill finds.
+        A memory whose job is lost keeps `needs_reindex`, which the embed service's lost-job sweep
+        (`services/embed/sweep.py`) finds.
         """
         for memory_id, digest, reason in items:
             job = EmbedJob(memory_id=memory_id, owner=self.owner, content_hash=digest, reason=reason)
