@@ -41,6 +41,7 @@ from shared.vectors.port import VectorStore
 
 from . import tiers
 from .breaker_logic import Breaker
+from .lexeme_logic import EMPTY_STATS
 from .logic import (
     Fused,
     RankedList,
@@ -68,8 +69,9 @@ from .plan_logic import (
 )
 from .plan_logic import tier_of as credit_tier
 from .rerank import Reranker
-from .term_stats import TermStatsCache
+from .term_stats import read_term_stats
 from .touch import Toucher
+from .ttl import TtlValue
 
 log = get_logger(__name__)
 _PG_ERRORS = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError)
@@ -125,8 +127,10 @@ class Engine:
         self.settings = settings
         self.toucher = toucher
         self.config = config
-        self.meta = tiers.VecMetaCache(pool, config.meta_ttl_s)
-        self.term_stats = TermStatsCache(pool, config.term_stats_ttl_s)
+        self.meta: TtlValue[dict[str, tiers.StoreMeta]] = TtlValue(
+            lambda: tiers.read_vec_meta(pool), config.meta_ttl_s, {}
+        )
+        self.term_stats = TtlValue(lambda: read_term_stats(pool), config.term_stats_ttl_s, EMPTY_STATS)
         self.fallbacks: Counter[str] = Counter()
         self.breakers: dict[str, Breaker] = {
             name: Breaker(config.breaker_threshold, config.breaker_cooldown_s)

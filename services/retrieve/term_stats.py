@@ -9,7 +9,6 @@ empty and nothing is pruned (every owner looks small).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -56,18 +55,8 @@ def snapshot(rows: float, lexemes: Mapping[str, Any] | None, owners: Mapping[str
     )
 
 
-class TermStatsCache:
-    def __init__(self, pool: asyncpg.Pool, ttl_s: float = 60.0) -> None:
-        self._pool = pool
-        self._ttl = ttl_s
-        self._at = -float("inf")
-        self._stats = EMPTY_STATS
-
-    async def get(self) -> TermStats:
-        now = time.monotonic()
-        if now - self._at >= self._ttl:
-            async with self._pool.acquire() as conn:
-                rows = float(await conn.fetchval(_ROWS) or 0.0)
-                self._stats = snapshot(rows, await conn.fetchrow(_LEXEMES), await conn.fetchrow(_OWNERS))
-            self._at = now
-        return self._stats
+async def read_term_stats(pool: asyncpg.Pool) -> TermStats:
+    """The current snapshot (the engine keeps it for ``term_stats_ttl_s``)."""
+    async with pool.acquire() as conn:
+        rows = float(await conn.fetchval(_ROWS) or 0.0)
+        return snapshot(rows, await conn.fetchrow(_LEXEMES), await conn.fetchrow(_OWNERS))

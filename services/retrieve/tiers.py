@@ -11,7 +11,6 @@ statement per shape.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -231,27 +230,10 @@ class StoreMeta:
     pending: str | None
 
 
-class VecMetaCache:
-    """``memory_vec_meta`` by store, re-read at most every ``ttl_s`` seconds."""
-
-    def __init__(self, pool: asyncpg.Pool, ttl_s: float = 5.0) -> None:
-        self._pool = pool
-        self._ttl = ttl_s
-        self._at = -float("inf")
-        self._rows: dict[str, StoreMeta] = {}
-
-    async def get(self) -> dict[str, StoreMeta]:
-        now = time.monotonic()
-        if now - self._at >= self._ttl:
-            rows = await self._pool.fetch(
-                "SELECT store, embedding_signature, active_dim, pending_signature FROM memory_vec_meta"
-            )
-            self._rows = {
-                r["store"]: StoreMeta(r["store"], r["embedding_signature"], r["active_dim"], r["pending_signature"])
-                for r in rows
-            }
-            self._at = now
-        return self._rows
-
-    def invalidate(self) -> None:
-        self._at = -float("inf")
+async def read_vec_meta(pool: asyncpg.Pool) -> dict[str, StoreMeta]:
+    """``memory_vec_meta`` by store (the engine keeps it for ``meta_ttl_s``)."""
+    rows = await pool.fetch("SELECT store, embedding_signature, active_dim, pending_signature FROM memory_vec_meta")
+    return {
+        r["store"]: StoreMeta(r["store"], r["embedding_signature"], r["active_dim"], r["pending_signature"])
+        for r in rows
+    }

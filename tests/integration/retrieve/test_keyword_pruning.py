@@ -10,7 +10,7 @@ import asyncpg
 import pytest
 
 from services.retrieve import tiers
-from services.retrieve.term_stats import TermStatsCache
+from services.retrieve.term_stats import read_term_stats
 from shared.db.memories import content_hash
 
 pytestmark = pytest.mark.integration
@@ -52,7 +52,7 @@ async def test_large_owner_matches_rare_and_all_words_only(
 ) -> None:
     ids, small = seeded
     special = SPECIAL
-    stats = await TermStatsCache(pool).get()
+    stats = await read_term_stats(pool)
     assert stats.owner_rows("big") > 2000
 
     big = tiers.Visibility("big", None, None, 365)
@@ -70,7 +70,7 @@ async def test_large_owner_matches_rare_and_all_words_only(
 
 
 async def test_phrases_and_negations_are_not_pruned(pool: asyncpg.Pool, seeded: object) -> None:
-    stats = await TermStatsCache(pool).get()
+    stats = await read_term_stats(pool)
     big = tiers.Visibility("big", None, None, 365)
     got = await tiers.keyword_search(pool, big, "work -Lisbon", 5, None, stats=stats, match_budget=500)
     assert len(got) == 5  # AND NOT semantics kept: common rows without Lisbon
