@@ -12,9 +12,12 @@ Search picks its path by how many vectors the owner has (bounded count, cached 6
   the uncast column, which matches no HNSW index, so this path is exact by construction
   (a materialized CTE of the rows was measured slower: it spills 1.5 KB tuples to disk);
 - above it: the HNSW index with ``hnsw.iterative_scan = relaxed_order`` and
-  ``hnsw.ef_search`` set by ``SET LOCAL`` inside the query's own transaction (asyncpg
-  keeps prepared plans; these are executor settings read at scan time, so a cached plan
-  sees them). The ``memories`` filter is a correlated primary-key probe per index row, so
+  ``hnsw.ef_search`` (executor settings read at scan time, so a cached plan sees them):
+  one statement on connections opened with ``pgvector_sql.session_settings`` (pools from
+  ``db.pool.create_pool``), else ``SET LOCAL`` inside the query's own transaction. The
+  iterative scan goes on past ``ef_search`` until ``limit`` rows pass, so ``ef_search``
+  does not grow with ``limit`` (100 nearest of 100k: recall@100 0.954 at ef 100 against
+  0.959 at ef 200, measured). The ``memories`` filter is a correlated primary-key probe per index row, so
   stale statistics cannot turn it into a quadratic join. Fewer than ``limit`` hits (a
   very selective filter) -> the exact path answers instead.
 
@@ -83,8 +86,8 @@ class PgVectorStore:
         *,
         half: bool = False,
         exact_max_rows: int = DEFAULT_EXACT_MAX_ROWS,
-        ef_search: int = 100,
-        max_scan_tuples: int = 20_000,
+        ef_search: int = sql.DEFAULT_EF_SEARCH,
+        max_scan_tuples: int = sql.DEFAULT_MAX_SCAN_TUPLES,
     ) -> None:
         self.pool = pool
         self.half = half
@@ -93,6 +96,7 @@ class PgVectorStore:
         self.max_scan_tuples = max_scan_tuples
         self._dims: dict[str, int] = {}
         self._large: dict[tuple[str, str], tuple[bool, float]] = {}
+        self._sessions_tuned: bool | None = None  # the pool's connections carry session_settings?
 
     # -- preparation ------------------------------------------------------------------
 
@@ -233,9 +237,8 @@ class PgVectorStore:
     ) -> list[VectorHit]:
         """The HNSW index with iterative scan (relaxed order, re-sorted), in one transaction."""
         text, args = sql.search(signature, int(vec.size), query, Vector(vec), limit, hnsw=True, half=self.half)
-        async with self._conn() as conn, conn.transaction(readonly=True):
-            await conn.execute(sql.hnsw_settings(max(self.ef_search, 2 * limit), self.max_scan_tuples))
-            rows = await conn.fetch(text, *args)
+        async with self._conn() as conn:
+            rows = await self._hnsw_fetch(conn, text, *args)
         return [VectorHit(memory_id=str(r["memory_id"]), score=float(r["score"])) for r in rows]
 
     async def neighbours(
@@ -278,9 +281,8 @@ class PgVectorStore:
         text = sql.lateral_neighbours(signature, dim, self.half)
         for start in range(0, len(probes), _PROBE_CHUNK):
             chunk = [r["memory_id"] for r in probes[start : start + _PROBE_CHUNK]]
-            async with self._conn() as conn, conn.transaction(readonly=True):
-                await conn.execute(sql.hnsw_settings(max(self.ef_search, 2 * per_memory), self.max_scan_tuples))
-                rows = await conn.fetch(text, chunk, owner, per_memory, min_score)
+            async with self._conn() as conn:
+                rows = await self._hnsw_fetch(conn, text, chunk, owner, per_memory, min_score)
             for key, score in merge_pairs((str(r["a"]), str(r["b"]), r["score"]) for r in rows).items():
                 found[key] = max(score, found.get(key, score))
         return best_pairs(found.items(), limit)
@@ -322,6 +324,19 @@ class PgVectorStore:
             self._large.clear()
         self._large[key] = (large, now)
         return large
+
+    async def _hnsw_fetch(self, conn: asyncpg.Connection, text: str, *args: Any) -> list[asyncpg.Record]:
+        """Run an HNSW statement with this store's scan settings: as is on a connection opened
+        with them (checked once per store: a pool's connections share their parameters), else
+        with ``SET LOCAL`` in a read-only transaction."""
+        if self._sessions_tuned is None:
+            found = dict(await conn.fetchrow(sql.SESSION_CHECK) or {})
+            self._sessions_tuned = found == sql.session_settings(self.ef_search, self.max_scan_tuples)
+        if self._sessions_tuned:
+            return list(await conn.fetch(text, *args))
+        async with conn.transaction(readonly=True):
+            await conn.execute(sql.hnsw_settings(self.ef_search, self.max_scan_tuples))
+            return list(await conn.fetch(text, *args))
 
     async def _known_dim(self, signature: str) -> int | None:
         dim = self._dims.get(signature)

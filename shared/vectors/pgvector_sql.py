@@ -63,13 +63,34 @@ def create_index(signature: str, dim: int, half: bool) -> str:
     )
 
 
+DEFAULT_EF_SEARCH = 100
+DEFAULT_MAX_SCAN_TUPLES = 20_000
+
+
+def _ef(ef_search: int) -> int:
+    return max(1, min(int(ef_search), 1000))
+
+
+def session_settings(
+    ef_search: int = DEFAULT_EF_SEARCH, max_scan_tuples: int = DEFAULT_MAX_SCAN_TUPLES
+) -> dict[str, str]:
+    """HNSW executor settings as connection parameters (``db.pool.create_pool`` sends them at
+    connect, so they survive the pool's ``RESET ALL``): a search on such a connection is one
+    statement instead of BEGIN / SET LOCAL / query / COMMIT, four round trips."""
+    return {
+        "hnsw.ef_search": str(_ef(ef_search)),
+        "hnsw.iterative_scan": "relaxed_order",
+        "hnsw.max_scan_tuples": str(max(1, int(max_scan_tuples))),
+    }
+
+
+#: The current values of those settings, one column named after each.
+SESSION_CHECK = "SELECT " + ", ".join(f"current_setting('{k}', true) AS \"{k}\"" for k in session_settings())
+
+
 def hnsw_settings(ef_search: int, max_scan_tuples: int) -> str:
-    """Executor settings for this transaction only (HNSW reads them at scan time)."""
-    ef = max(1, min(int(ef_search), 1000))
-    return (
-        f"SET LOCAL hnsw.ef_search = {ef}; SET LOCAL hnsw.iterative_scan = relaxed_order;"
-        f" SET LOCAL hnsw.max_scan_tuples = {max(1, int(max_scan_tuples))}"
-    )
+    """The same settings for this transaction only (HNSW reads them at scan time)."""
+    return "; ".join(f"SET LOCAL {k} = {v}" for k, v in session_settings(ef_search, max_scan_tuples).items())
 
 
 INDEX_VALID = (

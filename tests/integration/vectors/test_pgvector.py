@@ -11,6 +11,7 @@ import pytest
 from pgvector import Vector
 
 from shared.db import memories
+from shared.db.pool import init_connection
 from shared.errors import ValidationFailed
 from shared.vectors import pgvector_sql as sql
 from shared.vectors.pgvector import PgVectorStore, mark_embedded
@@ -72,6 +73,35 @@ async def test_hnsw_path_uses_the_index_and_matches_exact(pool: asyncpg.Pool) ->
     hits = await full.search(signature, VectorQuery(owner=alice, vector=unit(rng, 32), session_id="rare"))
     assert await full.is_large(signature, alice)
     assert {h.memory_id for h in hits} == set(few)
+
+
+async def test_hnsw_scan_settings_per_connection_or_per_transaction(pool: asyncpg.Pool, pg_dsn: str) -> None:
+    """Pools from ``create_pool`` carry the HNSW settings from connect (one statement per
+    search); any other pool, or a store with other settings, gets them by ``SET LOCAL`` in a
+    transaction. Both paths give the same hits."""
+    rng = np.random.default_rng(23)
+    signature = sig()
+    tuned = PgVectorStore(pool, exact_max_rows=100)
+    world = World(pool, tuned, signature)
+    owner = f"a-{uuid.uuid4().hex[:6]}"
+    centers = unit(rng, 32, 10)
+    for c in centers[rng.integers(0, 10, 800)]:
+        world.add(owner, near(rng, c, 1.0))
+    await world.flush()
+    await tuned.ensure(signature, 32)
+    await world.analyze()
+    plain_pool = await asyncpg.create_pool(pg_dsn, min_size=1, max_size=2, init=init_connection)
+    try:
+        plain, other_ef = PgVectorStore(plain_pool, exact_max_rows=100), PgVectorStore(pool, ef_search=40)
+        for q in unit(rng, 32, 5):
+            query = VectorQuery(owner=owner, vector=q, limit=20)
+            hits = await tuned.search_hnsw(signature, query, q, 20)
+            assert len(hits) == 20
+            assert await plain.search_hnsw(signature, query, q, 20) == hits
+            assert len(await other_ef.search_hnsw(signature, query, q, 20)) == 20
+    finally:
+        await plain_pool.close()
+    assert (tuned._sessions_tuned, plain._sessions_tuned, other_ef._sessions_tuned) == (True, False, False)
 
 
 async def test_signature_is_quoted_data_and_ensure_is_idempotent(pool: asyncpg.Pool) -> None:

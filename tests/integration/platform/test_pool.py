@@ -1,0 +1,45 @@
+"""The connection pool: settings sent at connect, and the two reset policies."""
+
+from __future__ import annotations
+
+import asyncpg
+
+from shared.config import PgConfig
+from shared.db.pool import SESSION_SETTINGS, create_pool
+
+
+async def _setting(pool: asyncpg.Pool, name: str) -> str:
+    value: str = await pool.fetchval("SELECT current_setting($1, true)", name)
+    return value
+
+
+async def test_connect_settings_survive_the_default_reset(pg_dsn: str) -> None:
+    pool = await create_pool(PgConfig(dsn=pg_dsn, pool_min=1, pool_max=1))
+    try:
+        assert {k: await _setting(pool, k) for k in SESSION_SETTINGS} == SESSION_SETTINGS
+        async with pool.acquire() as conn:
+            await conn.execute("SET plan_cache_mode = auto; SET application_name = 'left-behind'")
+        # the default reset (RESET ALL) drops what a query SET, back to the connect values
+        assert await _setting(pool, "plan_cache_mode") == "force_custom_plan"
+        assert await _setting(pool, "application_name") == ""
+    finally:
+        await pool.close()
+
+
+async def test_stateless_pool_skips_the_reset_but_never_keeps_a_transaction(pg_dsn: str) -> None:
+    pool = await create_pool(PgConfig(dsn=pg_dsn, pool_min=1, pool_max=1), session_state=False)
+    try:
+        async with pool.acquire() as conn:
+            await conn.execute("SET application_name = 'left-behind'")
+        # no RESET ALL: what a session SETs stays (hence the promise ``session_state=False`` makes)
+        assert await _setting(pool, "application_name") == "left-behind"
+        async with pool.acquire() as conn:
+            tx = conn.transaction()
+            await tx.start()
+            await conn.execute("CREATE TEMP TABLE scratch (x int)")  # left open on purpose
+        async with pool.acquire() as conn:
+            assert not conn.is_in_transaction()
+            assert await conn.fetchval("SELECT to_regclass('pg_temp.scratch')") is None  # rolled back
+        assert await _setting(pool, "plan_cache_mode") == "force_custom_plan"
+    finally:
+        await pool.close()
