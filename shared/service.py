@@ -107,6 +107,7 @@ async def serve(
     setup: Setup,
     *,
     needs_db: bool = True,
+    db_session_state: bool = True,
     stop: asyncio.Event | None = None,
     on_ready: Callable[[ServiceContext], None] | None = None,
 ) -> None:
@@ -122,7 +123,7 @@ async def serve(
     pool: asyncpg.Pool | None = None
     ctx: ServiceContext | None = None
     try:
-        pool = await create_pool(config.pg) if needs_db else None
+        pool = await create_pool(config.pg, session_state=db_session_state) if needs_db else None
         js = nc.jetstream()
         try:
             await ensure_streams(js, config.nats)
@@ -174,11 +175,21 @@ async def _shutdown(ctx: ServiceContext) -> None:
             await close()
 
 
-def main(name: str, setup: Setup, *, needs_db: bool = True, env: Mapping[str, str] | None = None) -> int:
-    """Entry point of ``python -m services.<name>``: exit 0 after a clean stop, 2 on bad config."""
+def main(
+    name: str,
+    setup: Setup,
+    *,
+    needs_db: bool = True,
+    db_session_state: bool = True,
+    env: Mapping[str, str] | None = None,
+) -> int:
+    """Entry point of ``python -m services.<name>``: exit 0 after a clean stop, 2 on bad config.
+
+    ``db_session_state=False``: the service's queries leave no session state, so its pool
+    skips the reset query (``db.pool.create_pool``)."""
     try:
         config = load_service_config(os.environ if env is None else env)
-        asyncio.run(serve(name, config, setup, needs_db=needs_db))
+        asyncio.run(serve(name, config, setup, needs_db=needs_db, db_session_state=db_session_state))
     except ConfigError as exc:
         print(f"memoryd {name}: configuration error: {exc.description}", file=sys.stderr, flush=True)
         return 2

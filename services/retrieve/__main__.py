@@ -2,7 +2,7 @@
 
 from shared.service import main
 
-from .app import NEEDS_DB, setup
+from .app import DB_SESSION_STATE, NEEDS_DB, setup
 
 if __name__ == "__main__":
-    raise SystemExit(main("retrieve", setup, needs_db=NEEDS_DB))
+    raise SystemExit(main("retrieve", setup, needs_db=NEEDS_DB, db_session_state=DB_SESSION_STATE))

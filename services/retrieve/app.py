@@ -31,6 +31,9 @@ from .status import round_trip
 from .touch import Toucher
 
 NEEDS_DB = True
+#: Every query is a single statement or a closed transaction: no session SET, LISTEN, advisory
+#: lock or cursor outlives it, so the pool skips its reset query (``db.pool.create_pool``).
+DB_SESSION_STATE = False
 
 
 async def setup(ctx: ServiceContext) -> None:

@@ -53,7 +53,6 @@ from .logic import (
     rrf_fuse,
     score_fuse,
     session_boost,
-    sharing_a_session,
 )
 from .plan_logic import (
     Attempt,
@@ -159,9 +158,10 @@ class Engine:
         )
         run = _Run(self, vis, query)
         ranked, vector_tier, recent_only = await run.rank(strategy, req.limit, settings)
-        rows = await self._rows(vis, ranked)
-        if strategy is Strategy.HYBRID and not recent_only:
-            ranked = await self._boost(vis, ranked, rows)
+        boost = strategy is Strategy.HYBRID and not recent_only
+        rows = await self._rows(vis, ranked, turns=boost and self.config.neighbour_boost > 0)
+        if boost:
+            ranked = self._boost(ranked, rows)
         fallbacks = fallback_labels(run.attempts)
         if settings.rerank and not recent_only and self.reranker is not None:
             ranked, skipped = await self.reranker.rerank(req.owner, query, ranked, rows, settings.rerank_depth)
@@ -200,23 +200,22 @@ class Engine:
             match_budget=cfg.keyword_match_budget,
         )
 
-    async def _rows(self, vis: tiers.Visibility, ranked: list[Fused]) -> dict[str, MemoryRow]:
+    async def _rows(self, vis: tiers.Visibility, ranked: list[Fused], *, turns: bool) -> dict[str, MemoryRow]:
         try:
-            return await tiers.fetch_rows(self.pool, vis, [f.memory_id for f in ranked])
+            return await tiers.fetch_rows(self.pool, vis, [f.memory_id for f in ranked], turns=turns)
         except _PG_ERRORS as exc:
             raise DependencyDown(f"postgres unavailable: {type(exc).__name__}") from exc
 
-    async def _boost(self, vis: tiers.Visibility, ranked: list[Fused], rows: dict[str, MemoryRow]) -> list[Fused]:
+    def _boost(self, ranked: list[Fused], rows: dict[str, MemoryRow]) -> list[Fused]:
         """Hybrid re-scoring: a share of the best score of a result's session, and of the scores
         of its neighbouring turns (shares in ``EngineConfig``; 0 turns one off)."""
         cfg = self.config
-        session_of = {i: r.session_id for i, r in rows.items()}
         if cfg.session_boost > 0:
-            ranked = session_boost(ranked, session_of, cfg.session_boost)
-        paired = sharing_a_session(session_of) if cfg.neighbour_boost > 0 else []
-        if paired:
-            sessions = sorted({s for i in paired if (s := session_of[i]) is not None})
-            positions = await tiers.turn_positions(self.pool, vis.owner, paired, sessions)
+            ranked = session_boost(ranked, {i: r.session_id for i, r in rows.items()}, cfg.session_boost)
+        positions = {
+            i: (r.session_id, r.turn) for i, r in rows.items() if r.session_id is not None and r.turn is not None
+        }
+        if positions:
             ranked = neighbour_boost(ranked, positions, cfg.neighbour_boost)
         return ranked
 

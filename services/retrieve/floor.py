@@ -15,15 +15,16 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 
-import asyncpg
 from nats.aio.client import Client
 
-from shared.config import load
+from shared.config import PgConfig, load
+from shared.db.pool import create_pool
 from shared.errors import DependencyDown
 from shared.schemas.retrieval import EmbedResult
 from shared.settings_cache import SettingsCache
 from shared.vectors.pgvector import PgVectorStore
 
+from .app import DB_SESSION_STATE
 from .engine import Engine, EngineConfig
 from .tiers import Visibility, vector_search
 from .touch import Toucher
@@ -31,10 +32,13 @@ from .touch import Toucher
 
 @contextlib.asynccontextmanager
 async def in_process_engine(
-    pool: asyncpg.Pool, nc: Client, signature: str, vectors: Mapping[str, Sequence[float]]
+    dsn: str, nc: Client, signature: str, vectors: Mapping[str, Sequence[float]]
 ) -> AsyncIterator[Engine]:
-    """An ``Engine`` over ``pool`` (pgvector store) whose query vectors come from ``vectors``."""
+    """An ``Engine`` (pgvector store) whose query vectors come from ``vectors``, over a pool
+    like the service's (``MEMORYD_PG_*`` size, ``DB_SESSION_STATE``), its connections opened up front."""
     config = load(EngineConfig, "MEMORYD_RETRIEVE_", os.environ)
+    size = load(PgConfig, "MEMORYD_PG_", os.environ).pool_max
+    pool = await create_pool(PgConfig(dsn=dsn, pool_min=size, pool_max=size), session_state=DB_SESSION_STATE)
 
     async def embed(text: str, _timeout: float) -> EmbedResult:
         vector = vectors.get(text)
@@ -58,6 +62,7 @@ async def in_process_engine(
     finally:
         stop.set()
         await touching
+        await pool.close()
 
 
 async def tier_alone(engine: Engine, tier: str, owner: str, query: str) -> int:

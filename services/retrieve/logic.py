@@ -54,10 +54,14 @@ class Fused(msgspec.Struct, frozen=True, kw_only=True):
 
     @property
     def best_rank(self) -> int:
-        """The smallest rank over the sources that returned this memory."""
-        return min((r for r in (self.fts_rank, self.vec_rank) if r is not None), default=2**31)
+        """The smallest rank over the sources that returned this memory (a sort key: kept cheap)."""
+        fts, vec = self.fts_rank, self.vec_rank
+        if fts is None:
+            return _UNRANKED if vec is None else vec
+        return fts if vec is None or fts < vec else vec
 
 
+_UNRANKED = 2**31
 Hits = Mapping[str, tuple[int, float]]  # source -> (1-based rank, raw score) of one memory
 Bounds = Mapping[str, tuple[float, float]]  # source -> (min, max) of its finite raw scores
 
@@ -182,16 +186,6 @@ def session_boost(fused: Sequence[Fused], session_of: Mapping[str, str | None], 
         return best[session] if session is not None else 0.0
 
     return _rescored(fused, share, gain)
-
-
-def sharing_a_session(session_of: Mapping[str, str | None]) -> list[str]:
-    """The memories that share their session with another one: only these can boost each other
-    as neighbouring turns, so only their positions need looking up (sorted, for a stable query)."""
-    by_session: dict[str, list[str]] = {}
-    for memory_id, session in session_of.items():
-        if session is not None:
-            by_session.setdefault(session, []).append(memory_id)
-    return sorted(m for ids in by_session.values() if len(ids) > 1 for m in ids)
 
 
 def neighbour_boost(

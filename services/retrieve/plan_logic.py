@@ -110,7 +110,13 @@ class MemoryRow(msgspec.Struct, frozen=True, kw_only=True):
     created_at: datetime
     session_id: str | None = None
     scope: str = "apiKey"
-    metadata: dict[str, Any] = {}
+    metadata_json: str = "{}"  # decoded for the results only (``metadata``), not for every candidate
+    turn: int | None = None  # position among its session's chat turns, when asked (``tiers.fetch_rows``)
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        value: dict[str, Any] = msgspec.json.decode(self.metadata_json)
+        return value
 
 
 def single_ranking(ranked: RankedList, source: Literal["fts", "vec"]) -> list[Fused]:

@@ -54,7 +54,7 @@ class _Clauses:
 
     def __init__(self, vis: Visibility, first: int) -> None:
         self.args: list[object] = []
-        owner = self._param(vis.owner, first)
+        self.owner = owner = self._param(vis.owner, first)
         self.own = f"m.owner = {owner}"
         self.shared = f"m.scope = 'global' AND (m.owner <> {owner}"
         if vis.session_id is not None:
@@ -145,17 +145,24 @@ async def recent(pool: asyncpg.Pool, vis: Visibility, limit: int) -> list[str]:
     return [str(r["id"]) for r in rows]
 
 
-async def fetch_rows(pool: asyncpg.Pool, vis: Visibility, ids: list[str]) -> dict[str, MemoryRow]:
-    """The winners' rows in one query, visibility re-checked (a stale vector payload cannot leak)."""
+async def fetch_rows(
+    pool: asyncpg.Pool, vis: Visibility, ids: list[str], *, turns: bool = False
+) -> dict[str, MemoryRow]:
+    """The candidates' rows in one query, visibility re-checked (a stale vector payload cannot leak).
+
+    ``turns``: also each row's ``turn``, its position among the owner's stored chat turns of
+    its session in time order (``created_at`` keeps the order of turns within one event, so
+    turns stored by different events are still neighbours), for the rows sharing their
+    session with another candidate (only they can boost each other as neighbours) whose
+    ``source`` is ``chat_turn``. Same statement, no second round trip: the turns come as
+    extra ``(id, turn)`` rows, since any join of them with the candidates is planned on an
+    estimate of one candidate (the visibility clause) and was measured at ~100 ms for 190.
+    """
     if not ids:
         return {}
     c = _Clauses(vis, 2)
-    rows = await pool.fetch(
-        f"SELECT m.id, m.content, m.type, m.created_at, m.session_id, m.scope, m.metadata"
-        f" FROM memories m WHERE m.id = ANY($1::uuid[]) AND (({c.own}) OR ({c.shared})) AND {c.common}",
-        ids,
-        *c.args,
-    )
+    records = await pool.fetch(_rows_sql(c, turns), ids, *c.args)
+    turn_of = {r["id"]: r["turn"] for r in records if r["content"] is None}
     return {
         str(r["id"]): MemoryRow(
             id=str(r["id"]),
@@ -164,35 +171,35 @@ async def fetch_rows(pool: asyncpg.Pool, vis: Visibility, ids: list[str]) -> dic
             created_at=r["created_at"],
             session_id=r["session_id"],
             scope=r["scope"],
-            metadata=dict(r["metadata"] or {}),
+            metadata_json=r["metadata"] or "{}",
+            turn=turn_of.get(r["id"]),
         )
-        for r in rows
+        for r in records
+        if r["content"] is not None
     }
 
 
-async def turn_positions(
-    pool: asyncpg.Pool, owner: str, ids: list[str], sessions: list[str]
-) -> dict[str, tuple[str, int]]:
-    """``memory_id -> (session_id, position)`` of chat-turn memories among their session's turns.
+_ROW_COLUMNS = "m.id, m.content, m.type, m.created_at, m.session_id, m.scope, m.metadata::text AS metadata"
 
-    Positions count the owner's stored turns of each of ``sessions`` (the sessions of ``ids``)
-    in time order (``created_at`` keeps the order of turns within one event), so turns stored
-    by different events are still neighbours. Only rows with a session and
-    ``source='chat_turn'`` get a position. Both lists are arrays: a semi-join against the
-    candidates instead cost ~25 ms for 150 candidates (the planner expected one row).
-    """
-    if not ids or not sessions:
-        return {}
-    rows = await pool.fetch(
-        "SELECT id, session_id, pos FROM ("
-        "  SELECT m.id, m.session_id, row_number() OVER (PARTITION BY m.session_id ORDER BY m.created_at, m.id) AS pos"
-        "  FROM memories m WHERE m.owner = $1 AND m.source = 'chat_turn' AND m.session_id = ANY($3::text[])) t"
-        " WHERE id = ANY($2::uuid[])",
-        owner,
-        ids,
-        sessions,
+
+def _rows_sql(c: _Clauses, turns: bool) -> str:
+    """The visible rows of ``$1`` (``content`` is NOT NULL); with ``turns``, then ``(id, turn)``
+    rows with every other column NULL, for the candidates of sessions holding two or more."""
+    visible = (
+        f"SELECT {_ROW_COLUMNS} FROM memories m"
+        f" WHERE m.id = ANY($1::uuid[]) AND (({c.own}) OR ({c.shared})) AND {c.common}"
     )
-    return {str(r["id"]): (r["session_id"], int(r["pos"])) for r in rows}
+    if not turns:
+        return visible
+    return (
+        f"WITH c AS MATERIALIZED ({visible}),"
+        " paired AS (SELECT session_id FROM c WHERE session_id IS NOT NULL GROUP BY session_id HAVING count(*) > 1),"
+        " t AS (SELECT m.id, row_number() OVER (PARTITION BY m.session_id ORDER BY m.created_at, m.id) AS turn"
+        f"  FROM memories m WHERE m.owner = {c.owner} AND m.source = 'chat_turn'"
+        "  AND m.session_id = ANY(ARRAY(SELECT session_id FROM paired)))"
+        " SELECT *, NULL::bigint AS turn FROM c"
+        " UNION ALL SELECT t.id, NULL, NULL, NULL, NULL, NULL, NULL, t.turn FROM t WHERE t.id = ANY($1::uuid[])"
+    )
 
 
 async def vector_search(

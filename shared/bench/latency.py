@@ -45,9 +45,8 @@ import numpy.typing as npt
 from pgvector import Vector
 
 from ..bus.rpc_client import call
-from ..config import PgConfig
 from ..db.memories import content_hash
-from ..db.pool import create_pool, init_connection
+from ..db.pool import init_connection
 from ..schemas.retrieval import EmbedRequest, EmbedResult, RetrieveRequest
 from ..vectors import pgvector_sql as vsql
 from ..vectors.pgvector import PgVectorStore
@@ -59,7 +58,6 @@ from .report import environment, markdown_table
 STRATEGIES = ("exact", "semantic", "hybrid")
 CONCURRENCY = (1, 16, 64)
 LIMIT = 10
-SERVICE_POOL_MAX = 10  # PgConfig().pool_max: the floor gets the same number of connections
 N_QUESTIONS = 200
 COPY_CHUNK = 20_000
 SESSION_TURNS = 20  # consecutive memories of an owner form a chat session (session/neighbour boosts)
@@ -290,10 +288,8 @@ async def run_latency(
     distinct = list(dict.fromkeys(questions))
     vectors = dict(zip(distinct, (await embed_texts(stack.nc, distinct)).vectors, strict=True))
     exits = contextlib.AsyncExitStack()
-    floor_pool = await create_pool(PgConfig(dsn=stack.pg_dsn, pool_min=SERVICE_POOL_MAX, pool_max=SERVICE_POOL_MAX))
-    exits.push_async_callback(floor_pool.close)
     floor_module = importlib.import_module(FLOOR_MODULE)
-    engine = await exits.enter_async_context(floor_module.in_process_engine(floor_pool, stack.nc, signature, vectors))
+    engine = await exits.enter_async_context(floor_module.in_process_engine(stack.pg_dsn, stack.nc, signature, vectors))
     floor = Floor(engine, floor_module)
     service_keys = [k for k in (*stack.services, "postgres", "nats")]
     rows: list[dict[str, Any]] = []

@@ -73,8 +73,18 @@ async def run_services(
             contexts[ctx.name] = ctx
             ready.set()
 
+        session_state = getattr(app, "DB_SESSION_STATE", True)  # as the service's __main__ passes it
         task = asyncio.create_task(
-            serve(name, config, app.setup, needs_db=app.NEEDS_DB, stop=stop, on_ready=on_ready), name=f"svc-{name}"
+            serve(
+                name,
+                config,
+                app.setup,
+                needs_db=app.NEEDS_DB,
+                db_session_state=session_state,
+                stop=stop,
+                on_ready=on_ready,
+            ),
+            name=f"svc-{name}",
         )
         tasks.append(task)
         waiter = asyncio.create_task(ready.wait())

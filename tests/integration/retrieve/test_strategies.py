@@ -100,9 +100,11 @@ async def test_exact_is_newest_first_and_ignores_the_query(
     who = owner()
     now = datetime.now(UTC)
     old = await put(pool, who, "older apple", created_at=now - timedelta(days=2))
-    new = await put(pool, who, "newer banana", created_at=now - timedelta(days=1))
+    meta = {"source_app": "notes", "tags": ["fruit"], "n": 2}
+    new = await put(pool, who, "newer banana", created_at=now - timedelta(days=1), metadata=meta)
     res = await retrieve(nc, owner=who, query="apple", strategy=strategy)
     assert [m.id for m in res.memories] == [new, old]
+    assert [m.metadata for m in res.memories] == [meta, {}]
     assert res.strategy == "exact"
     assert [m.tier for m in res.memories] == ["recent", "recent"]
     assert [m.score for m in res.memories] == [1.0, 0.5]

@@ -14,7 +14,6 @@ from services.retrieve.logic import (
     rrf_fuse,
     score_fuse,
     session_boost,
-    sharing_a_session,
 )
 
 
@@ -308,9 +307,3 @@ def test_neighbour_boost_custom_reach_and_unpositioned() -> None:
     boosted = neighbour_boost(fused, positions, share=1.0, distance_weights=(0.1,))
     assert {x.memory_id: x.score for x in boosted} == pytest.approx({"a": 1.02, "b": 0.31, "c": 0.12, "x": 0.15})
     assert neighbour_boost(fused, positions, share=1.0, distance_weights=()) == fused
-
-
-def test_only_memories_sharing_a_session_need_positions() -> None:
-    sessions = {"a": "s1", "b": "s2", "c": "s1", "d": None, "e": "s3", "f": "s3"}
-    assert sharing_a_session(sessions) == ["a", "c", "e", "f"]
-    assert sharing_a_session({"a": "s1", "b": None}) == []
