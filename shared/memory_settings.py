@@ -33,7 +33,9 @@ class MemorySettings(msgspec.Struct, frozen=True, kw_only=True, rename="camel", 
     store_turns: bool = True
     extract_assistant: bool = False
     rrf_k: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 60
-    rrf_depth: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 100  # candidates per list for either fusion
+    #: candidates per list for either fusion. 50: LoCoMo hybrid R@10 0.736 (100: 0.759), but at 100k
+    #: memories of one owner the vector search alone takes ~7.5 ms for 100 against ~3.6 ms for 50
+    rrf_depth: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 50
     #: score fusion measured better than RRF through the services on LoCoMo (R@10 0.699 vs 0.675)
     fusion: Literal["rrf", "score"] = "score"
     #: LLM listwise rerank of the fused top ``rerank_depth`` (needs an LLM; else the fused order, said so)

@@ -64,7 +64,7 @@ def test_parse_variant() -> None:
 
 
 def test_engine_defaults_reset_every_engine_setting() -> None:
-    assert quality.engine_defaults() == {"rrfK": 60, "rrfDepth": 100, "fusion": "score"}  # MemorySettings defaults
+    assert quality.engine_defaults() == {"rrfK": 60, "rrfDepth": 50, "fusion": "score"}  # MemorySettings defaults
 
 
 def test_synthetic_text_is_deterministic_and_varied() -> None:
