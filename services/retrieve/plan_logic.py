@@ -115,8 +115,8 @@ class MemoryRow(msgspec.Struct, frozen=True, kw_only=True):
 
     @property
     def metadata(self) -> dict[str, Any]:
-        value: dict[str, Any] = msgspec.json.decode(self.metadata_json)
-        return value
+        value: dict[str, Any] | None = msgspec.json.decode(self.metadata_json)
+        return value or {}  # a JSON null stored by hand reads as no metadata
 
 
 def single_ranking(ranked: RankedList, source: Literal["fts", "vec"]) -> list[Fused]:

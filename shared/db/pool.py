@@ -27,7 +27,7 @@ async def init_connection(conn: asyncpg.Connection) -> None:
 #: statement filters on an owner, and owners hold from one row to hundreds of thousands; after
 #: five executions PostgreSQL may switch a prepared statement to a generic plan that cannot see
 #: which owner or words it serves (measured: the keyword tier of a 100k-memory owner went from
-#: 8 ms to 57 ms per search once it flipped). Planning each execution costs ~0.3 ms.
+#: 8 ms to 57 ms per search once it flipped). Planning each execution costs 0.3-0.9 ms (measured).
 SESSION_SETTINGS: dict[str, str] = {"plan_cache_mode": "force_custom_plan", **vector_sql.session_settings()}
 
 

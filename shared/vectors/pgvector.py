@@ -17,8 +17,8 @@ Search picks its path by how many vectors the owner has (bounded count, cached 6
   ``db.pool.create_pool``), else ``SET LOCAL`` inside the query's own transaction. The
   iterative scan goes on past ``ef_search`` until ``limit`` rows pass, so ``ef_search``
   does not grow with ``limit`` (100 nearest of 100k: recall@100 0.954 at ef 100 against
-  0.959 at ef 200, measured). The ``memories`` filter is a correlated primary-key probe per index row, so
-  stale statistics cannot turn it into a quadratic join. Fewer than ``limit`` hits (a
+  0.959 at ef 200, measured). The ``memories`` filter is a correlated primary-key probe per
+  index row, so stale statistics cannot turn it into a quadratic join. Fewer than ``limit`` hits (a
   very selective filter) -> the exact path answers instead.
 
 Threshold measured on this 2-vCPU VM (100k x 384-d rows, top-10, p50): exact 1.0 ms at
@@ -235,7 +235,7 @@ class PgVectorStore:
     async def search_hnsw(
         self, signature: str, query: VectorQuery, vec: np.ndarray[Any, Any], limit: int
     ) -> list[VectorHit]:
-        """The HNSW index with iterative scan (relaxed order, re-sorted), in one transaction."""
+        """The HNSW index with iterative scan (relaxed order, re-sorted): one statement (``_hnsw_fetch``)."""
         text, args = sql.search(signature, int(vec.size), query, Vector(vec), limit, hnsw=True, half=self.half)
         async with self._conn() as conn:
             rows = await self._hnsw_fetch(conn, text, *args)
