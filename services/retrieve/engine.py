@@ -41,7 +41,6 @@ from shared.vectors.port import VectorStore
 
 from . import tiers
 from .breaker_logic import Breaker
-from .lexeme_logic import EMPTY_STATS
 from .logic import (
     Fused,
     RankedList,
@@ -126,10 +125,8 @@ class Engine:
         self.settings = settings
         self.toucher = toucher
         self.config = config
-        self.meta: TtlValue[dict[str, tiers.StoreMeta]] = TtlValue(
-            lambda: tiers.read_vec_meta(pool), config.meta_ttl_s, {}
-        )
-        self.term_stats = TtlValue(lambda: read_term_stats(pool), config.term_stats_ttl_s, EMPTY_STATS)
+        self.meta = TtlValue(lambda: tiers.read_vec_meta(pool), config.meta_ttl_s)
+        self.term_stats = TtlValue(lambda: read_term_stats(pool), config.term_stats_ttl_s)
         self.fallbacks: Counter[str] = Counter()
         self.breakers: dict[str, Breaker] = {
             name: Breaker(config.breaker_threshold, config.breaker_cooldown_s)

@@ -41,8 +41,8 @@ def permutation(n: int, proposed: Sequence[int]) -> list[int] | None:
     named = list(dict.fromkeys(i - 1 for i in proposed if isinstance(i, int) and 1 <= i <= n))
     if not named:
         return None
-    rest = [i for i in range(n) if i not in set(named)]
-    return named + rest
+    taken = set(named)
+    return named + [i for i in range(n) if i not in taken]
 
 
 def reorder(head: Sequence[Fused], order: Sequence[int]) -> list[Fused]:

@@ -15,15 +15,15 @@ T = TypeVar("T")
 
 
 class TtlValue(Generic[T]):
-    def __init__(self, load: Callable[[], Awaitable[T]], ttl_s: float, initial: T) -> None:
+    def __init__(self, load: Callable[[], Awaitable[T]], ttl_s: float) -> None:
         self._load = load
         self._ttl = ttl_s
         self._at = -float("inf")
-        self._value = initial
+        self._value: T | None = None
 
     async def get(self) -> T:
         now = time.monotonic()
-        if now - self._at >= self._ttl:
+        if self._value is None or now - self._at >= self._ttl:
             self._value = await self._load()
             self._at = now
         return self._value
