@@ -44,6 +44,11 @@ class PhaseResult(msgspec.Struct, kw_only=True, rename="camel"):
     def skipped(cls, reason: str) -> Self:
         return cls(status="skipped", reason=reason)
 
+    def single_batch_failed(self, exc: Exception) -> None:
+        """A phase that asks the LLM once: that batch broke, so the phase failed, saying why."""
+        self.batches_failed = 1
+        self.status, self.reason = "failed", f"LLM batch failed: {exc}"[:500]
+
     def inputs(self) -> int:
         return 0
 

@@ -186,8 +186,7 @@ async def run(rc: RunContext, result: AffectiveResult) -> None:
     try:
         reply = parse_affective_reply(await rc.ask("sleep.affective", prompt))
     except (BatchBroken, LlmReplyError) as exc:
-        result.batches_failed = 1
-        result.status, result.reason = "failed", f"LLM batch failed: {exc}"[:500]
+        result.single_batch_failed(exc)
         return
     result.malformed = reply.malformed
     plan = attribute_affect(

@@ -60,8 +60,7 @@ async def run(rc: RunContext, result: PatternResult) -> None:
     try:
         reply = parse_pattern_reply(await rc.ask("sleep.patterns", prompt))
     except (BatchBroken, LlmReplyError) as exc:
-        result.batches_failed = 1
-        result.status, result.reason = "failed", f"LLM batch failed: {exc}"[:500]
+        result.single_batch_failed(exc)
         return
     plan = validate_patterns(reply.proposals, {m.id for m in pool}, settings.sleep_max_pattern_per_run, existing)
     result.malformed = reply.malformed
