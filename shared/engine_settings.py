@@ -151,10 +151,11 @@ def effective_engine(embedding: E, qdrant: QdrantConfig, global_values: Mapping[
     """``embedding`` and ``qdrant`` (from the environment) overridden by the global row's engine keys."""
     parsed = parse_engine_values(global_values)
     parts: dict[str, dict[str, Any]] = {"embedding": {}, "qdrant": {}, "engine": {}}
-    for key, value in msgspec.structs.asdict(parsed).items():
+    for name, key in zip(EngineValues.__struct_fields__, EngineValues.__struct_encode_fields__, strict=True):
+        value = getattr(parsed, name)
         if value is UNSET:
             continue
-        part, field = _TARGET[_camel(key)]
+        part, field = _TARGET[key]
         parts[part][field] = value
     return EngineChoice(
         embedding=msgspec.structs.replace(embedding, **parts["embedding"]),
@@ -203,11 +204,6 @@ def engine_view(choice: EngineChoice[Any]) -> dict[str, Any]:
     return out
 
 
-def redact(values: Mapping[str, Any]) -> dict[str, Any]:
-    """``values`` with every set API key shown as ``***``."""
-    return {k: (REDACTED if k in SECRET_KEYS and v else v) for k, v in values.items()}
-
-
 def global_only(update: Mapping[str, Any]) -> None:
     """Refuse engine keys in an owner's row."""
     named = sorted(set(update) & ENGINE_KEYS)
@@ -217,8 +213,3 @@ def global_only(update: Mapping[str, Any]) -> None:
 
 def _refuse(key: str, why: str) -> None:
     raise ValidationFailed(f"invalid setting {key}: {why} - at `$.values.{key}`")
-
-
-def _camel(snake: str) -> str:
-    head, *rest = snake.split("_")
-    return head + "".join(p.title() for p in rest)

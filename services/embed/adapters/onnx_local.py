@@ -25,6 +25,8 @@ from tokenizers import Tokenizer
 
 from shared.errors import ConfigError
 
+from ..logic import signature
+
 MODEL_NAME: Final = "all-MiniLM-L6-v2"
 DIM: Final = 384
 MAX_TOKENS: Final = 256
@@ -175,8 +177,7 @@ class LocalEmbedder:
     @property
     def signature(self) -> str:
         """The embedding_signature `local:{model}:{dim}[:quant]` recorded per vector store."""
-        base = f"local:{self._model_name}:{DIM}"
-        return f"{base}:{self._quantization}" if self._quantization else base
+        return signature("local", self._model_name, DIM, self._quantization)
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Embed a batch; the caller chooses the batch size (vectors do not depend on it)."""
