@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-from pathlib import Path
 
 from shared.bus.consumer import ConsumerSpec, PullConsumer
 from shared.config import load
 from shared.db.settings_store import read_values
+from shared.engine_settings import EMBED_ENV_PREFIX
 from shared.global_settings_watch import follow_global_settings
 from shared.memory_settings import GLOBAL_OWNER
-from shared.observability.logging import get_logger
 from shared.schemas import RPC_OPS, EmbedJob
 from shared.service import ServiceContext
 from shared.subjects import EMBED_CONSUMER, EMBED_JOBS, JOBS_STREAM
@@ -36,16 +35,15 @@ from .handlers import Jobs, Queries
 from .live import EngineSwitch, locations, source_info, startup_engine
 from .reindex import Signatures
 from .settings import EmbedSettings
-from .sources import EmbedSource, Inference, build_source, source_for_signature
+from .sources import Inference, build_source
 from .sweep import sweep_lost_jobs
 
 NEEDS_DB = True
-log = get_logger(__name__)
 
 
 async def setup(ctx: ServiceContext) -> None:
     """Register the embed service's endpoints and consumers (health comes from the runtime)."""
-    env_settings = load(EmbedSettings, "MEMORYD_EMBED_", os.environ)
+    env_settings = load(EmbedSettings, EMBED_ENV_PREFIX, os.environ)
     global_row = await read_values(ctx.db, GLOBAL_OWNER)
     choice = startup_engine(env_settings, ctx.config.qdrant, global_row)
     settings = choice.embedding
@@ -68,7 +66,7 @@ async def setup(ctx: ServiceContext) -> None:
     await sigs.prepare()
 
     queries = Queries(
-        await _query_source(sigs, source, settings, inference, cache_dir),
+        source,
         VectorCache(settings.cache_size, settings.cache_ttl_s),
         batch_max=settings.query_batch_max,
         wait_s=settings.query_wait_ms / 1000,
@@ -98,6 +96,7 @@ async def setup(ctx: ServiceContext) -> None:
     ctx.closers.append(engine.close)
     ctx.closers.append(queries.close)
     ctx.closers.append(jobs.batcher.close)
+    await engine.follow_active(build=True)  # a change pending: queries keep the active signature
 
     await ctx.rpc.add(RPC_OPS["embed"], queries.embed)
     await ctx.rpc.add(RPC_OPS["reindex"], sigs.reindex)
@@ -127,22 +126,3 @@ async def setup(ctx: ServiceContext) -> None:
         return status
 
     ctx.checks["embedder"] = embedder_health
-
-
-async def _query_source(
-    sigs: Signatures, source: EmbedSource, settings: EmbedSettings, inference: Inference, cache_dir: Path
-) -> EmbedSource:
-    """The source of the active signature while a change is pending (if buildable), else `source`."""
-    active = sigs.active
-    if active is None or active == source.signature:
-        return source
-    legacy = await asyncio.to_thread(source_for_signature, active, settings, inference, cache_dir)
-    if legacy is None:
-        log.warning(
-            "embed.active_signature_unavailable",
-            active=active,
-            configured=source.signature,
-            detail="query vectors use the new signature; vector search waits for the reindex",
-        )
-        return source
-    return legacy

@@ -144,7 +144,7 @@ class EngineSwitch:
             stores=[s.name for s in stores.all],
             pending=self.sigs.changing,
         )
-        await self._follow_active(build=True)
+        await self.follow_active(build=True)
         if old_stores is not stores:
             await old_stores.close()
         await self._close_unused(old_source)
@@ -152,10 +152,12 @@ class EngineSwitch:
     async def tick(self) -> None:
         """After each signature watch round: once the reindex switched, queries use the new source."""
         async with self._lock:
-            await self._follow_active(build=False)
+            await self.follow_active(build=False)
 
-    async def _follow_active(self, *, build: bool) -> None:
-        """Queries use the source of the signature retrieval searches (the active one)."""
+    async def follow_active(self, *, build: bool) -> None:
+        """Queries use the source of the signature retrieval searches (the active one): while a
+        change is pending, the active signature's source when ``build`` may build it and it can be
+        built, else the configured one (query vectors then wait for the reindex to match)."""
         active = self.sigs.active
         current = self.queries.source
         if active is None or active == self.source.signature:
@@ -166,6 +168,13 @@ class EngineSwitch:
             legacy = await asyncio.to_thread(
                 source_for_signature, active, self.choice.embedding, self.inference, self.cache_dir
             )
+            if legacy is None:
+                log.warning(
+                    "embed.active_signature_unavailable",
+                    active=active,
+                    configured=self.source.signature,
+                    detail="query vectors use the new signature; vector search waits for the reindex",
+                )
             want = legacy or self.source
         old = await self.queries.switch(want)
         if old is not None:
