@@ -123,7 +123,7 @@ class Signatures:
             row = (await db.read_meta(self.pool, [name])).get(name)
             if store is None or row is None:
                 return
-            for sig in {s for s in (row.active, row.pending, self.signature) if s}:
+            for sig in self._held(row):
                 try:
                     await store.drop(sig)
                 except Exception as exc:  # down: its data is dropped when it is attached again
@@ -176,12 +176,16 @@ class Signatures:
         if not reattached(row.details, location):
             return dataclasses.replace(row, details={**row.details, "location": location})
         store = self.stores[name]
-        for sig in {s for s in (row.active, row.pending, self.signature) if s}:
+        for sig in self._held(row):
             await store.drop(sig)
         await store.ensure(self.signature, self.dim)
         log.info("embed.store_starts_afresh", store=name, location=location, was=row.details.get("location"))
         kept = {k: v for k, v in row.details.items() if k not in ("detached", "retired", "retired_at")}
         return db.MetaRow(name, None, None, None, {**kept, "location": location})
+
+    def _held(self, row: db.MetaRow) -> set[str]:
+        """The signatures a store may hold vectors of: its active, its pending and ours."""
+        return {s for s in (row.active, row.pending, self.signature) if s}
 
     async def refresh(self) -> None:
         self.meta = await db.read_meta(self.pool, list(self.stores))
