@@ -27,7 +27,7 @@ import random
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,10 +46,13 @@ from ..db.memories import content_hash
 from ..schemas import EmbedJob
 from ..schemas.retrieval import EmbedRequest
 from ..subjects import EMBED_JOBS
+from .harness import embedded_servers, proc_cpu, self_cpu, servers_cpu, wait_until
+from .locomo import percentile
 from .report import environment, markdown_table
 
 Log = Callable[[str], None]
 WARMUP_OWNER = "bench-warmup"
+EMBED_METRICS = "memoryd_embed"  # the samples `scrape` keeps from a worker's metrics page
 TARGET_ONE_WORKER = 0.85
 TARGET_TWO_WORKERS = 1.6
 
@@ -139,14 +142,6 @@ def generate_texts(n: int, seed: int = 20261129) -> list[str]:
     return out
 
 
-def percentile(values: Sequence[float], q: float) -> float:
-    """Nearest-rank percentile (`q` in 0..100); NaN for no values."""
-    if not values:
-        return math.nan
-    ordered = sorted(values)
-    return ordered[max(1, math.ceil(q / 100 * len(ordered))) - 1]
-
-
 # --- options and plumbing --------------------------------------------------------------------
 @dataclass(frozen=True)
 class EmbedBenchOptions:
@@ -208,27 +203,29 @@ async def _publish(nc: Client, jobs: Sequence[EmbedJob], chunk: int = 500) -> No
         await asyncio.gather(*(js.publish(EMBED_JOBS, encode(j)) for j in jobs[i : i + chunk]))
 
 
-async def _wait_vectors(pool: asyncpg.Pool, sql: str, expected: int, timeout: float, poll_s: float = 0.1) -> None:
-    deadline = time.monotonic() + timeout
-    while (n := await pool.fetchval(sql)) < expected:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"only {n} of {expected} vectors stored after {timeout:.0f} s")
-        await asyncio.sleep(poll_s)
+async def _wait_vectors(pool: asyncpg.Pool, sql: str, expected: int, timeout: float) -> None:
+    async def stored() -> bool:
+        return bool(await pool.fetchval(sql) >= expected)
+
+    await wait_until(stored, timeout, interval=0.1, what=f"{expected} vectors stored")
 
 
-async def scrape(url: str) -> dict[str, float]:
-    """`name{labels}` -> value of every sample on a metrics page (only memoryd_embed_* kept)."""
+async def scrape(url: str, prefix: str = "") -> dict[str, float]:
+    """`name{k=v,...}` -> value of every sample on a metrics page whose name starts with
+    `prefix` (histogram buckets left out)."""
     async with httpx.AsyncClient(timeout=5) as client:
         text = (await client.get(url)).text
     out: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
-            if sample.name.startswith("memoryd_embed"):
-                labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()) if k != "le")
-                if "le" in sample.labels:
-                    continue
+            if sample.name.startswith(prefix) and "le" not in sample.labels:
+                labels = ",".join(f"{k}={v}" for k, v in sorted(sample.labels.items()))
                 out[f"{sample.name}{{{labels}}}"] = float(sample.value)
     return out
+
+
+def _delta(after: Mapping[str, float], before: Mapping[str, float], key: str) -> float:
+    return after.get(key, 0) - before.get(key, 0)
 
 
 @contextlib.asynccontextmanager
@@ -271,15 +268,8 @@ class CpuProbe:
     nats_dir: Path | None
 
     def snapshot(self, worker_pids: Sequence[int]) -> dict[str, float]:
-        from .harness import children_of, pids_with_arg, postmaster_pid, proc_cpu, self_cpu
-
         out = {"workers": sum(proc_cpu(p) for p in worker_pids), "bench": self_cpu()}
-        pm = postmaster_pid(self.pg_data) if self.pg_data else None
-        if pm is not None:
-            out["postgres"] = proc_cpu(pm, with_reaped_children=True) + sum(proc_cpu(c) for c in children_of(pm))
-        if self.nats_dir is not None:
-            out["nats"] = sum(proc_cpu(p) for p in pids_with_arg(str(self.nats_dir)))
-        return out
+        return out | servers_cpu(self.pg_data, self.nats_dir, nats_file=None)
 
 
 async def _service_run(
@@ -302,7 +292,7 @@ async def _service_run(
             pool, f"SELECT count(*) FROM memory_embeddings WHERE owner = '{WARMUP_OWNER}'", len(per_worker), 120
         )
         pids = [c.proc.pid for c in sup.children if c.proc is not None]
-        before = [await scrape(c.metrics_url) for c in sup.children]
+        before = [await scrape(c.metrics_url, EMBED_METRICS) for c in sup.children]
         cpu_before = probe.snapshot(pids)
         started = time.perf_counter()
         await _publish(nc, jobs)
@@ -311,14 +301,15 @@ async def _service_run(
         )
         seconds = time.perf_counter() - started
         cpu_after = probe.snapshot(pids)
-        after = [await scrape(c.metrics_url) for c in sup.children]
+        after = [await scrape(c.metrics_url, EMBED_METRICS) for c in sup.children]
     key_texts = "memoryd_embed_texts_total{path=job}"
     key_bsum, key_bcount = "memoryd_embed_batch_size_sum{}", "memoryd_embed_batch_size_count{}"
     key_isum = "memoryd_embed_inference_seconds_sum{}"
-    share = [a.get(key_texts, 0) - b.get(key_texts, 0) for a, b in zip(after, before, strict=True)]
-    batches = sum(a.get(key_bcount, 0) - b.get(key_bcount, 0) for a, b in zip(after, before, strict=True))
-    texts_in_batches = sum(a.get(key_bsum, 0) - b.get(key_bsum, 0) for a, b in zip(after, before, strict=True))
-    inference = sum(a.get(key_isum, 0) - b.get(key_isum, 0) for a, b in zip(after, before, strict=True))
+    pairs = list(zip(after, before, strict=True))
+    share = [_delta(a, b, key_texts) for a, b in pairs]
+    batches = sum(_delta(a, b, key_bcount) for a, b in pairs)
+    texts_in_batches = sum(_delta(a, b, key_bsum) for a, b in pairs)
+    inference = sum(_delta(a, b, key_isum) for a, b in pairs)
     cpu = {k: (cpu_after[k] - cpu_before.get(k, 0.0)) * 1000 / len(jobs) for k in cpu_after}
     return {
         "workers": workers,
@@ -365,11 +356,11 @@ async def _query_runs(
         for conc in opts.concurrency:
             segment = texts[offset : offset + opts.queries]
             offset += opts.queries
-            before = await scrape(sup.children[0].metrics_url)
+            before = await scrape(sup.children[0].metrics_url, EMBED_METRICS)
             run = await _latency(nc, segment, conc)
-            after = await scrape(sup.children[0].metrics_url)
-            n = after.get("memoryd_embed_batch_size_count{}", 0) - before.get("memoryd_embed_batch_size_count{}", 0)
-            s = after.get("memoryd_embed_batch_size_sum{}", 0) - before.get("memoryd_embed_batch_size_sum{}", 0)
+            after = await scrape(sup.children[0].metrics_url, EMBED_METRICS)
+            n = _delta(after, before, "memoryd_embed_batch_size_count{}")
+            s = _delta(after, before, "memoryd_embed_batch_size_sum{}")
             results.append({**run, "cached": False, "mean_batch": s / n if n else None})
             cached = await _latency(nc, segment, conc)
             results.append({**cached, "cached": True, "mean_batch": None})
@@ -378,10 +369,8 @@ async def _query_runs(
 
 # --- the run ---------------------------------------------------------------------------------
 async def run_embed_bench(opts: EmbedBenchOptions, log: Log) -> dict[str, Any]:
-    from .harness import embedded_servers
-
-    texts = generate_texts(opts.texts)
-    query_texts = generate_texts(opts.texts + opts.queries * len(opts.concurrency))[opts.texts :]
+    all_texts = generate_texts(opts.texts + opts.queries * len(opts.concurrency))
+    texts, query_texts = all_texts[: opts.texts], all_texts[opts.texts :]
     report: dict[str, Any] = {"environment": environment(), "options": {**opts.__dict__, "log_dir": None}}
     report["environment"]["loadavg_before"] = os.getloadavg()  # other work on the machine skews texts/s
     with tempfile.TemporaryDirectory(prefix="memoryd-bench-embed-") as tmp:

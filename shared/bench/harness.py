@@ -127,6 +127,22 @@ def self_cpu() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
+def servers_cpu(
+    pg_data: Path | None, nats_dir: Path | None, *, nats_file: str | None = "nats.conf"
+) -> dict[str, float]:
+    """CPU seconds of PostgreSQL (the postmaster with all its backends, reaped ones included)
+    and of nats-server (processes whose command line holds ``nats_dir / nats_file``, or
+    ``nats_dir`` when ``nats_file`` is None); a key only for a server that is there."""
+    out: dict[str, float] = {}
+    pm = postmaster_pid(pg_data) if pg_data is not None else None
+    if pm is not None:
+        out["postgres"] = proc_cpu(pm, with_reaped_children=True) + sum(proc_cpu(c) for c in children_of(pm))
+    if nats_dir is not None:
+        needle = nats_dir / nats_file if nats_file is not None else nats_dir
+        out["nats"] = sum(proc_cpu(p) for p in pids_with_arg(str(needle)))
+    return out
+
+
 # --- services ---------------------------------------------------------------------------------
 
 
@@ -242,12 +258,8 @@ class ServiceStack:
         In ``inprocess`` mode the services' CPU is part of ``bench`` (this process).
         """
         out = {name: proc_cpu(pid) for name, pid in self._pids.items()}
-        if self.servers is not None and self.servers.pg_data is not None:
-            pm = postmaster_pid(self.servers.pg_data)
-            if pm is not None:
-                out["postgres"] = proc_cpu(pm, with_reaped_children=True) + sum(proc_cpu(c) for c in children_of(pm))
-        if self.servers is not None and self.servers.nats_dir is not None:
-            out["nats"] = sum(proc_cpu(p) for p in pids_with_arg(str(self.servers.nats_dir / "nats.conf")))
+        if self.servers is not None:
+            out |= servers_cpu(self.servers.pg_data, self.servers.nats_dir)
         out["bench"] = self_cpu()
         return out
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,14 +26,24 @@ def bench_subparsers(sub: argparse._SubParsersAction) -> argparse._SubParsersAct
     raise RuntimeError("the bench parser has no sub-commands")  # pragma: no cover
 
 
-def _ints(text: str) -> list[int]:
-    try:
-        values = [int(x.replace("_", "")) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
-    if any(v < 1 for v in values):
-        raise argparse.ArgumentTypeError("every value must be >= 1")
-    return values
+def int_list(
+    minimum: int = 1, message: str = "every value must be >= 1", *, allow_empty: bool = False
+) -> Callable[[str], list[int]]:
+    """An argparse ``type`` for ``10_000,100000``: integers >= ``minimum`` (else ``message``)."""
+
+    def parse(text: str) -> list[int]:
+        try:
+            values = [int(x.replace("_", "")) for x in text.split(",") if x.strip()]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
+        if (not values and not allow_empty) or any(v < minimum for v in values):
+            raise argparse.ArgumentTypeError(message)
+        return values
+
+    return parse
+
+
+_ints = int_list(allow_empty=True)
 
 
 def _repo_root() -> Path:
@@ -43,10 +54,19 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-async def _quality(args: argparse.Namespace) -> int:
+def emit(text: str, report: dict[str, Any], json_path: str | None) -> None:
+    """Print a benchmark's tables; with ``--json``, also write the report there."""
+    from ..bench.report import write_json
+
+    print(text, flush=True)
+    if json_path:
+        write_json(Path(json_path), report)
+        _log(f"wrote {json_path}")
+
+
+async def cmd_quality(args: argparse.Namespace) -> int:
     from ..bench import locomo, quality
     from ..bench.harness import ServiceStack, embedded_servers
-    from ..bench.report import write_json
 
     data = Path(args.data) if args.data else quality.default_data_path(_repo_root())
     if not data.exists():
@@ -63,17 +83,13 @@ async def _quality(args: argparse.Namespace) -> int:
         report = await quality.run_quality(
             stack, convs, args.strategy or quality.DEFAULT_STRATEGIES, variants, data_path=str(data), log=_log
         )
-    print(quality.render(report), flush=True)
-    if args.json:
-        write_json(Path(args.json), report)
-        _log(f"wrote {args.json}")
+    emit(quality.render(report), report, args.json)
     return 0
 
 
-async def _latency(args: argparse.Namespace) -> int:
+async def cmd_latency(args: argparse.Namespace) -> int:
     from ..bench import latency
     from ..bench.harness import ServiceStack, embedded_servers
-    from ..bench.report import write_json
 
     async with (
         embedded_servers() as servers,
@@ -92,19 +108,8 @@ async def _latency(args: argparse.Namespace) -> int:
             n_questions=args.questions,
             log=_log,
         )
-    print(latency.render(report), flush=True)
-    if args.json:
-        write_json(Path(args.json), report)
-        _log(f"wrote {args.json}")
+    emit(latency.render(report), report, args.json)
     return 0
-
-
-def cmd_quality(args: argparse.Namespace) -> Any:
-    return _quality(args)
-
-
-def cmd_latency(args: argparse.Namespace) -> Any:
-    return _latency(args)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

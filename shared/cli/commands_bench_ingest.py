@@ -4,17 +4,16 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from .commands_bench import bench_subparsers
+from .commands_bench import _log, bench_subparsers
 
 
 async def _run(args: argparse.Namespace) -> int:
     from ..bench.ingest import render, run_ingest_bench
     from ..bench.report import write_json
 
-    report = await run_ingest_bench(args.events, log=lambda m: print(m, file=sys.stderr, flush=True))
+    report = await run_ingest_bench(args.events, log=_log)
     print(render(report), flush=True)
     if args.json:
         write_json(Path(args.json), report)

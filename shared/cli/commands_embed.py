@@ -13,12 +13,11 @@ import asyncio
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from ..config import NatsConfig
 from ..errors import ValidationFailed
 from ..schemas.ops import ReindexRequest, ReindexResult
-from .commands_bench import bench_subparsers
+from .commands_bench import _log, bench_subparsers, emit, int_list
 from .commands_search import resolve_nats_url
 
 
@@ -92,47 +91,23 @@ async def cmd_reindex(args: argparse.Namespace) -> int:
         await nc.close()
 
 
-def _ints(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
-    if not values or any(v < 1 for v in values):
-        raise argparse.ArgumentTypeError("every value must be >= 1")
-    return values
-
-
 async def cmd_bench_embed(args: argparse.Namespace) -> int:
     from ..bench.embed import EmbedBenchOptions, render, run_embed_bench
-    from ..bench.report import write_json
 
     if args.texts < 200:
         raise ValidationFailed("--texts: at least 200, so throughput is not dominated by start-up")
     opts = EmbedBenchOptions(
         texts=args.texts,
         batch=args.batch,
-        workers=args.workers,
+        workers=tuple(args.workers),
         queries=args.queries,
-        concurrency=args.concurrency,
+        concurrency=tuple(args.concurrency),
         quantization=args.quantization,
         log_dir=args.log_dir,
     )
-    if args.log_dir:
-        args.log_dir.mkdir(parents=True, exist_ok=True)
-    report = await run_embed_bench(opts, lambda m: print(m, file=sys.stderr, flush=True))
-    print(render(report), flush=True)
-    if args.json:
-        write_json(Path(args.json), report)
-        print(f"wrote {args.json}", file=sys.stderr, flush=True)
+    report = await run_embed_bench(opts, _log)
+    emit(render(report), report, args.json)
     return 0
-
-
-def _reindex(args: argparse.Namespace) -> Any:
-    return cmd_reindex(args)
-
-
-def _bench(args: argparse.Namespace) -> Any:
-    return cmd_bench_embed(args)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -148,15 +123,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     r.add_argument("--nats-url", help="default $MEMORYD_NATS_URL or <data-dir>/runtime.json")
     r.add_argument("--data-dir", help="where `memoryd up` keeps runtime.json (default .memoryd)")
-    r.set_defaults(func=_reindex)
+    r.set_defaults(func=cmd_reindex)
 
     b = bench_subparsers(sub).add_parser("embed", help="embed service throughput vs the raw ONNX Runtime ceiling")
     b.add_argument("--texts", type=int, default=3000, help="texts embedded per measurement (default 3000)")
     b.add_argument("--batch", type=int, default=16, help="inference batch size (MEMORYD_EMBED_BATCH_MAX, default 16)")
-    b.add_argument("--workers", type=_ints, default=(1, 2), help="worker process counts (default 1,2)")
+    b.add_argument("--workers", type=int_list(), default=(1, 2), help="worker process counts (default 1,2)")
     b.add_argument("--queries", type=int, default=400, help="query RPCs per concurrency level")
-    b.add_argument("--concurrency", type=_ints, default=(1, 32), help="query concurrency levels (default 1,32)")
+    b.add_argument("--concurrency", type=int_list(), default=(1, 32), help="query concurrency levels (default 1,32)")
     b.add_argument("--quantization", choices=("none", "dynamic-int8"), default="none")
     b.add_argument("--json", help="also write the report as JSON to this file")
     b.add_argument("--log-dir", type=Path, help="keep the workers' logs here")
-    b.set_defaults(func=_bench)
+    b.set_defaults(func=cmd_bench_embed)

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..codec import encode
 from ..schemas.ops import SleepRunRecord
+from .commands_bench import _log, bench_subparsers, int_list
 
 _PHASE_ORDER = (
     "conflict_resolution",
@@ -101,21 +102,11 @@ async def cmd_bench(args: argparse.Namespace) -> int:
     from ..bench.report import write_json
     from ..bench.sleep import render, run_sleep_bench
 
-    report = await run_sleep_bench(args.sizes, log=lambda m: print(m, file=sys.stderr, flush=True))
+    report = await run_sleep_bench(args.sizes, log=_log)
     print(render(report), flush=True)
     if args.json:
         write_json(Path(args.json), report)
     return 0
-
-
-def _sizes(text: str) -> list[int]:
-    try:
-        values = [int(x.replace("_", "")) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of integers") from None
-    if not values or any(v < 10 for v in values):
-        raise argparse.ArgumentTypeError("sizes must be integers >= 10")
-    return values
 
 
 def _limit(value: str) -> int:
@@ -132,8 +123,6 @@ def _client_args(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from .commands_bench import bench_subparsers
-
     sleep = sub.add_parser("sleep", help="sleep-worker runs: queue one by hand, list recorded runs")
     cmds = sleep.add_subparsers(dest="sleep_command", required=True, metavar="COMMAND")
     run = cmds.add_parser("run", help="queue a consolidation run for an owner")
@@ -149,6 +138,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     status.set_defaults(func=cmd_status)
 
     bench = bench_subparsers(sub).add_parser("sleep", help="a full sleep run's time and LLM tokens (scripted LLM)")
-    bench.add_argument("--sizes", type=_sizes, default=[10_000, 100_000], help="memories of the one owner, e.g. 10000")
+    bench.add_argument(
+        "--sizes",
+        type=int_list(10, "sizes must be integers >= 10"),
+        default=[10_000, 100_000],
+        help="memories of the one owner, e.g. 10000",
+    )
     bench.add_argument("--json", help="also write the report as JSON to this file")
     bench.set_defaults(func=cmd_bench)

@@ -13,12 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
-import httpx
 import numpy as np
 from nats.js import JetStreamContext
 from prometheus_client import REGISTRY
-from prometheus_client.parser import text_string_to_metric_families
 
+from shared.bench.embed import scrape as scrape  # the metrics-page reader, re-exported for the tests
 from shared.codec import encode
 from shared.db import memories
 from shared.schemas import EmbedJob, MemoryRecord
@@ -87,18 +86,6 @@ def sample(name: str, labels: Mapping[str, str] | None = None) -> float:
 async def queue_drained(js: JetStreamContext) -> bool:
     info = await js.consumer_info(JOBS_STREAM, EMBED_CONSUMER)
     return (info.num_pending or 0) == 0 and (info.num_ack_pending or 0) == 0
-
-
-async def scrape(url: str) -> dict[str, float]:
-    """`name{k=v,...}` -> value on a worker's metrics page (buckets left out)."""
-    async with httpx.AsyncClient(timeout=5) as client:
-        text = (await client.get(url)).text
-    out: dict[str, float] = {}
-    for family in text_string_to_metric_families(text):
-        for s in family.samples:
-            if "le" not in s.labels:
-                out[s.name + "{" + ",".join(f"{k}={v}" for k, v in sorted(s.labels.items())) + "}"] = float(s.value)
-    return out
 
 
 class Worker:
