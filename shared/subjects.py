@@ -107,6 +107,12 @@ def owner_events_subject(owner: str) -> str:
 MSG_ID_HEADER = "Nats-Msg-Id"
 NO_MEMORY_HEADER = "x-memory-no-memory"
 
+
+def embed_msg_id(memory_id: str, content_hash: str) -> str:
+    """``Nats-Msg-Id`` of a memory's EmbedJob: one job per memory and content hash."""
+    return f"embed:{memory_id}:{content_hash}"
+
+
 ALL_STREAM_SUBJECTS: dict[str, tuple[str, ...]] = {
     EVENTS_STREAM: EVENTS_SUBJECTS,
     JOBS_STREAM: JOBS_SUBJECTS,

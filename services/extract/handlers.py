@@ -34,7 +34,7 @@ from shared.observability.logging import get_logger
 from shared.observability.metrics import FACTS
 from shared.schemas import EmbedJob, ExtractJob
 from shared.schemas.events import Turn
-from shared.subjects import EMBED_JOBS, MSG_ID_HEADER
+from shared.subjects import EMBED_JOBS, MSG_ID_HEADER, embed_msg_id
 
 from . import store
 from .entities import Entity, extract_entities
@@ -178,7 +178,7 @@ async def publish_embed_jobs(js: JetStreamContext, owner: str, facts: list[store
             content_hash=fact.content_hash,
             reason="new" if fact.created else "update",
         )
-        headers = {MSG_ID_HEADER: f"embed:{fact.memory_id}:{fact.content_hash}"}
+        headers = {MSG_ID_HEADER: embed_msg_id(fact.memory_id, fact.content_hash)}
         return await js.publish(EMBED_JOBS, encode(job), headers=headers)
 
     try:

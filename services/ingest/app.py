@@ -56,12 +56,12 @@ async def setup(ctx: ServiceContext) -> None:
     live = LiveStores(ctx.config, ctx.db)
     ctx.closers.append(live.close)
     vectors = await live.open(global_row)
-    stores = MemoryStores(ctx.db, [store for store in vectors.all if store is not vectors.pgvector])
+    stores = MemoryStores(ctx.db, vectors.external)
 
     async def follow_stores(values: dict[str, object]) -> None:  # deletes reach the Qdrant in use
         opened = await live.follow(values)
         if opened is not None:
-            stores.external = [store for store in opened.all if store is not opened.pgvector]
+            stores.external = opened.external
 
     await MemoryApi(stores, publisher).register(ctx.rpc)
     spec = ingest_consumer(ctx.config.nats, settings.batch)

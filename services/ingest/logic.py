@@ -203,10 +203,6 @@ def extract_msg_id(owner: str, event_id: str, part: int = 0) -> str:
     return base if part == 0 else f"{base}:{part}"
 
 
-def embed_msg_id(memory_id: str, content_hash: str) -> str:
-    return f"embed:{memory_id}:{content_hash}"
-
-
 def extract_jobs(
     event: ChatEvent, turns: Sequence[Turn], max_bytes: int = MAX_EXTRACT_JOB_BYTES
 ) -> list[tuple[str, ExtractJob]]:

@@ -24,9 +24,9 @@ from shared.codec import encode
 from shared.errors import DependencyDown
 from shared.observability.logging import get_logger
 from shared.schemas.events import Activity, ChatEvent, EmbedJob, Turn
-from shared.subjects import EMBED_JOBS, EXTRACT_JOBS, MSG_ID_HEADER, activity_key, activity_subject
+from shared.subjects import EMBED_JOBS, EXTRACT_JOBS, MSG_ID_HEADER, activity_key, activity_subject, embed_msg_id
 
-from .logic import ActivityThrottle, embed_msg_id, extract_jobs
+from .logic import ActivityThrottle, extract_jobs
 
 log = get_logger(__name__)
 

@@ -62,7 +62,7 @@ async def setup(ctx: ServiceContext) -> None:
         cfg=cfg,
         llm=llm,
         pairs=stores.pgvector,
-        mirrors=[s for s in stores.all if s is not stores.pgvector],
+        mirrors=stores.external,
         activity=ActivityReader(kv),
         stop=ctx.stop,
     )
@@ -70,7 +70,7 @@ async def setup(ctx: ServiceContext) -> None:
     async def follow_stores(values: dict[str, object]) -> None:
         opened = await live.follow(values)
         if opened is not None:
-            deps.mirrors = [s for s in opened.all if s is not opened.pgvector]
+            deps.mirrors = opened.external
 
     await follow_global_settings(ctx, follow_stores, global_row)
     api = SleepApi(deps)

@@ -33,7 +33,7 @@ from shared.errors import BudgetExceeded, DependencyDown
 from shared.llm import LlmBadReply, LlmClient, LlmNotConfigured, LlmUnavailable
 from shared.observability.logging import get_logger
 from shared.schemas.events import EmbedJob
-from shared.subjects import EMBED_JOBS, MSG_ID_HEADER
+from shared.subjects import EMBED_JOBS, MSG_ID_HEADER, embed_msg_id
 from shared.vectors.pgvector import PgVectorStore
 from shared.vectors.port import VectorStore
 
@@ -147,7 +147,7 @@ class RunContext:
             job = EmbedJob(memory_id=memory_id, owner=self.owner, content_hash=digest, reason=reason)
             try:
                 await self.deps.js.publish(
-                    EMBED_JOBS, encode(job), headers={MSG_ID_HEADER: f"embed:{memory_id}:{digest}"}, timeout=5.0
+                    EMBED_JOBS, encode(job), headers={MSG_ID_HEADER: embed_msg_id(memory_id, digest)}, timeout=5.0
                 )
             except (nats.errors.Error, TimeoutError) as exc:
                 log.warning("sleep.embed_publish_failed", memory_id=memory_id, error=str(exc) or type(exc).__name__)

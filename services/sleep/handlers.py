@@ -33,9 +33,7 @@ class SleepApi:
     async def run(self, req: SleepRunRequest) -> SleepRunResult:
         job, msg_id = jobs.manual_job(req.owner, datetime.now(UTC))
         await jobs.enqueue(self._deps.pool, self._deps.js, job, msg_id)
-        record = await self._record(job.run_id)
-        if req.wait:
-            record = await self._wait(job.run_id, req.timeout_s)
+        record = await (self._wait(job.run_id, req.timeout_s) if req.wait else self._record(job.run_id))
         return SleepRunResult(run_id=job.run_id, queued=True, run=record)
 
     async def _record(self, run_id: str) -> SleepRunRecord:

@@ -153,7 +153,7 @@ async def _execute_locked(deps: Deps, job: SleepRun, run_id: uuid.UUID, keepaliv
     except ValidationFailed as exc:
         return await _fail_without_phases(deps, run_id, job, exc.description)
     if job.reason == "scheduled":
-        history = await store.run_history(pool, job.owner, exclude=run_id)
+        history = await store.run_history(pool, job.owner, limit=1, exclude=run_id)
         last_run_at = history[0][1] if history else None
         if not settings.sleep_mode_enabled or not job_is_current(job.slot or "", last_run_at):
             log.info("sleep.job_dropped", why="stale slot or sleep mode off", slot=job.slot)

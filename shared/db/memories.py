@@ -157,6 +157,61 @@ async def upsert_by_key(
     return to_record(row), prev is None, prev is not None and prev != digest
 
 
+async def replace_content(
+    conn: Conn,
+    owner: str,
+    memory_id: str | uuid.UUID,
+    content: str,
+    *,
+    reason: str,
+    run_id: str,
+    metadata: dict[str, Any],
+    old_content: str | None = None,
+    reactivate: bool = False,
+    skip_global: bool = False,
+) -> str:
+    """Replace a memory's text in place, keeping the old text in ``content_history``; the new hash.
+
+    The history row holds ``old_content`` (the text the caller read under its row lock),
+    written only when the new text differs from it; without ``old_content`` it holds the
+    stored text as it is now, always. The row gets the new text and hash, merges
+    ``metadata``, a new ``updated_at`` and ``needs_reindex`` when the hash changed;
+    ``reactivate`` also makes it active, ``skip_global`` leaves a global-scope memory as it is.
+    """
+    mid, run = _uuid(memory_id), uuid.UUID(run_id)
+    if old_content is None:
+        await conn.execute(
+            "INSERT INTO content_history (memory_id, owner, old_content, reason, run_id)"
+            " SELECT id, owner, content, $3, $4 FROM memories WHERE owner = $1 AND id = $2",
+            owner,
+            mid,
+            reason,
+            run,
+        )
+    elif content != old_content:
+        await conn.execute(
+            "INSERT INTO content_history (memory_id, owner, old_content, reason, run_id) VALUES ($1, $2, $3, $4, $5)",
+            mid,
+            owner,
+            old_content,
+            reason,
+            run,
+        )
+    digest = content_hash(content)
+    state = " state = 'active'," if reactivate else ""
+    guard = " AND scope <> 'global'" if skip_global else ""
+    await conn.execute(
+        "UPDATE memories SET content = $3, content_hash = $4, metadata = metadata || $5::jsonb, updated_at = now(),"
+        f"{state} needs_reindex = needs_reindex OR content_hash <> $4 WHERE owner = $1 AND id = $2{guard}",
+        owner,
+        mid,
+        content,
+        digest,
+        metadata,
+    )
+    return digest
+
+
 async def delete(conn: asyncpg.Connection, owner: str, ids: Sequence[str | uuid.UUID]) -> DeletionReceipt:
     """Delete the owner's memories by id from Postgres (rows, pgvector vectors, history).
 

@@ -39,6 +39,11 @@ class VectorStores:
         """Every open store: writes, deletes and payload updates go to each."""
         return [self.pgvector] if self.qdrant is None else [self.pgvector, self.qdrant]
 
+    @property
+    def external(self) -> list[VectorStore]:
+        """The stores other than pgvector (whose vectors live in the memories' own database)."""
+        return [] if self.qdrant is None else [self.qdrant]
+
     async def primary(self, signature: str) -> tuple[VectorStore, str | None]:
         """The store to search first, and why Qdrant is not it (None when it is or is not configured)."""
         if self.qdrant is None:

@@ -13,7 +13,6 @@ of one run is written in one transaction.
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
 from typing import Any
 
 import asyncpg
@@ -22,13 +21,20 @@ from services.sleep.affective_logic import AffectiveEdge, AffectivePlan, attribu
 from services.sleep.context import BatchBroken, Embed, RunContext
 from services.sleep.llm_reply_logic import LlmReplyError
 from services.sleep.logic import affective_skip_reason
-from services.sleep.phases.pattern_store import create_pattern, evidence_of, existing_patterns, refresh_pattern
+from services.sleep.phases.entity_store import AFFECTIVE, owner_entities
+from services.sleep.phases.pattern_store import (
+    create_pattern,
+    evidence_of,
+    existing_patterns,
+    refresh_pattern,
+    window_pool,
+    window_start,
+)
 from services.sleep.prompt_logic import PoolMemory, PromptEntity, affective_prompt
 from services.sleep.receipt import AffectiveResult
 from services.sleep.relation_logic import Entity
 from services.sleep.trait_logic import ExistingTrait
 
-AFFECTIVE = "affective_context"
 TRAIT_PREFIX = "affect:"
 NO_POOL = "no memories in the lookback window"
 MAX_PROMPT_ENTITIES = 200
@@ -152,22 +158,13 @@ async def _apply(rc: RunContext, plan: AffectivePlan) -> list[Embed]:
 
 async def run(rc: RunContext, result: AffectiveResult) -> None:
     settings = rc.settings
-    entity_rows = await rc.pool.fetch("SELECT id, name, kind FROM entities WHERE owner = $1 ORDER BY id", rc.owner)
-    entities = [Entity(id=str(r["id"]), name=r["name"], kind=r["kind"]) for r in entity_rows]
+    entities = await owner_entities(rc.pool, rc.owner)
     result.entities = len(entities)
     skip = affective_skip_reason(settings.sleep_affective_enabled, rc.llm_route, len(entities))
     if skip is not None:
         result.status, result.reason = "skipped", skip
         return
-    since = rc.snapshot_at - timedelta(days=settings.sleep_pattern_lookback_days)
-    rows = await rc.pool.fetch(
-        "SELECT id, session_id, content FROM memories WHERE owner = $1 AND state = 'active' AND scope <> 'global'"
-        " AND type <> 'pattern' AND created_at >= $2 ORDER BY created_at DESC, id LIMIT $3",
-        rc.owner,
-        since,
-        rc.cfg.affective_pool,
-    )
-    pool = [PoolMemory(id=str(r["id"]), content=r["content"], session_id=r["session_id"]) for r in rows]
+    pool = await window_pool(rc, window_start(rc), rc.cfg.affective_pool)
     if not pool:
         result.status, result.reason = "skipped", NO_POOL
         return

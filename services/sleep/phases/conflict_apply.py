@@ -51,35 +51,14 @@ class _Stale(Exception):
     """The memories changed since the LLM judged them."""
 
 
-async def _history(conn: asyncpg.Connection, rc: RunContext, memory_id: str, old: str, reason: str) -> None:
-    await conn.execute(
-        "INSERT INTO content_history (memory_id, owner, old_content, reason, run_id) VALUES ($1, $2, $3, $4, $5)",
-        uuid.UUID(memory_id),
-        rc.owner,
-        old,
-        reason,
-        uuid.UUID(rc.run_id),
-    )
-
-
 async def _set_content(
     conn: asyncpg.Connection, rc: RunContext, memory_id: str, content: str, old: str, reason: str, meta: dict[str, Any]
 ) -> str:
     if len(content) > MAX_CONTENT_CHARS:
         raise _Stale(f"new content of {len(content)} characters is over {MAX_CONTENT_CHARS}")
-    digest = memories.content_hash(content)
-    if content != old:
-        await _history(conn, rc, memory_id, old, reason)
-    await conn.execute(
-        "UPDATE memories SET content = $3, content_hash = $4, metadata = metadata || $5::jsonb, updated_at = now(),"
-        " needs_reindex = needs_reindex OR content_hash <> $4 WHERE owner = $1 AND id = $2",
-        rc.owner,
-        uuid.UUID(memory_id),
-        content,
-        digest,
-        meta,
+    return await memories.replace_content(
+        conn, rc.owner, memory_id, content, reason=reason, run_id=rc.run_id, metadata=meta, old_content=old
     )
-    return digest
 
 
 async def _archive(conn: asyncpg.Connection, rc: RunContext, memory_id: str, meta: dict[str, Any]) -> None:

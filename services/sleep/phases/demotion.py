@@ -45,8 +45,8 @@ async def apply_plan(rc: RunContext, plan: DemotionPlan) -> tuple[list[str], lis
             wanted,
         )
         now = {str(r["id"]): r for r in rows if r["scope"] != "global"}
-        recalled = sum(1 for r in now.values() if not still_cold(r["last_accessed_at"], rc.snapshot_at))
         ok = {i for i, r in now.items() if still_cold(r["last_accessed_at"], rc.snapshot_at)}
+        recalled = len(now) - len(ok)
         summaries = [s for s in plan.to_summary if s.id in ok and now[s.id]["state"] == ACTIVE]
         archives = [i for i in plan.to_archive if i in ok and now[i]["state"] in (ACTIVE, SUMMARY)]
         if summaries:

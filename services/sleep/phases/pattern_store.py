@@ -6,19 +6,46 @@ A new one is an upsert by key (never over a global-scope memory); an existing on
 refreshed in place by id: when its text changes the old text goes to `content_history`
 first, and an unchanged refresh only merges metadata (its `updated_at` stays, so the
 conflict ledger does not see a change that did not happen).
+
+Both phases read the same lookback window of the owner's memories (`window_*`).
 """
 
 from __future__ import annotations
 
 import uuid
+from datetime import datetime, timedelta
 from typing import Any
 
 import asyncpg
 
+from services.sleep.context import RunContext
+from services.sleep.prompt_logic import PoolMemory
 from shared.db import memories
 
 PATTERN_TYPE = "pattern"
 SOURCE = "sleep"
+_WINDOW = (
+    "FROM memories WHERE owner = $1 AND state = 'active' AND scope <> 'global' AND type <> 'pattern'"
+    " AND created_at >= $2"
+)
+
+
+def window_start(rc: RunContext) -> datetime:
+    """Start of the lookback window (`sleepPatternLookbackDays` before the run's snapshot)."""
+    return rc.snapshot_at - timedelta(days=rc.settings.sleep_pattern_lookback_days)
+
+
+async def window_size(rc: RunContext, since: datetime) -> int:
+    """How many of the owner's active, non-global, non-pattern memories were created since `since`."""
+    return int(await rc.pool.fetchval(f"SELECT count(*) {_WINDOW}", rc.owner, since))
+
+
+async def window_pool(rc: RunContext, since: datetime, limit: int) -> list[PoolMemory]:
+    """The newest `limit` memories of that window (id, session, text) for an LLM prompt."""
+    rows = await rc.pool.fetch(
+        f"SELECT id, session_id, content {_WINDOW} ORDER BY created_at DESC, id LIMIT $3", rc.owner, since, limit
+    )
+    return [PoolMemory(id=str(r["id"]), content=r["content"], session_id=r["session_id"]) for r in rows]
 
 
 async def existing_patterns(conn: asyncpg.Connection | asyncpg.Pool, owner: str, prefix: str) -> list[asyncpg.Record]:
@@ -70,22 +97,14 @@ async def refresh_pattern(
             metadata,
         )
         return None
-    digest = memories.content_hash(content)
-    await conn.execute(
-        "INSERT INTO content_history (memory_id, owner, old_content, reason, run_id)"
-        " SELECT id, owner, content, 'sleep:refresh', $3 FROM memories WHERE owner = $1 AND id = $2",
-        owner,
-        mid,
-        uuid.UUID(run_id),
-    )
-    await conn.execute(
-        "UPDATE memories SET content = $3, content_hash = $4, metadata = metadata || $5::jsonb, updated_at = now(),"
-        " state = 'active', needs_reindex = needs_reindex OR content_hash <> $4"
-        " WHERE owner = $1 AND id = $2 AND scope <> 'global'",
+    return await memories.replace_content(
+        conn,
         owner,
         mid,
         content,
-        digest,
-        metadata,
+        reason="sleep:refresh",
+        run_id=run_id,
+        metadata=metadata,
+        reactivate=True,
+        skip_global=True,
     )
-    return digest

@@ -9,8 +9,6 @@ are written in one transaction.
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from services.sleep.context import BatchBroken, Embed, RunContext
 from services.sleep.llm_reply_logic import LlmReplyError
 from services.sleep.logic import pattern_skip_reason
@@ -20,31 +18,32 @@ from services.sleep.pattern_logic import (
     parse_pattern_reply,
     validate_patterns,
 )
-from services.sleep.phases.pattern_store import create_pattern, evidence_of, existing_patterns, refresh_pattern
-from services.sleep.prompt_logic import PoolMemory, pattern_prompt
+from services.sleep.phases.pattern_store import (
+    create_pattern,
+    evidence_of,
+    existing_patterns,
+    refresh_pattern,
+    window_pool,
+    window_size,
+    window_start,
+)
+from services.sleep.prompt_logic import pattern_prompt
 from services.sleep.receipt import PatternResult
 
-_WINDOW = (
-    "FROM memories WHERE owner = $1 AND state = 'active' AND scope <> 'global' AND type <> 'pattern'"
-    " AND created_at >= $2"
-)
 NO_ROOM = "sleepMaxPatternPerRun is 0"
 
 
 async def run(rc: RunContext, result: PatternResult) -> None:
     settings = rc.settings
-    since = rc.snapshot_at - timedelta(days=settings.sleep_pattern_lookback_days)
-    result.pool = int(await rc.pool.fetchval(f"SELECT count(*) {_WINDOW}", rc.owner, since))
+    since = window_start(rc)
+    result.pool = await window_size(rc, since)
     skip = pattern_skip_reason(rc.llm_route, result.pool, settings.sleep_pattern_min_memories)
     if skip is None and settings.sleep_max_pattern_per_run == 0:
         skip = NO_ROOM
     if skip is not None:
         result.status, result.reason = "skipped", skip
         return
-    rows = await rc.pool.fetch(
-        f"SELECT id, content {_WINDOW} ORDER BY created_at DESC, id LIMIT $3", rc.owner, since, rc.cfg.pattern_pool
-    )
-    pool = [PoolMemory(id=str(r["id"]), content=r["content"]) for r in rows]
+    pool = await window_pool(rc, since, rc.cfg.pattern_pool)
     existing = [
         ExistingPattern(
             memory_id=str(r["id"]),

@@ -13,10 +13,10 @@ from __future__ import annotations
 import uuid
 
 from services.sleep.context import RunContext
+from services.sleep.phases.entity_store import AFFECTIVE, owner_entities
 from services.sleep.receipt import RelationResult
-from services.sleep.relation_logic import Edge, Entity, complete_relations, hinted_co_occurrence
+from services.sleep.relation_logic import Edge, complete_relations, hinted_co_occurrence
 
-AFFECTIVE = "affective_context"
 _RE_NAME = r"regexp_replace(lower({e}.name), '([.^$*+?()\[\]{{}}|\\])', '\\\1', 'g')"
 
 
@@ -45,8 +45,7 @@ GROUP BY a.entity_id, b.entity_id
 
 
 async def run(rc: RunContext, result: RelationResult) -> None:
-    entity_rows = await rc.pool.fetch("SELECT id, name, kind FROM entities WHERE owner = $1 ORDER BY id", rc.owner)
-    entities = [Entity(id=str(r["id"]), name=r["name"], kind=r["kind"]) for r in entity_rows]
+    entities = await owner_entities(rc.pool, rc.owner)
     edge_rows = await rc.pool.fetch(
         "SELECT source_id, target_id, relation FROM entity_relations WHERE owner = $1 AND relation <> $2",
         rc.owner,
