@@ -112,3 +112,17 @@ async def test_bad_settings_rejected_and_nothing_written(pool: asyncpg.Pool, val
     with pytest.raises(ValidationFailed, match=field):
         await put_values(pool, "carol", values)
     assert await read_values(pool, "carol") == before
+
+
+async def test_fulltext_indexes_keep_a_small_pending_list(pool: asyncpg.Pool) -> None:
+    """Touches are never HOT updates, so a large GIN pending list would slow every keyword search."""
+    options = {
+        r["relname"]: r["reloptions"]
+        for r in await pool.fetch(
+            "SELECT relname, reloptions FROM pg_class WHERE relname IN ('memories_tsv', 'memories_owner_tsv')"
+        )
+    }
+    assert options == {
+        "memories_tsv": ["gin_pending_list_limit=64"],
+        "memories_owner_tsv": ["gin_pending_list_limit=64"],
+    }
