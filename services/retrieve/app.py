@@ -46,7 +46,7 @@ async def setup(ctx: ServiceContext) -> None:
     live = LiveStores(ctx.config, ctx.db, grace_s=2 * config.store_timeout_s)
     ctx.closers.append(live.close)
     stores = search_order(await live.open(global_row))  # search order: Qdrant first
-    toucher = Toucher(ctx.db, interval_s=config.touch_interval_s)
+    toucher = Toucher(ctx.db, interval_s=config.touch_interval_s, granularity_s=config.touch_granularity_s)
     ctx.spawn(toucher.run(ctx.stop), "retrieve-touch")
     ctx.closers.append(toucher.flush_logged)  # what requests drained after the loop stopped queued
     engine = Engine(pool=ctx.db, nc=ctx.nc, stores=stores, settings=settings.get, toucher=toucher, config=config)

@@ -86,6 +86,7 @@ class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
     settings_ttl_s: NonNegative = 5.0
     meta_ttl_s: NonNegative = 5.0
     touch_interval_s: Positive = 1.0
+    touch_granularity_s: NonNegative = 600.0  # a memory's last_accessed_at moves only this far at least
     breaker_threshold: Annotated[int, msgspec.Meta(ge=1)] = 3
     breaker_cooldown_s: NonNegative = 5.0
     session_boost: NonNegative = 0.3  # hybrid only: share of the best score in a result's session (LoCoMo: +0.014 R@10)

@@ -46,7 +46,7 @@ async def in_process_engine(
             raise DependencyDown(f"no vector supplied for query {text[:40]!r}")
         return EmbedResult(vectors=[list(vector)], signature=signature, dim=len(vector))
 
-    toucher = Toucher(pool, interval_s=config.touch_interval_s)
+    toucher = Toucher(pool, interval_s=config.touch_interval_s, granularity_s=config.touch_granularity_s)
     stop = asyncio.Event()
     touching = asyncio.create_task(toucher.run(stop))
     try:

@@ -6,6 +6,12 @@ loop writes them every ``interval_s`` (or sooner when ``max_batch`` ids wait) in
 slow flush never moves a memory's access time backwards. If Postgres is down the ids stay
 queued (bounded by ``max_pending``; beyond it the oldest are dropped and counted): heat is
 advisory, a read never waits for it.
+
+A time is written only when it is ``granularity_s`` past the stored one (a first access is
+always written): no touch is a HOT update (``memories_owner_cold`` indexes the column), so
+each write adds a row version to every index of ``memories``, full-text ones included, and a
+memory recalled on every turn of a conversation would be rewritten every second. The oldest
+consumer of the time, archival demotion, counts in days.
 """
 
 from __future__ import annotations
@@ -24,15 +30,23 @@ log = get_logger(__name__)
 _UPDATE = (
     "UPDATE memories m SET last_accessed_at = GREATEST(coalesce(m.last_accessed_at, t.at), t.at)"
     " FROM unnest($1::uuid[], $2::timestamptz[]) AS t(id, at) WHERE m.id = t.id"
+    " AND (m.last_accessed_at IS NULL OR m.last_accessed_at <= t.at - make_interval(secs => $3))"
 )
 
 
 class Toucher:
     def __init__(
-        self, pool: asyncpg.Pool, *, interval_s: float = 1.0, max_batch: int = 1000, max_pending: int = 100_000
+        self,
+        pool: asyncpg.Pool,
+        *,
+        interval_s: float = 1.0,
+        granularity_s: float,
+        max_batch: int = 1000,
+        max_pending: int = 100_000,
     ) -> None:
         self._pool = pool
         self._interval = interval_s
+        self._granularity = granularity_s
         self._max_batch = max_batch
         self._max_pending = max_pending
         self._pending: dict[str, datetime] = {}
@@ -64,7 +78,8 @@ class Toucher:
                 del self._pending[memory_id]
             batch.sort()  # one lock order across replicas: no deadlocks between concurrent flushes
             try:
-                await self._pool.execute(_UPDATE, [uuid.UUID(i) for i, _ in batch], [at for _, at in batch])
+                ids, times = [uuid.UUID(i) for i, _ in batch], [at for _, at in batch]
+                await self._pool.execute(_UPDATE, ids, times, self._granularity)
             except BaseException:
                 self.touch_back(batch)
                 raise
