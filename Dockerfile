@@ -22,14 +22,15 @@ WORKDIR /src
 # Dependencies first, in their own layer: it is rebuilt only when pyproject.toml changes.
 # (Empty package stubs let `pip install .` resolve the dependencies before the code is copied.)
 COPY pyproject.toml README.m[d] ./
-RUN mkdir -p shared services \
-    && touch shared/__init__.py services/__init__.py \
+RUN mkdir -p memoryd shared services \
+    && touch memoryd/__init__.py shared/__init__.py services/__init__.py \
     && ( [ -f README.md ] || touch README.md ) \
-    && /opt/memoryd/bin/pip install . \
+    && /opt/memoryd/bin/pip install ".[server]" \
     && /opt/memoryd/bin/pip uninstall -y memoryd \
-    && rm -rf shared services build *.egg-info
+    && rm -rf memoryd shared services build *.egg-info
 
 # Then the code.
+COPY memoryd ./memoryd
 COPY shared ./shared
 COPY services ./services
 RUN /opt/memoryd/bin/pip install --no-deps . \

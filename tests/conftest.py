@@ -11,12 +11,12 @@ import asyncpg
 import pytest
 from nats.aio.client import Client
 
+from memoryd.local.nats import EmbeddedNats
+from memoryd.local.postgres import EmbeddedPostgres
 from shared.bus.connect import connect
-from shared.config import NatsConfig, PgConfig, ServiceConfig
 from shared.db.pool import create_pool
-from shared.embedded.nats import EmbeddedNats
-from shared.embedded.postgres import EmbeddedPostgres
-from shared.testing.stack import fresh_database, service_config
+from shared.settings.env import NatsConfig, PgConfig, ServiceConfig
+from tests.support.stack import fresh_database, service_config
 
 warnings.filterwarnings("ignore", module="platformdirs")
 

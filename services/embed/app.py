@@ -19,20 +19,20 @@ from __future__ import annotations
 import asyncio
 import os
 
+from services.embed.engine_switch import EngineSwitch, locations, source_info, startup_engine
 from shared.bus.consumer import ConsumerSpec, PullConsumer
-from shared.config import load
-from shared.db.settings_store import read_values
-from shared.engine_settings import EMBED_ENV_PREFIX
-from shared.global_settings_watch import follow_global_settings
-from shared.memory_settings import GLOBAL_OWNER
 from shared.schemas import RPC_OPS, EmbedJob
 from shared.service import ServiceContext
+from shared.settings.engine import EMBED_ENV_PREFIX
+from shared.settings.env import load
+from shared.settings.memory import GLOBAL_OWNER
+from shared.settings.store import read_values
+from shared.settings.watch import follow_global_settings
 from shared.subjects import EMBED_CONSUMER, EMBED_JOBS, JOBS_STREAM
-from shared.vectors.live import open_for
+from shared.vectors.open_stores import open_for
 
 from .cache import VectorCache
 from .handlers import Jobs, Queries
-from .live import EngineSwitch, locations, source_info, startup_engine
 from .reindex import Signatures
 from .settings import EmbedSettings
 from .sources import Inference, build_source

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 import asyncpg
 from nats.js import JetStreamContext
 
+from services.embed.adapters import postgres as db
 from shared.bus.consumer import JobContext
 from shared.codec import encode
 from shared.observability.logging import get_logger
@@ -32,7 +33,6 @@ from shared.subjects import EMBED_JOBS
 from shared.vectors.pgvector import mark_embedded
 from shared.vectors.port import VectorItem, VectorStore
 
-from . import db
 from .batcher import MicroBatcher
 from .cache import Vector, VectorCache
 from .gate import SwapGate

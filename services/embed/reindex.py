@@ -38,16 +38,16 @@ from typing import Any
 import asyncpg
 from nats.js import JetStreamContext
 
+from services.embed.adapters import postgres as db
 from shared.codec import encode
-from shared.engine_settings import reattached
 from shared.errors import Conflict
 from shared.observability.logging import get_logger
 from shared.schemas import EmbedJob
 from shared.schemas.ops import ReindexRequest, ReindexResult
+from shared.settings.engine import reattached
 from shared.subjects import EMBED_JOBS, MSG_ID_HEADER
 from shared.vectors.port import VectorStore
 
-from . import db
 from .logic import MetaAction, meta_action, reindex_msg_id
 
 log = get_logger(__name__)

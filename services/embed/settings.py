@@ -1,7 +1,7 @@
 """The embed service's settings: one frozen Struct read from `MEMORYD_EMBED_*` in `setup`.
 
 The source, quantization and remote fields are the defaults of the engine settings: the
-global settings row may override them at run time (`shared.engine_settings`, applied by
+global settings row may override them at run time (`shared.settings.engine`, applied by
 `live.py` without a restart).
 
 Batching: a worker fetches up to `batch_max` jobs per pull and embeds them in one inference
@@ -23,12 +23,12 @@ from typing import Annotated
 
 import msgspec
 
-from shared.engine_settings import EmbeddingConfig
+from shared.settings.engine import EmbeddingConfig
 
 
 class EmbedSettings(EmbeddingConfig, frozen=True, kw_only=True):
     """`EmbeddingConfig` (source, quantization, remote URL/model/dim/key: also runtime engine
-    settings, see `shared.engine_settings`) plus this service's tuning."""
+    settings, see `shared.settings.engine`) plus this service's tuning."""
 
     model_cache_dir: str | None = None  # where the dynamic-int8 variant is built once
     threads: Annotated[int, msgspec.Meta(ge=1, le=64)] = 1  # intra-op threads (scale with processes)

@@ -14,17 +14,17 @@ from typing import Annotated
 
 import msgspec
 
+from services.extract.adapters.llm import LlmExtractor
+from services.extract.logic.llm_facts import MAX_INPUT_BYTES
 from shared.bus.consumer import ConsumerSpec, JobContext, PullConsumer
-from shared.config import load
 from shared.llm import LlmClient
 from shared.schemas import ExtractJob
 from shared.service import ServiceContext
-from shared.settings_cache import SettingsCache
+from shared.settings.cache import SettingsCache
+from shared.settings.env import load
 from shared.subjects import EXTRACT_CONSUMER, EXTRACT_JOBS, JOBS_STREAM
 
 from .handlers import ExtractDeps, handle_extract
-from .llm_extractor import LlmExtractor
-from .llm_logic import MAX_INPUT_BYTES
 
 NEEDS_DB = True
 

@@ -15,27 +15,26 @@ from typing import Annotated
 
 import msgspec
 
+from services.ingest.adapters.nats import Publisher
+from services.ingest.adapters.stores import MemoryStores
+from services.ingest.handlers.chat import ChatIngestor
+from services.ingest.handlers.lifecycle import LifecycleApi
+from services.ingest.handlers.memory import MemoryApi
+from services.ingest.handlers.settings import SettingsApi
+from services.ingest.logic.chat import ActivityThrottle
 from shared.bus.consumer import PullConsumer
 from shared.bus.provision import ensure_activity_bucket, ingest_consumer
-from shared.config import load
-from shared.db.settings_store import read_values
-from shared.engine_settings import environment_engine
-from shared.global_settings_watch import follow_global_settings
 from shared.llm import LlmClient
-from shared.memory_settings import GLOBAL_OWNER
 from shared.schemas import RPC_OPS
 from shared.schemas.events import ChatEvent
 from shared.service import ServiceContext
-from shared.settings_cache import SettingsCache
-from shared.vectors.live import LiveStores
-
-from .chat import ChatIngestor
-from .handlers import MemoryApi
-from .lifecycle import LifecycleApi
-from .logic import ActivityThrottle
-from .publish import Publisher
-from .settings_api import SettingsApi
-from .stores import MemoryStores
+from shared.settings.cache import SettingsCache
+from shared.settings.engine import environment_engine
+from shared.settings.env import load
+from shared.settings.memory import GLOBAL_OWNER
+from shared.settings.store import read_values
+from shared.settings.watch import follow_global_settings
+from shared.vectors.open_stores import LiveStores
 
 NEEDS_DB = True
 

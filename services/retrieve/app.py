@@ -12,23 +12,23 @@ from __future__ import annotations
 
 import os
 
-from shared.config import load
-from shared.db.settings_store import read_values
-from shared.global_settings_watch import follow_global_settings
+from services.retrieve.adapters.postgres_touch import Toucher
+from services.retrieve.logic import injection
+from services.retrieve.store_follow import StoreFollower, search_order
 from shared.llm import LlmClient
-from shared.memory_settings import GLOBAL_OWNER
 from shared.schemas import RPC_OPS
 from shared.service import ServiceContext
-from shared.settings_cache import SettingsCache
-from shared.vectors.live import LiveStores
+from shared.settings.cache import SettingsCache
+from shared.settings.env import load
+from shared.settings.memory import GLOBAL_OWNER
+from shared.settings.store import read_values
+from shared.settings.watch import follow_global_settings
+from shared.vectors.open_stores import LiveStores
 
-from . import injection
 from .engine import Engine, EngineConfig
 from .handlers import Handlers
-from .live import StoreFollower, search_order
 from .rerank import RerankConfig, Reranker
 from .status import round_trip
-from .touch import Toucher
 
 NEEDS_DB = True
 #: Every query is a single statement or a closed transaction: no session SET, LISTEN, advisory

@@ -32,16 +32,11 @@ import msgspec
 from nats.aio.client import Client
 from nats.errors import TimeoutError as NatsTimeout
 
-from shared.errors import DependencyDown, MemorydError, ValidationFailed
-from shared.memory_settings import MemorySettings
-from shared.observability.logging import get_logger
-from shared.observability.metrics import RETRIEVE_FALLBACKS, RETRIEVE_RESULTS, RETRIEVE_SECONDS
-from shared.schemas.retrieval import EmbedResult, RetrieveRequest, RetrieveResult, Tier, TierReport
-from shared.vectors.port import VectorStore
-
-from . import tiers
-from .breaker_logic import Breaker
-from .logic import (
+from services.retrieve.adapters import postgres as tiers
+from services.retrieve.adapters.postgres_stats import read_term_stats
+from services.retrieve.adapters.postgres_touch import Toucher
+from services.retrieve.logic.breaker import Breaker
+from services.retrieve.logic.fusion import (
     Fused,
     RankedList,
     Strategy,
@@ -53,7 +48,7 @@ from .logic import (
     score_fuse,
     session_boost,
 )
-from .plan_logic import (
+from services.retrieve.logic.plan import (
     Attempt,
     FallbackCode,
     MemoryRow,
@@ -65,10 +60,15 @@ from .plan_logic import (
     store_failure,
     store_mismatch,
 )
-from .plan_logic import tier_of as credit_tier
+from services.retrieve.logic.plan import tier_of as credit_tier
+from shared.errors import DependencyDown, MemorydError, ValidationFailed
+from shared.observability.logging import get_logger
+from shared.observability.metrics import RETRIEVE_FALLBACKS, RETRIEVE_RESULTS, RETRIEVE_SECONDS
+from shared.schemas.retrieval import EmbedResult, RetrieveRequest, RetrieveResult, Tier, TierReport
+from shared.settings.memory import MemorySettings
+from shared.vectors.port import VectorStore
+
 from .rerank import Reranker
-from .term_stats import read_term_stats
-from .touch import Toucher
 from .ttl import TtlValue
 
 log = get_logger(__name__)

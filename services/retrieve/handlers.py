@@ -12,12 +12,12 @@ from dataclasses import dataclass
 import msgspec
 from nats.js import JetStreamContext
 
+from services.retrieve.logic import injection
 from shared.schemas.base import MAX_QUERY_CHARS
 from shared.schemas.events import ChatMessage
 from shared.schemas.ops import EngineStatusRequest, EngineStatusResult
 from shared.schemas.retrieval import InjectRequest, InjectResult, RetrieveRequest, RetrieveResult
 
-from . import injection
 from .engine import Engine
 from .status import engine_status
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from nats.js import JetStreamContext
 
+from services.retrieve.adapters.postgres import KEYWORD_TIER_DESCRIPTION, embed_query
 from shared.db import memories
 from shared.errors import MemorydError
 from shared.observability.metrics import QUEUE_LAG
@@ -28,7 +29,6 @@ from shared.subjects import EMBED_CONSUMER, EXTRACT_CONSUMER, JOBS_STREAM
 from shared.vectors.port import VectorStore
 
 from .engine import Engine
-from .tiers import KEYWORD_TIER_DESCRIPTION, embed_query
 
 HEALTH_OWNER = "__health__"
 

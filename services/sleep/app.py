@@ -10,23 +10,23 @@ from __future__ import annotations
 
 import os
 
-from services.sleep.activity import ActivityReader
+from services.sleep.adapters.activity_kv import ActivityReader
 from services.sleep.config import SleepServiceConfig
 from services.sleep.context import Deps
 from services.sleep.handlers import SleepApi
 from services.sleep.scheduler import Scheduler
 from shared.bus.consumer import ConsumerSpec, PullConsumer
 from shared.bus.provision import ensure_activity_bucket
-from shared.config import load
-from shared.db.settings_store import read_values
-from shared.global_settings_watch import follow_global_settings
 from shared.llm import LlmClient
-from shared.memory_settings import GLOBAL_OWNER
 from shared.schemas import RPC_OPS
 from shared.schemas.events import SleepRun
 from shared.service import ServiceContext
+from shared.settings.env import load
+from shared.settings.memory import GLOBAL_OWNER
+from shared.settings.store import read_values
+from shared.settings.watch import follow_global_settings
 from shared.subjects import SLEEP_CONSUMER, SLEEP_JOBS, SLEEP_STREAM
-from shared.vectors.live import LiveStores
+from shared.vectors.open_stores import LiveStores
 
 NEEDS_DB = True
 

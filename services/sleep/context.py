@@ -24,10 +24,10 @@ import msgspec
 import nats.errors
 from nats.js import JetStreamContext
 
-from services.sleep.activity import ActivityReader, LiveActivity
+from services.sleep.adapters.activity_kv import ActivityReader, LiveActivity
 from services.sleep.config import SleepServiceConfig
-from services.sleep.logic import should_abort
-from services.sleep.settings_logic import SleepSettings
+from services.sleep.logic.schedule import should_abort
+from services.sleep.logic.settings import SleepSettings
 from shared.codec import encode
 from shared.errors import BudgetExceeded, DependencyDown
 from shared.llm import LlmBadReply, LlmClient, LlmNotConfigured, LlmUnavailable

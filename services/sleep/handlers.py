@@ -12,7 +12,8 @@ import time
 import uuid
 from datetime import UTC, datetime
 
-from services.sleep import jobs, runner, store
+from services.sleep import jobs, runner
+from services.sleep.adapters import postgres as store
 from services.sleep.context import Deps
 from shared.bus.consumer import JobContext
 from shared.errors import NotFound

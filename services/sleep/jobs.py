@@ -17,8 +17,8 @@ import asyncpg
 import nats.errors
 from nats.js import JetStreamContext
 
-from services.sleep import store
-from services.sleep.logic import sleep_msg_id
+from services.sleep.adapters import postgres as store
+from services.sleep.logic.schedule import sleep_msg_id
 from shared.codec import encode
 from shared.errors import DependencyDown
 from shared.schemas.events import SleepRun

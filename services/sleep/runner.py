@@ -29,9 +29,10 @@ import asyncpg
 import msgspec
 import structlog
 
-from services.sleep import activity, store
+from services.sleep.adapters import activity_kv as activity
+from services.sleep.adapters import postgres as store
 from services.sleep.context import Deps, RunAborted, RunContext, WorkerStopping
-from services.sleep.logic import job_is_current
+from services.sleep.logic.schedule import job_is_current
 from services.sleep.phases import affective, conflict, demotion, patterns, relations
 from services.sleep.receipt import (
     AffectiveResult,

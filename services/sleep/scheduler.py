@@ -14,9 +14,10 @@ import asyncio
 import contextlib
 from datetime import UTC, datetime
 
-from services.sleep import jobs, store
+from services.sleep import jobs
+from services.sleep.adapters import postgres as store
 from services.sleep.context import Deps
-from services.sleep.logic import consecutive_failures, due_slot, is_due
+from services.sleep.logic.schedule import consecutive_failures, due_slot, is_due
 from shared.errors import MemorydError
 from shared.observability.logging import get_logger
 

@@ -8,7 +8,8 @@ from typing import Any
 
 from nats.aio.client import Client
 
-from ..config import NatsConfig
+from shared.settings.env import NatsConfig
+
 from ..errors import ConfigError
 from ..nats_auth import inbox_prefix
 from ..observability.logging import get_logger

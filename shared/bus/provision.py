@@ -24,8 +24,9 @@ from nats.js.api import (
 from nats.js.errors import BadRequestError, NotFoundError
 from nats.js.kv import KeyValue
 
+from shared.settings.env import NatsConfig
+
 from .. import subjects as s
-from ..config import NatsConfig
 from .consumer import ConsumerSpec, consumer_config
 
 DAY = 86_400.0

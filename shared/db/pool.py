@@ -10,7 +10,8 @@ from typing import Any
 import asyncpg
 from pgvector.asyncpg import register_vector
 
-from ..config import PgConfig
+from shared.settings.env import PgConfig
+
 from ..errors import ConfigError
 from ..vectors import pgvector_sql as vector_sql
 

@@ -28,7 +28,8 @@ import asyncpg
 import httpx
 import msgspec
 
-from ..config import LlmConfig
+from shared.settings.env import LlmConfig
+
 from ..errors import BudgetExceeded
 from ..observability.logging import get_logger
 from ..observability.metrics import LLM_CALLS, LLM_TOKENS

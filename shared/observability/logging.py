@@ -9,7 +9,7 @@ from typing import Any
 
 import structlog
 
-from ..config import LogConfig
+from shared.settings.env import LogConfig
 
 
 def configure(service: str, cfg: LogConfig) -> None:

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 import asyncpg
 from qdrant_client import AsyncQdrantClient
 
-from ..config import QdrantConfig, ServiceConfig
+from shared.settings.env import QdrantConfig, ServiceConfig
+
 from .pgvector import DEFAULT_EXACT_MAX_ROWS, PgVectorStore
 from .port import VectorItem, VectorStore
 from .qdrant import QdrantStore

@@ -28,13 +28,13 @@ import asyncpg
 import nats
 from nats.aio.client import Client
 
-from shared.bench.report import environment
+from bench.report import environment
+from memoryd.local.nats import EmbeddedNats
+from memoryd.local.postgres import EmbeddedPostgres
+from memoryd.local.supervisor import Supervisor, child_env
+from memoryd.local.up import apply_migrations, ensure_database
 from shared.bus.rpc_client import call
-from shared.cli.supervisor import Supervisor, child_env
-from shared.cli.up import apply_migrations, ensure_database
 from shared.codec import encode
-from shared.embedded.nats import EmbeddedNats
-from shared.embedded.postgres import EmbeddedPostgres
 from shared.schemas import HEALTH_OP, ChatEvent, ChatMessage
 from shared.schemas.ops import HealthRequest
 from shared.subjects import CHAT_EVENTS, DLQ_STREAM, MSG_ID_HEADER

@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-MEMORYD = [sys.executable, "-m", "shared.cli.main"]
+MEMORYD = [sys.executable, "-m", "memoryd.cli.main"]
 pytestmark = pytest.mark.slow
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-MEMORYD = [sys.executable, "-m", "shared.cli.main"]
+MEMORYD = [sys.executable, "-m", "memoryd.cli.main"]
 SERVICES = ("ingest", "extract", "embed", "retrieve", "sleep")
 pytestmark = pytest.mark.slow
 

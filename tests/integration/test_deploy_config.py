@@ -485,7 +485,7 @@ def test_stream_configs_match_what_the_services_provision() -> None:
     """The services reconcile their streams at start: the JSONs must say the same."""
     try:
         from shared.bus.provision import stream_configs
-        from shared.config import NatsConfig
+        from shared.settings.env import NatsConfig
     except ImportError as exc:  # pragma: no cover - before the bus module exists
         pytest.skip(f"shared.bus.provision not importable: {exc}")
     files = stream_files()

@@ -17,12 +17,8 @@ from typing import Any
 
 import asyncpg
 
-from services.sleep.affective_logic import AffectiveEdge, AffectivePlan, attribute_affect, parse_affective_reply
-from services.sleep.context import BatchBroken, Embed, RunContext
-from services.sleep.llm_reply_logic import LlmReplyError
-from services.sleep.logic import affective_skip_reason
-from services.sleep.phases.entity_store import AFFECTIVE, owner_entities
-from services.sleep.phases.pattern_store import (
+from services.sleep.adapters.entity_store import AFFECTIVE, owner_entities
+from services.sleep.adapters.pattern_store import (
     create_pattern,
     evidence_of,
     existing_patterns,
@@ -30,10 +26,14 @@ from services.sleep.phases.pattern_store import (
     window_pool,
     window_start,
 )
-from services.sleep.prompt_logic import PoolMemory, PromptEntity, affective_prompt
+from services.sleep.context import BatchBroken, Embed, RunContext
+from services.sleep.logic.affective import AffectiveEdge, AffectivePlan, attribute_affect, parse_affective_reply
+from services.sleep.logic.llm_reply import LlmReplyError
+from services.sleep.logic.prompts import PoolMemory, PromptEntity, affective_prompt
+from services.sleep.logic.relations import Entity
+from services.sleep.logic.schedule import affective_skip_reason
+from services.sleep.logic.traits import ExistingTrait
 from services.sleep.receipt import AffectiveResult
-from services.sleep.relation_logic import Entity
-from services.sleep.trait_logic import ExistingTrait
 
 TRAIT_PREFIX = "affect:"
 NO_POOL = "no memories in the lookback window"

@@ -21,22 +21,28 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from services.sleep.conflict_logic import CandidatePair, ConflictPair, incremental_since, normalise_pair, select_pairs
+from services.sleep.adapters import conflict_store as db
+from services.sleep.adapters.postgres import active_signature
 from services.sleep.context import BatchBroken, RunContext
-from services.sleep.decision_logic import (
+from services.sleep.logic.conflict_decisions import (
     batch_updated_ats,
     conflict_prompt,
     judged_at_for_batch,
     parse_decisions,
     tally_applied,
 )
-from services.sleep.llm_reply_logic import LlmReplyError
-from services.sleep.logic import conflict_skip_reason
-from services.sleep.phases import conflict_store as db
+from services.sleep.logic.conflict_pairs import (
+    CandidatePair,
+    ConflictPair,
+    incremental_since,
+    normalise_pair,
+    select_pairs,
+)
+from services.sleep.logic.llm_reply import LlmReplyError
+from services.sleep.logic.schedule import conflict_skip_reason
+from services.sleep.logic.settings import strictness_threshold
 from services.sleep.phases.conflict_apply import apply_batch
 from services.sleep.receipt import ConflictResult, phase_status
-from services.sleep.settings_logic import strictness_threshold
-from services.sleep.store import active_signature
 
 NO_VECTORS = "no active vector signature"
 CANDIDATE_LIMIT = 100_000  # pairs a scan may return; a scan cut here is not complete

@@ -18,9 +18,8 @@ from typing import Any
 
 import asyncpg
 
-from services.sleep.conflict_logic import PairKey
 from services.sleep.context import Embed, RunContext
-from services.sleep.decision_logic import (
+from services.sleep.logic.conflict_decisions import (
     ArchivePlan,
     ConflictPendingPlan,
     CreatePlan,
@@ -32,6 +31,7 @@ from services.sleep.decision_logic import (
     UpdatePlan,
     ledger_entries,
 )
+from services.sleep.logic.conflict_pairs import PairKey
 from shared.db import memories
 from shared.observability.logging import get_logger
 from shared.schemas.base import MAX_CONTENT_CHARS

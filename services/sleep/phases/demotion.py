@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 
 from services.sleep.context import RunContext
-from services.sleep.demotion_logic import ACTIVE, SUMMARY, DemotionCandidate, DemotionPlan, demotion_plan, still_cold
+from services.sleep.logic.demotion import ACTIVE, SUMMARY, DemotionCandidate, DemotionPlan, demotion_plan, still_cold
 from services.sleep.receipt import DemotionResult
 from shared.db.memories import content_hash
 

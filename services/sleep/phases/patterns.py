@@ -9,16 +9,7 @@ are written in one transaction.
 
 from __future__ import annotations
 
-from services.sleep.context import BatchBroken, Embed, RunContext
-from services.sleep.llm_reply_logic import LlmReplyError
-from services.sleep.logic import pattern_skip_reason
-from services.sleep.pattern_logic import (
-    PATTERN_KEY_PREFIX,
-    ExistingPattern,
-    parse_pattern_reply,
-    validate_patterns,
-)
-from services.sleep.phases.pattern_store import (
+from services.sleep.adapters.pattern_store import (
     create_pattern,
     evidence_of,
     existing_patterns,
@@ -27,7 +18,11 @@ from services.sleep.phases.pattern_store import (
     window_size,
     window_start,
 )
-from services.sleep.prompt_logic import pattern_prompt
+from services.sleep.context import BatchBroken, Embed, RunContext
+from services.sleep.logic.llm_reply import LlmReplyError
+from services.sleep.logic.patterns import PATTERN_KEY_PREFIX, ExistingPattern, parse_pattern_reply, validate_patterns
+from services.sleep.logic.prompts import pattern_prompt
+from services.sleep.logic.schedule import pattern_skip_reason
 from services.sleep.receipt import PatternResult
 
 NO_ROOM = "sleepMaxPatternPerRun is 0"

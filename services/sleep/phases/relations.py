@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import uuid
 
+from services.sleep.adapters.entity_store import AFFECTIVE, owner_entities
 from services.sleep.context import RunContext
-from services.sleep.phases.entity_store import AFFECTIVE, owner_entities
+from services.sleep.logic.relations import Edge, complete_relations, hinted_co_occurrence
 from services.sleep.receipt import RelationResult
-from services.sleep.relation_logic import Edge, complete_relations, hinted_co_occurrence
 
 _RE_NAME = r"regexp_replace(lower({e}.name), '([.^$*+?()\[\]{{}}|\\])', '\\\1', 'g')"
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from shared.bench import latency
-from shared.bench.harness import ServiceStack
-from shared.embedded.nats import EmbeddedNats
+from bench import latency
+from bench.harness import ServiceStack
+from memoryd.local.nats import EmbeddedNats
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

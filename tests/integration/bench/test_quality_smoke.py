@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from shared.bench import locomo, quality
-from shared.bench.harness import ServiceStack
-from shared.embedded.nats import EmbeddedNats
+from bench import locomo, quality
+from bench.harness import ServiceStack
+from memoryd.local.nats import EmbeddedNats
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

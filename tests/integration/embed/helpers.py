@@ -17,7 +17,7 @@ import numpy as np
 from nats.js import JetStreamContext
 from prometheus_client import REGISTRY
 
-from shared.bench.embed import scrape as scrape  # the metrics-page reader, re-exported for the tests
+from bench.embed import scrape as scrape  # the metrics-page reader, re-exported for the tests
 from shared.codec import encode
 from shared.db import memories
 from shared.schemas import EmbedJob, MemoryRecord
@@ -164,7 +164,7 @@ async def run_cli(args: Sequence[str], env: Mapping[str, str], timeout: float = 
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "shared.cli.main",
+        "memoryd.cli.main",
         *args,
         env={**os.environ, **env},
         cwd=ROOT,

@@ -11,10 +11,10 @@ import pytest
 from nats.aio.client import Client
 
 from services.embed.adapters import LocalEmbedder
-from shared.config import ServiceConfig
 from shared.db import memories
 from shared.schemas import EmbedJob
-from shared.testing.stack import run_services
+from shared.settings.env import ServiceConfig
+from tests.support.stack import run_services
 
 from .helpers import (
     SIG,

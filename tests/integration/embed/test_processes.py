@@ -13,7 +13,7 @@ from pathlib import Path
 import asyncpg
 from nats.aio.client import Client
 
-from shared.embedded.nats import EmbeddedNats
+from memoryd.local.nats import EmbeddedNats
 from shared.subjects import EMBED_CONSUMER, JOBS_STREAM
 
 from .helpers import (
@@ -111,7 +111,7 @@ async def test_serve_embed_processes_two(
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "shared.cli.main",
+        "memoryd.cli.main",
         "serve",
         "embed",
         "--processes",

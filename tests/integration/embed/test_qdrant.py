@@ -7,11 +7,11 @@ import asyncpg
 import pytest
 from nats.aio.client import Client
 
+from memoryd.local.nats import EmbeddedNats
 from services.embed.adapters import LocalEmbedder
-from shared.embedded.nats import EmbeddedNats
-from shared.testing.stack import run_services, service_config
 from shared.vectors.port import VectorQuery
 from shared.vectors.registry import open_stores
+from tests.support.stack import run_services, service_config
 
 from .helpers import SIG, add_memories, embedded_count, job_of, publish, queue_drained, wait_until
 

@@ -11,12 +11,12 @@ from nats.aio.client import Client
 
 from services.embed.adapters import LocalEmbedder
 from shared.bus.rpc_client import call
-from shared.config import ServiceConfig
 from shared.errors import ValidationFailed
 from shared.schemas import HEALTH_OP
 from shared.schemas.ops import HealthRequest
 from shared.schemas.retrieval import EmbedRequest, EmbedResult
-from shared.testing.stack import run_services
+from shared.settings.env import ServiceConfig
+from tests.support.stack import run_services
 
 from .helpers import SIG, cosine, sample
 

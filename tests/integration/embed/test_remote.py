@@ -9,13 +9,13 @@ import pytest
 from nats.aio.client import Client
 
 from shared.bus.rpc_client import call
-from shared.config import ServiceConfig
 from shared.errors import DependencyDown
 from shared.schemas import HEALTH_OP
 from shared.schemas.ops import HealthRequest
 from shared.schemas.retrieval import EmbedRequest, EmbedResult
-from shared.testing.fake_llm import FakeLlm
-from shared.testing.stack import run_services
+from shared.settings.env import ServiceConfig
+from tests.support.fake_llm import FakeLlm
+from tests.support.stack import run_services
 
 from .helpers import add_memories, cosine, embedded_count, job_of, publish, queue_drained, vectors_of, wait_until
 

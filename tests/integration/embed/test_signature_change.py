@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 from nats.aio.client import Client
 
+from memoryd.local.nats import EmbeddedNats
 from services.embed.adapters import LocalEmbedder
 from shared.bus.rpc_client import call
-from shared.config import ServiceConfig
-from shared.embedded.nats import EmbeddedNats
 from shared.schemas import HEALTH_OP
 from shared.schemas.ops import HealthRequest, ReindexRequest, ReindexResult
 from shared.schemas.retrieval import EmbedRequest, EmbedResult
-from shared.testing.stack import run_services
+from shared.settings.env import ServiceConfig
+from tests.support.stack import run_services
 
 from .helpers import (
     SIG,

@@ -8,8 +8,8 @@ import asyncpg
 import pytest
 from nats.aio.client import Client
 
-from shared.config import ServiceConfig
-from shared.testing.stack import run_services
+from shared.settings.env import ServiceConfig
+from tests.support.stack import run_services
 
 from .helpers import add_memories, embedded_count, queue_drained, wait_until
 

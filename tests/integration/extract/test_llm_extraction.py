@@ -7,10 +7,10 @@ from typing import Any
 import asyncpg
 from nats.aio.client import Client
 
-from shared.config import ServiceConfig
 from shared.schemas.events import Turn
-from shared.testing.fake_llm import FakeLlm
-from shared.testing.stack import run_services, service_config
+from shared.settings.env import ServiceConfig
+from tests.support.fake_llm import FakeLlm
+from tests.support.stack import run_services, service_config
 
 from .helpers import FOUR_KEYS, TEXT, embed_jobs, facts, job, owner, publish, sample, wait_done
 

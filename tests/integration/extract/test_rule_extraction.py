@@ -7,11 +7,11 @@ import uuid
 import asyncpg
 from nats.aio.client import Client
 
-from shared.config import ServiceConfig
-from shared.db.settings_store import put_values
 from shared.schemas.events import Turn
-from shared.settings_cache import announce_change
-from shared.testing.stack import run_services
+from shared.settings.cache import announce_change
+from shared.settings.env import ServiceConfig
+from shared.settings.store import put_values
+from tests.support.stack import run_services
 
 from .helpers import FOUR_KEYS, TEXT, embed_jobs, entities, facts, job, owner, publish, raw_turn, wait_done
 

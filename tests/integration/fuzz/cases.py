@@ -1,6 +1,6 @@
 """What the fuzz tests send: one valid example per RPC operation and per consumed stream subject.
 
-Hostile payloads are derived from these examples (``shared.testing.hostile``), so each
+Hostile payloads are derived from these examples (``tests.support.hostile``), so each
 example sets its optional fields too (``omit_defaults`` would otherwise leave nothing to
 break). ``rpc_examples`` must name every operation of ``RPC_OPS``; a test checks it.
 """
@@ -15,13 +15,13 @@ from typing import Any
 import msgspec
 
 from shared.codec import decode
-from shared.memory_settings import MemorySettings
 from shared.schemas import RPC_OPS, ChatEvent, ChatMessage, EmbedJob, ExtractJob, SleepRun, Wire
 from shared.schemas import memory as m
 from shared.schemas import ops as o
 from shared.schemas import retrieval as r
 from shared.schemas.events import Activity, Turn
-from shared.sleep_settings import SleepSettings
+from shared.settings.memory import MemorySettings
+from shared.settings.sleep import SleepSettings
 from shared.subjects import (
     CHAT_EVENTS,
     EMBED_CONSUMER,

@@ -5,7 +5,7 @@ scripted LLM behind the LLM phases). Every RPC operation (plain and owner-bound
 subjects, health included), every JetStream subject a service consumes (chat events,
 owner-bound chat events, extract, embed and sleep jobs) and the core-NATS inputs
 (``settings.changed``, activity and its KV bucket) get ``MEMORYD_FUZZ_EXAMPLES`` hostile
-payloads each from ``shared.testing.hostile``; the properties are in ``harness``. At the
+payloads each from ``tests.support.hostile``; the properties are in ``harness``. At the
 end every service still answers health and the pipeline still processes valid input.
 
 The summary line ("fuzz: N cases over M subjects, K crashes") is printed and, with
@@ -26,13 +26,12 @@ import msgspec
 import pytest
 from hypothesis import strategies as st
 
+from memoryd.client import MemoryClient
+from memoryd.local.nats import EmbeddedNats
 from shared.bus.connect import connect
 from shared.bus.rpc import RpcServer
 from shared.bus.rpc_client import call
-from shared.client import MemoryClient
 from shared.codec import decode, encode
-from shared.config import NatsConfig
-from shared.embedded.nats import EmbeddedNats
 from shared.errors import MemorydError, ValidationFailed
 from shared.schemas import HEALTH_OP, RPC_OPS, ChatEvent, ChatMessage, RpcError, RpcOp
 from shared.schemas.base import Owner
@@ -40,6 +39,7 @@ from shared.schemas.events import Activity
 from shared.schemas.memory import MemoryGetRequest, MemoryGetResult, MemoryListRequest
 from shared.schemas.ops import HealthRequest, SettingsPutRequest
 from shared.schemas.retrieval import RetrieveRequest
+from shared.settings.env import NatsConfig
 from shared.subjects import (
     ACTIVITY_BUCKET,
     DLQ_STREAM,
@@ -54,9 +54,9 @@ from shared.subjects import (
     owner_rpc_subject,
     rpc_subject,
 )
-from shared.testing.fake_llm import FakeLlm
-from shared.testing.hostile import UNICODE_EDGES, hostile_payloads, subject_tokens
-from shared.testing.stack import run_services, service_config
+from tests.support.fake_llm import FakeLlm
+from tests.support.hostile import UNICODE_EDGES, hostile_payloads, subject_tokens
+from tests.support.stack import run_services, service_config
 
 from .cases import (
     ACTIVITY_EXAMPLE,

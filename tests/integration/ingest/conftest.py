@@ -14,14 +14,14 @@ import pytest
 from nats.aio.client import Client
 from nats.errors import TimeoutError as NatsTimeout
 
-from shared.client import MemoryClient
+from memoryd.client import MemoryClient
+from memoryd.local.nats import EmbeddedNats
 from shared.codec import decode, encode
-from shared.config import ServiceConfig
-from shared.embedded.nats import EmbeddedNats
 from shared.schemas import ChatEvent, ChatMessage, DeadLetter, EmbedJob, ExtractJob
 from shared.service import ServiceContext
+from shared.settings.env import ServiceConfig
 from shared.subjects import CHAT_EVENTS, DLQ_STREAM, EMBED_JOBS, EXTRACT_JOBS, JOBS_STREAM, dlq_subject
-from shared.testing.stack import run_services, service_config
+from tests.support.stack import run_services, service_config
 
 
 @pytest.fixture

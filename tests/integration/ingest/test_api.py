@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from nats.aio.client import Client
 
-from shared.client import MemoryClient
+from memoryd.client import MemoryClient
 from shared.errors import NotFound
 from shared.schemas import MemoryRecord
 from shared.service import ServiceContext

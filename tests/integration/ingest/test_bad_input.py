@@ -10,8 +10,8 @@ import asyncpg
 import pytest
 from nats.aio.client import Client
 
+from memoryd.client import MemoryClient
 from shared.bus.rpc_client import raise_for
-from shared.client import MemoryClient
 from shared.codec import decode_reply
 from shared.errors import MemorydError, NotFound, TooLarge, ValidationFailed
 from shared.schemas import ChatEvent, RpcError

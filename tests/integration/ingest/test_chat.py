@@ -10,11 +10,11 @@ import asyncpg
 from nats.aio.client import Client
 
 from shared.codec import decode
-from shared.db.settings_store import put_values
 from shared.observability.metrics import EVENTS
 from shared.schemas import Activity, ChatEvent, ChatMessage
 from shared.service import ServiceContext
-from shared.settings_cache import announce_change
+from shared.settings.cache import announce_change
+from shared.settings.store import put_values
 from shared.subjects import ACTIVITY_BUCKET, activity_key, activity_subject
 
 from .conftest import JobTap, chat, eventually, publish, turns, wait_event

@@ -19,10 +19,10 @@ import asyncpg
 import pytest
 from nats.aio.client import Client
 
-from shared.config import ServiceConfig
-from shared.embedded.nats import EmbeddedNats
+from memoryd.local.nats import EmbeddedNats
+from shared.settings.env import ServiceConfig
 from shared.subjects import EVENTS_STREAM, INGEST_CONSUMER, JOBS_STREAM
-from shared.testing.stack import run_services, service_config
+from tests.support.stack import run_services, service_config
 
 from .conftest import JobTap, chat, event_row, eventually, publish, turns, wait_event
 

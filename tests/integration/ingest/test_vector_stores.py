@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 from nats.aio.client import Client
 
-from shared.client import MemoryClient
-from shared.config import ServiceConfig
-from shared.embedded.nats import EmbeddedNats
-from shared.testing.stack import run_services, service_config
+from memoryd.client import MemoryClient
+from memoryd.local.nats import EmbeddedNats
+from shared.settings.env import ServiceConfig
 from shared.vectors.port import VectorItem
 from shared.vectors.registry import VectorStores, open_stores
+from tests.support.stack import run_services, service_config
 
 SIGNATURE = "local:test-model:4"
 

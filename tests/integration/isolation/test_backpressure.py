@@ -31,14 +31,14 @@ from nats.aio.client import Client
 from nats.js import JetStreamContext
 from nats.js.errors import APIError
 
+from memoryd.local.nats import EmbeddedNats
 from shared.bus.rpc_client import call
 from shared.codec import encode
-from shared.config import ServiceConfig
-from shared.embedded.nats import EmbeddedNats
 from shared.schemas import ChatEvent, ChatMessage, EmbedJob
 from shared.schemas.memory import MemoryCreateRequest
 from shared.schemas.ops import EngineStatusRequest, EngineStatusResult
 from shared.schemas.retrieval import RetrieveRequest, RetrieveResult
+from shared.settings.env import ServiceConfig
 from shared.subjects import (
     CHAT_EVENTS,
     DLQ_STREAM,
@@ -50,7 +50,7 @@ from shared.subjects import (
     JOBS_STREAM,
     MSG_ID_HEADER,
 )
-from shared.testing.stack import run_services, service_config
+from tests.support.stack import run_services, service_config
 
 from .helpers import eventually
 

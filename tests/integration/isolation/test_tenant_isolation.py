@@ -45,13 +45,13 @@ from hypothesis import strategies as st
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
-from services.retrieve.tiers import Visibility, keyword_search
-from services.sleep.phases import conflict_store, demotion
+from memoryd.local.nats import EmbeddedNats
+from services.retrieve.adapters.postgres import Visibility, keyword_search
+from services.sleep.adapters import conflict_store
+from services.sleep.phases import demotion
 from shared.bus.connect import connect
 from shared.bus.rpc_client import call
 from shared.codec import decode, encode
-from shared.config import NatsConfig, ServiceConfig
-from shared.embedded.nats import EmbeddedNats
 from shared.errors import NotFound
 from shared.schemas import ChatEvent, ChatMessage, EmbedJob
 from shared.schemas.memory import (
@@ -63,12 +63,13 @@ from shared.schemas.memory import (
 )
 from shared.schemas.ops import ReindexRequest, ReindexResult
 from shared.schemas.retrieval import InjectRequest, InjectResult, RetrieveRequest, RetrieveResult
+from shared.settings.env import NatsConfig, ServiceConfig
 from shared.subjects import CHAT_EVENTS, EMBED_JOBS, MSG_ID_HEADER
-from shared.testing.stack import run_services, service_config
 from shared.vectors.pgvector import PgVectorStore
 from shared.vectors.port import VectorHit, VectorQuery, VectorStore
 from shared.vectors.qdrant import QdrantStore
 from shared.vectors.registry import VectorStores, open_stores
+from tests.support.stack import run_services, service_config
 
 from .helpers import eventually
 

@@ -12,15 +12,15 @@ import asyncpg
 import pytest
 from nats.aio.client import Client
 
+from memoryd.local.nats import EmbeddedNats
 from shared.bus.rpc_client import call
-from shared.config import ServiceConfig
-from shared.db.settings_store import read_values
-from shared.embedded.nats import EmbeddedNats
 from shared.errors import ValidationFailed
-from shared.memory_settings import GLOBAL_OWNER
 from shared.schemas.ops import SettingsGetRequest, SettingsPutRequest
 from shared.service import ServiceContext
-from shared.testing.stack import run_services
+from shared.settings.env import ServiceConfig
+from shared.settings.memory import GLOBAL_OWNER
+from shared.settings.store import read_values
+from tests.support.stack import run_services
 
 from ..embed.helpers import run_cli
 

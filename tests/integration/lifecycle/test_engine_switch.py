@@ -24,9 +24,8 @@ import asyncpg
 import pytest
 from nats.aio.client import Client
 
+from memoryd.local.nats import EmbeddedNats
 from shared.bus.rpc_client import call
-from shared.db.settings_store import put_values
-from shared.embedded.nats import EmbeddedNats
 from shared.schemas import HEALTH_OP
 from shared.schemas.ops import (
     EngineStatusRequest,
@@ -36,10 +35,11 @@ from shared.schemas.ops import (
     SettingsPutRequest,
 )
 from shared.schemas.retrieval import EmbedRequest, EmbedResult, RetrieveRequest, RetrieveResult
-from shared.settings_cache import announce_change
-from shared.testing.fake_llm import FakeLlm
-from shared.testing.stack import run_services, service_config
+from shared.settings.cache import announce_change
+from shared.settings.store import put_values
 from shared.vectors.registry import open_stores
+from tests.support.fake_llm import FakeLlm
+from tests.support.stack import run_services, service_config
 
 from ..embed.helpers import add_memories, embedded_count, job_of, publish, wait_until
 

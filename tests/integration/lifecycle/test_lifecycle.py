@@ -13,17 +13,17 @@ import numpy as np
 import pytest
 from nats.aio.client import Client
 
+from memoryd.local.nats import EmbeddedNats
 from shared.bus.rpc_client import call
-from shared.config import ServiceConfig
 from shared.db import memories
-from shared.embedded.nats import EmbeddedNats
 from shared.errors import Conflict, Forbidden
 from shared.schemas.memory import MemoryCreateRequest, MemoryGetRequest, MemoryRestoreRequest
 from shared.schemas.ops import CleanupRequest, SummarizeRequest
 from shared.service import ServiceContext
-from shared.testing.stack import run_services, service_config
+from shared.settings.env import ServiceConfig
 from shared.vectors.port import VectorItem
 from shared.vectors.registry import VectorStores, open_stores
+from tests.support.stack import run_services, service_config
 
 SIG = "local:test:4"
 

@@ -12,13 +12,13 @@ import pytest
 from nats.aio.client import Client
 
 from shared.bus.rpc_client import call
-from shared.config import ServiceConfig
 from shared.db import memories
 from shared.errors import ValidationFailed
 from shared.schemas.ops import SettingsGetRequest, SettingsPutRequest
 from shared.schemas.retrieval import RetrieveRequest
 from shared.service import ServiceContext
-from shared.testing.stack import run_services
+from shared.settings.env import ServiceConfig
+from tests.support.stack import run_services
 
 
 @pytest.fixture

@@ -13,10 +13,10 @@ import msgspec
 import pytest
 from prometheus_client import REGISTRY
 
-from shared.config import LlmConfig
 from shared.errors import BudgetExceeded, DependencyDown
 from shared.llm import LlmBadReply, LlmClient, LlmNotConfigured, LlmUnavailable
-from shared.testing.fake_llm import FakeLlm
+from shared.settings.env import LlmConfig
+from tests.support.fake_llm import FakeLlm
 
 
 class Facts(msgspec.Struct):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncpg
 
-from shared.config import PgConfig
 from shared.db.pool import SESSION_SETTINGS, create_pool
+from shared.settings.env import PgConfig
 
 
 async def _setting(pool: asyncpg.Pool, name: str) -> str:

@@ -7,11 +7,11 @@ import asyncio
 import asyncpg
 from nats.aio.client import Client
 
+from memoryd.local.nats import EmbeddedNats
 from shared.bus.connect import connect
-from shared.config import NatsConfig
-from shared.db.settings_store import put_values
-from shared.embedded.nats import EmbeddedNats
-from shared.settings_cache import SettingsCache, announce_change
+from shared.settings.cache import SettingsCache, announce_change
+from shared.settings.env import NatsConfig
+from shared.settings.store import put_values
 
 
 async def test_change_in_one_replica_is_visible_in_another(

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from shared.db.migrate import migrate, migration_files
-from shared.db.settings_store import effective_settings, put_values, read_values
 from shared.errors import ValidationFailed
+from shared.settings.store import effective_settings, put_values, read_values
 
 TABLES = {
     "memories",

@@ -19,14 +19,14 @@ import pytest
 from nats.aio.client import Client
 
 from shared.bus.rpc import RpcServer
-from shared.config import ServiceConfig
 from shared.db import memories
 from shared.schemas import RPC_OPS
 from shared.schemas.retrieval import EmbedRequest, EmbedResult
 from shared.service import ServiceContext
-from shared.testing.stack import run_services
+from shared.settings.env import ServiceConfig
 from shared.vectors.pgvector import PgVectorStore
 from shared.vectors.port import VectorItem
+from tests.support.stack import run_services
 
 SIG = "test:hand:4"
 DIM = 4

@@ -10,10 +10,10 @@ from nats.aio.client import Client
 from prometheus_client import REGISTRY
 
 from shared.bus.rpc_client import call
-from shared.config import ServiceConfig
 from shared.schemas.retrieval import RetrieveRequest, RetrieveResult
 from shared.service import ServiceContext
-from shared.testing.stack import run_services
+from shared.settings.env import ServiceConfig
+from tests.support.stack import run_services
 
 from .conftest import DIM, SIG, ScriptedEmbed, owner, put, unit
 

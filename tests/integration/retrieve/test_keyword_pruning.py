@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import pytest
 
-from services.retrieve import tiers
-from services.retrieve.term_stats import read_term_stats
+from services.retrieve.adapters import postgres as tiers
+from services.retrieve.adapters.postgres_stats import read_term_stats
 from shared.db.memories import content_hash
 
 pytestmark = pytest.mark.integration

@@ -15,14 +15,14 @@ import asyncpg
 import pytest
 from nats.aio.client import Client
 
+from memoryd.local.nats import EmbeddedNats
 from shared.bus.rpc_client import call
-from shared.config import ServiceConfig
-from shared.embedded.nats import EmbeddedNats
 from shared.schemas.retrieval import RetrieveRequest, RetrieveResult
-from shared.testing.stack import run_services, service_config
+from shared.settings.env import ServiceConfig
 from shared.vectors.port import VectorItem
 from shared.vectors.qdrant import QdrantStore
 from shared.vectors.registry import VectorStores, open_stores
+from tests.support.stack import run_services, service_config
 
 from .conftest import SIG, ScriptedEmbed, owner, put, unit
 

@@ -14,12 +14,12 @@ import pytest
 from nats.aio.client import Client
 
 from shared.bus.rpc_client import call
-from shared.config import ServiceConfig
-from shared.db.settings_store import put_values
 from shared.schemas.ops import EngineStatusRequest
 from shared.schemas.retrieval import RetrieveRequest, RetrieveResult
-from shared.testing.fake_llm import FakeLlm
-from shared.testing.stack import run_services, service_config
+from shared.settings.env import ServiceConfig
+from shared.settings.store import put_values
+from tests.support.fake_llm import FakeLlm
+from tests.support.stack import run_services, service_config
 
 from .conftest import ScriptedEmbed, owner, put, unit
 

@@ -180,7 +180,7 @@ async def test_cli_search(pool: asyncpg.Pool, nc: Client, retrieve_svc: ServiceC
     who = owner()
     mid = await put(pool, who, "the narwhal tusk is a tooth")
     url = retrieve_svc.config.nats.url
-    cmd = [sys.executable, "-m", "shared.cli.main", "search", "--owner", who, "--nats-url", url]
+    cmd = [sys.executable, "-m", "memoryd.cli.main", "search", "--owner", who, "--nats-url", url]
     env = {k: v for k, v in os.environ.items() if k != "MEMORYD_NATS_URL"}
 
     def run(*extra: str) -> subprocess.CompletedProcess[str]:

@@ -10,11 +10,11 @@ import pytest
 from nats.aio.client import Client
 
 from shared.bus.rpc_client import call
-from shared.config import ServiceConfig
-from shared.db.settings_store import put_values
 from shared.schemas.retrieval import RetrieveRequest, RetrieveResult
 from shared.service import ServiceContext
-from shared.testing.stack import run_services
+from shared.settings.env import ServiceConfig
+from shared.settings.store import put_values
+from tests.support.stack import run_services
 
 from .conftest import ScriptedEmbed, owner, put, unit
 

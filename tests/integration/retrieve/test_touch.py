@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import asyncpg
 
-from services.retrieve.touch import Toucher
+from services.retrieve.adapters.postgres_touch import Toucher
 
 from .conftest import put
 

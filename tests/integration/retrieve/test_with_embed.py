@@ -10,13 +10,13 @@ from nats.aio.client import Client
 
 from shared.bus.rpc_client import call
 from shared.codec import encode
-from shared.config import ServiceConfig
 from shared.db import memories
 from shared.schemas import EmbedJob
 from shared.schemas.ops import EngineStatusRequest, EngineStatusResult
 from shared.schemas.retrieval import RetrieveRequest, RetrieveResult
+from shared.settings.env import ServiceConfig
 from shared.subjects import EMBED_JOBS
-from shared.testing.stack import run_services
+from tests.support.stack import run_services
 
 from .conftest import owner
 

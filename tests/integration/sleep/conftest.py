@@ -22,14 +22,14 @@ import asyncpg
 import numpy as np
 import pytest
 
+from memoryd.local.nats import EmbeddedNats
 from shared.bus.rpc_client import call
-from shared.config import ServiceConfig
 from shared.db import memories
-from shared.embedded.nats import EmbeddedNats
 from shared.schemas.ops import SleepRunRecord, SleepRunRequest
 from shared.service import ServiceContext
-from shared.testing.fake_llm import FakeLlm
-from shared.testing.stack import run_services, service_config
+from shared.settings.env import ServiceConfig
+from tests.support.fake_llm import FakeLlm
+from tests.support.stack import run_services, service_config
 
 SIG = "test:fake:8"
 DIM = 8

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from bench.sleep import PHASES, render, run_sleep_bench
 from services.sleep.receipt import parse_receipt
-from shared.bench.sleep import PHASES, render, run_sleep_bench
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -11,9 +11,9 @@ from typing import Any
 import asyncpg
 from nats.aio.client import Client
 
+from memoryd.local.nats import EmbeddedNats
 from shared.bus.provision import ensure_activity_bucket
 from shared.codec import encode
-from shared.embedded.nats import EmbeddedNats
 from shared.schemas.events import Activity
 from shared.subjects import activity_key, activity_subject
 

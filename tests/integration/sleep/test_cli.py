@@ -9,7 +9,7 @@ from pathlib import Path
 
 import asyncpg
 
-from shared.embedded.nats import EmbeddedNats
+from memoryd.local.nats import EmbeddedNats
 
 from .conftest import add_memory, sleep_service
 

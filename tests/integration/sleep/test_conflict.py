@@ -11,7 +11,7 @@ from typing import Any
 import asyncpg
 from nats.aio.client import Client
 
-from shared.embedded.nats import EmbeddedNats
+from memoryd.local.nats import EmbeddedNats
 from shared.subjects import JOBS_STREAM
 
 from .conftest import DIM, SleepLlm, add_memory, memory_row, put_settings, run_sleep, sleep_service, states

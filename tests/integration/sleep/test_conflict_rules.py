@@ -8,8 +8,8 @@ from typing import Any
 import asyncpg
 from nats.aio.client import Client
 
+from memoryd.local.nats import EmbeddedNats
 from shared.db.memories import content_hash
-from shared.embedded.nats import EmbeddedNats
 
 from .conftest import SleepLlm, add_memory, memory_row, put_settings, run_sleep, sleep_service, states
 from .test_conflict import FORGET_SCANS, by_marker, key, ledger, pairs_of, seed_pair, vec

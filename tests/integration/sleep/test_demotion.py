@@ -10,13 +10,13 @@ import asyncpg
 import pytest
 from nats.aio.client import Client
 
-from services.sleep.activity import LiveActivity
+from memoryd.local.nats import EmbeddedNats
+from services.sleep.adapters.activity_kv import LiveActivity
 from services.sleep.config import SleepServiceConfig
 from services.sleep.context import Deps, RunContext
-from services.sleep.demotion_logic import DemotionCandidate, demotion_plan
+from services.sleep.logic.demotion import DemotionCandidate, demotion_plan
+from services.sleep.logic.settings import SleepSettings
 from services.sleep.phases.demotion import apply_plan
-from services.sleep.settings_logic import SleepSettings
-from shared.embedded.nats import EmbeddedNats
 from shared.vectors.pgvector import PgVectorStore
 
 from .conftest import add_memory, memory_row, run_sleep, sleep_service, states

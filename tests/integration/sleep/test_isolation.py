@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncpg
 from nats.aio.client import Client
 
-from shared.embedded.nats import EmbeddedNats
+from memoryd.local.nats import EmbeddedNats
 
 from .conftest import SleepLlm, add_entity, add_memory, ids_in, put_settings, run_sleep, sleep_service
 from .test_conflict import pairs_of, vec

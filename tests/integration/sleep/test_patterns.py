@@ -7,7 +7,7 @@ from typing import Any
 import asyncpg
 from nats.aio.client import Client
 
-from shared.embedded.nats import EmbeddedNats
+from memoryd.local.nats import EmbeddedNats
 
 from .conftest import SleepLlm, add_memory, ids_in, put_settings, run_sleep, sleep_service
 

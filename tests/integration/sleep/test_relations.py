@@ -7,8 +7,8 @@ import uuid
 import asyncpg
 from nats.aio.client import Client
 
-from services.sleep.relation_logic import reaches
-from shared.embedded.nats import EmbeddedNats
+from memoryd.local.nats import EmbeddedNats
+from services.sleep.logic.relations import reaches
 
 from .conftest import add_entity, add_memory, mention, run_sleep, sleep_service
 

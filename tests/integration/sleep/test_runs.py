@@ -9,6 +9,7 @@ import asyncpg
 import msgspec
 from nats.aio.client import Client
 
+from memoryd.local.nats import EmbeddedNats
 from services.sleep.receipt import (
     AffectiveResult,
     ConflictResult,
@@ -18,7 +19,6 @@ from services.sleep.receipt import (
     parse_receipt,
 )
 from shared.bus.rpc_client import call
-from shared.embedded.nats import EmbeddedNats
 from shared.observability.metrics import SLEEP_RUNS
 from shared.schemas.ops import SleepStatusRequest
 

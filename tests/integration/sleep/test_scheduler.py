@@ -11,14 +11,14 @@ import asyncpg
 import pytest
 from nats.aio.client import Client
 
+from memoryd.local.nats import EmbeddedNats
 from services.sleep import jobs
-from services.sleep.activity import ActivityReader
+from services.sleep.adapters.activity_kv import ActivityReader
 from services.sleep.config import SleepServiceConfig
 from services.sleep.context import Deps
 from services.sleep.scheduler import Scheduler
 from shared.bus.provision import ensure_activity_bucket, ensure_streams
-from shared.config import NatsConfig
-from shared.embedded.nats import EmbeddedNats
+from shared.settings.env import NatsConfig
 from shared.subjects import SLEEP_STREAM, activity_key
 from shared.vectors.pgvector import PgVectorStore
 

@@ -11,9 +11,9 @@ import asyncpg
 import pytest
 from nats.aio.client import Client
 
+from memoryd.local.nats import EmbeddedNats
 from services.sleep import app, runner
 from shared.bus.rpc_client import call
-from shared.embedded.nats import EmbeddedNats
 from shared.schemas.ops import SleepRunRequest
 from shared.service import ServiceContext, serve
 from shared.subjects import SLEEP_CONSUMER, SLEEP_STREAM

@@ -10,7 +10,7 @@ from pathlib import Path
 import asyncpg
 import numpy as np
 
-from shared.config import QdrantConfig, ServiceConfig
+from shared.settings.env import QdrantConfig, ServiceConfig
 from shared.vectors import registry
 from shared.vectors.port import VectorItem
 

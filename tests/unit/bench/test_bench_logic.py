@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
 
-from shared.bench import latency, quality, synth
-from shared.bench.locomo import parse_sample
-from shared.cli.commands_bench import bench_subparsers
-from shared.cli.main import build_parser
+from bench import latency, quality, synth
+from bench.__main__ import build_parser
+from bench.locomo import parse_sample
 
 from .test_locomo import SAMPLE
 
@@ -150,16 +148,19 @@ def test_latency_scenarios_ratios_targets() -> None:
     }
 
 
-def test_bench_group_is_shared_between_modules() -> None:
-    parser = argparse.ArgumentParser()
-    sub = parser.add_subparsers(dest="command")
-    first = bench_subparsers(sub)
-    first.add_parser("other")
-    assert bench_subparsers(sub) is first
-    assert set(first.choices) == {"other"}
-    args = build_parser().parse_args(["bench", "latency", "--sizes", "1000,20_000", "--concurrency", "1,8"])
+def test_bench_commands_parse() -> None:
+    parser = build_parser()
+    assert set(parser._subparsers._group_actions[0].choices) == {
+        "quality",
+        "latency",
+        "embed",
+        "sleep",
+        "ingest",
+        "readme",
+    }
+    args = parser.parse_args(["latency", "--sizes", "1000,20_000", "--concurrency", "1,8"])
     assert (args.sizes, args.concurrency, args.owners) == ([1000, 20000], [1, 8], 100)
-    args = build_parser().parse_args(["bench", "quality", "--variant", "rrf-depth-10", "--strategy", "hybrid"])
+    args = parser.parse_args(["quality", "--variant", "rrf-depth-10", "--strategy", "hybrid"])
     assert (args.variant, args.strategy, args.mode) == (["rrf-depth-10"], ["hybrid"], "processes")
     with pytest.raises(SystemExit):
-        build_parser().parse_args(["bench", "latency", "--sizes", "0"])
+        parser.parse_args(["latency", "--sizes", "0"])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shared.bench.embed import _targets, generate_texts, percentile, render
+from bench.embed import _targets, generate_texts, percentile, render
 
 
 def test_texts_are_deterministic_distinct_and_sentence_like() -> None:

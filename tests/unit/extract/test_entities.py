@@ -2,7 +2,7 @@
 
 import pytest
 
-from services.extract.entities import Entity, co_occurrences, extract_entities, normalize_name
+from services.extract.logic.entities import Entity, co_occurrences, extract_entities, normalize_name
 
 
 def kinds(text: str) -> list[tuple[str, str, str]]:

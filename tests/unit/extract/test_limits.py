@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.extract.logic import (
+from services.extract.logic.rules import (
     MAX_INPUT_BYTES,
     MAX_KEY_CHARS,
     Category,

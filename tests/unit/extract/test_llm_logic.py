@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.extract.llm_logic import (
+from services.extract.logic.llm_facts import (
     MAX_INPUT_BYTES,
     SYSTEM_PROMPT,
     LlmFactsReply,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from services.extract.logic import Fact, extract_facts, fact_key
+from services.extract.logic.rules import Fact, extract_facts, fact_key
 
 ACCEPTANCE = (
     "I prefer TypeScript. I'll use Postgres for this project. I always commit before pushing. I don't like Python."

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import msgspec
 import pytest
 
-from services.ingest import logic
+from services.ingest.logic import chat as logic
 from shared.errors import ValidationFailed
 from shared.schemas import ChatEvent, ChatMessage, MemoryRecord, Turn
 from shared.tokens import estimate_tokens

@@ -10,10 +10,10 @@ import msgspec
 import pytest
 
 from shared.codec import decode, encode, export_json_schemas, wire_types
-from shared.config import load_service_config
 from shared.errors import ConfigError, TooLarge, ValidationFailed
 from shared.schemas import RPC_OPS, ChatEvent, ChatMessage
 from shared.schemas.base import snake_name, wire_tag
+from shared.settings.env import load_service_config
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from memoryd.cli.commands_settings import parse_value
 from services.embed.settings import EmbedSettings
-from shared.cli.commands_settings import parse_value
-from shared.config import QdrantConfig
-from shared.engine_settings import (
+from shared.errors import ValidationFailed
+from shared.settings.engine import (
     REDACTED,
     EmbeddingConfig,
     effective_engine,
@@ -20,8 +20,8 @@ from shared.engine_settings import (
     reattached,
     usable_engine,
 )
-from shared.errors import ValidationFailed
-from shared.memory_settings import effective, text_setting_names, validate_update
+from shared.settings.env import QdrantConfig
+from shared.settings.memory import effective, text_setting_names, validate_update
 
 ENV_QDRANT = QdrantConfig(url="http://qdrant:6333", api_key="env-key", collection="mem")
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.retrieve.logic import (
+from services.retrieve.logic.fusion import (
     MAX_QUERY_CHARS,
     Candidate,
     Strategy,

@@ -8,13 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.retrieve.logic import (
-    Fused,
-    neighbour_boost,
-    rrf_fuse,
-    score_fuse,
-    session_boost,
-)
+from services.retrieve.logic.fusion import Fused, neighbour_boost, rrf_fuse, score_fuse, session_boost
 
 
 def ids(fused: list[Fused]) -> list[str]:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.retrieve.injection import (
+from services.retrieve.logic.injection import (
     DEFAULT_NO_SYSTEM_PROVIDERS,
     USER_BLOCK_SEPARATOR,
     default_query,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from services.retrieve.lexeme_logic import EMPTY_STATS, TermStats, and_lexemes, keyword_plan, match_plan
-from services.retrieve.term_stats import quoted, snapshot
+from services.retrieve.adapters.postgres_stats import quoted, snapshot
+from services.retrieve.logic.lexemes import EMPTY_STATS, TermStats, and_lexemes, keyword_plan, match_plan
 
 STATS = TermStats(
     rows=100_000,

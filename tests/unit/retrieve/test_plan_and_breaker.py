@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.retrieve.breaker_logic import Breaker
-from services.retrieve.logic import Fused, Strategy
-from services.retrieve.plan_logic import (
+from services.retrieve.logic.breaker import Breaker
+from services.retrieve.logic.fusion import Fused, Strategy
+from services.retrieve.logic.plan import (
     Attempt,
     MemoryRow,
     answer,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from services.retrieve.logic import Fused
-from services.retrieve.rerank_logic import label, permutation, prompt, reorder
+from services.retrieve.logic.fusion import Fused
+from services.retrieve.logic.rerank import label, permutation, prompt, reorder
 
 
 def test_prompt_numbers_the_candidates_on_one_line_each() -> None:

@@ -5,16 +5,16 @@ import random
 import msgspec
 import pytest
 
-from services.sleep.affective_logic import (
+from services.sleep.logic.affective import (
     AffectiveCandidate,
     AffectiveEdge,
     AffectivePlan,
     attribute_affect,
     parse_affective_reply,
 )
-from services.sleep.llm_reply_logic import LlmReplyError
-from services.sleep.relation_logic import Entity
-from services.sleep.trait_logic import ExistingTrait
+from services.sleep.logic.llm_reply import LlmReplyError
+from services.sleep.logic.relations import Entity
+from services.sleep.logic.traits import ExistingTrait
 
 ENTITIES = [
     Entity(id="e-alice", name="Alice", kind="person"),

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from services.sleep.conflict_logic import (
+from services.sleep.logic.conflict_pairs import (
     CandidatePair,
     PairMemory,
     PairSelection,

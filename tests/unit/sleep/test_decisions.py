@@ -5,8 +5,7 @@ from datetime import UTC, datetime, timedelta
 import msgspec
 import pytest
 
-from services.sleep.conflict_logic import ConflictPair
-from services.sleep.decision_logic import (
+from services.sleep.logic.conflict_decisions import (
     ArchivePlan,
     ConflictPendingPlan,
     ConflictPlan,
@@ -27,7 +26,8 @@ from services.sleep.decision_logic import (
     plan_action,
     tally_applied,
 )
-from services.sleep.llm_reply_logic import LlmReplyError
+from services.sleep.logic.conflict_pairs import ConflictPair
+from services.sleep.logic.llm_reply import LlmReplyError
 
 T0 = datetime(2026, 2, 1, tzinfo=UTC)
 

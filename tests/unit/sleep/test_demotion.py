@@ -2,13 +2,7 @@
 
 from datetime import UTC, datetime, timedelta
 
-from services.sleep.demotion_logic import (
-    DemotionCandidate,
-    SummaryDemotion,
-    demotion_plan,
-    short_summary,
-    still_cold,
-)
+from services.sleep.logic.demotion import DemotionCandidate, SummaryDemotion, demotion_plan, short_summary, still_cold
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 LONG = (

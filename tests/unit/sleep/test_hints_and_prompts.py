@@ -1,8 +1,8 @@
 """Direction hints of co-occurrences and the pool prompts of the LLM phases (pure helpers)."""
 
-from services.sleep.pattern_logic import parse_pattern_reply
-from services.sleep.prompt_logic import PoolMemory, PromptEntity, affective_prompt, one_line, pattern_prompt
-from services.sleep.relation_logic import CoOccurrence, hinted_co_occurrence
+from services.sleep.logic.patterns import parse_pattern_reply
+from services.sleep.logic.prompts import PoolMemory, PromptEntity, affective_prompt, one_line, pattern_prompt
+from services.sleep.logic.relations import CoOccurrence, hinted_co_occurrence
 
 
 def test_no_hint_is_related_to_in_the_given_order() -> None:

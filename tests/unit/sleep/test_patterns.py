@@ -3,8 +3,8 @@
 import msgspec
 import pytest
 
-from services.sleep.llm_reply_logic import LlmReplyError
-from services.sleep.pattern_logic import (
+from services.sleep.logic.llm_reply import LlmReplyError
+from services.sleep.logic.patterns import (
     ExistingPattern,
     PatternPlan,
     PatternProposal,

@@ -1,13 +1,6 @@
 """Relation completion: orphans only, inferred relation types, no part_of/depends_on cycles."""
 
-from services.sleep.relation_logic import (
-    CoOccurrence,
-    Edge,
-    Entity,
-    NewEdge,
-    complete_relations,
-    reaches,
-)
+from services.sleep.logic.relations import CoOccurrence, Edge, Entity, NewEdge, complete_relations, reaches
 
 ENTITIES = [Entity(id=i, name=i.upper()) for i in ("a", "b", "c", "d", "e", "f")]
 

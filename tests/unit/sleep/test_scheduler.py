@@ -4,7 +4,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from services.sleep.logic import (
+from services.sleep.logic.schedule import (
     affective_skip_reason,
     conflict_skip_reason,
     consecutive_failures,
@@ -16,7 +16,7 @@ from services.sleep.logic import (
     should_abort,
     sleep_msg_id,
 )
-from services.sleep.settings_logic import SleepSettings
+from services.sleep.logic.settings import SleepSettings
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 ON = SleepSettings(sleep_mode_enabled=True)

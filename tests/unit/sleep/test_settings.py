@@ -3,12 +3,7 @@
 import msgspec
 import pytest
 
-from services.sleep.settings_logic import (
-    SleepSettings,
-    decode_settings,
-    resolve_settings,
-    strictness_threshold,
-)
+from services.sleep.logic.settings import SleepSettings, decode_settings, resolve_settings, strictness_threshold
 
 DEFAULTS = {
     "sleepModeEnabled": False,

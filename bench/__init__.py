@@ -1,0 +1,6 @@
+"""Benchmarks that run through the real services: retrieval quality (LoCoMo) and latency.
+
+``locomo`` is pure (data, formatting, metrics); ``harness`` starts an embedded stack;
+``quality`` and ``latency`` drive it; ``bench.cli`` exposes them as
+``memoryd bench quality|latency``.
+"""

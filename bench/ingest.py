@@ -1,0 +1,110 @@
+"""``memoryd bench ingest``: chat events per second through ingest + extract, to committed rows.
+
+A backlog of N chat events (several owners, a user turn stating a preference and an
+assistant reply each) is published to ``mem.v1.events.chat`` first; then ingest and extract
+start as child processes and the clock runs until every event's turns are stored (the
+``events`` table) and every extract job has committed its facts (the ``extract_runs``
+table). Where the time goes: each stage's own finish time and the CPU seconds of ingest,
+extract, PostgreSQL and nats-server over the run. Embedding is measured by
+``memoryd bench embed``; its jobs are left queued here.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import asyncpg
+import nats
+
+from bench.harness import ServiceStack, cpu_delta, embedded_servers, wait_until
+from bench.report import environment, markdown_table
+from shared.bus.provision import ensure_streams
+from shared.codec import encode
+from shared.schemas import ChatEvent, ChatMessage
+from shared.settings.env import NatsConfig
+from shared.subjects import CHAT_EVENTS, MSG_ID_HEADER
+
+
+def bench_events(n: int, owners: int = 50) -> list[ChatEvent]:
+    now = datetime.now(UTC)
+    return [
+        ChatEvent(
+            event_id=f"bench-{i}",
+            owner=f"owner-{i % owners}",
+            session_id=f"s-{i % owners}-{i // 200}",
+            occurred_at=now,
+            messages=[
+                ChatMessage(role="user", content=f"I prefer library number {i} for this project. Deadline is day {i}."),
+                ChatMessage(role="assistant", content=f"Understood, library {i} it is; I will remember day {i}."),
+            ],
+        )
+        for i in range(n)
+    ]
+
+
+async def run_ingest_bench(n: int, log: Callable[[str], None]) -> dict[str, Any]:
+    events = bench_events(n)
+    async with embedded_servers() as servers:
+        nc = await nats.connect(servers.nats_url)
+        js = nc.jetstream()
+        await ensure_streams(js, NatsConfig())
+        t0 = time.monotonic()
+        for e in events:
+            await js.publish(CHAT_EVENTS, encode(e), headers={MSG_ID_HEADER: e.event_id})
+        publish_s = time.monotonic() - t0
+        await nc.close()
+        log(f"published {n} events in {publish_s:.1f} s; starting ingest + extract")
+        conn = await asyncpg.connect(servers.pg_dsn)
+        finished: dict[str, float] = {}
+        stack_cfg = ServiceStack(servers.nats_url, servers.pg_dsn, services=("ingest", "extract"), servers=servers)
+        async with stack_cfg as stack:
+            cpu0 = stack.cpu_seconds()
+            start = time.monotonic()
+
+            async def done() -> bool:
+                stored = await conn.fetchval("SELECT count(*) FROM events")
+                extracted = await conn.fetchval("SELECT count(*) FROM extract_runs")
+                if stored >= n and "ingest" not in finished:
+                    finished["ingest"] = time.monotonic() - start
+                if extracted >= n and "extract" not in finished:
+                    finished["extract"] = time.monotonic() - start
+                return bool(stored >= n and extracted >= n)
+
+            await wait_until(done, timeout=3600, interval=0.2, what="all events ingested and extracted")
+            total = time.monotonic() - start
+            cpu = cpu_delta(cpu0, stack.cpu_seconds())
+        turns = await conn.fetchval("SELECT count(*) FROM memories WHERE source = 'chat_turn'")
+        facts = await conn.fetchval("SELECT count(*) FROM memories WHERE source = 'rule'")
+        await conn.close()
+    return {
+        "events": n,
+        "turns_stored": int(turns),
+        "facts_stored": int(facts),
+        "seconds": total,
+        "events_per_s": n / total,
+        "ingest_done_s": finished.get("ingest"),
+        "extract_done_s": finished.get("extract"),
+        "cpu_seconds": cpu,
+        "environment": environment(),
+    }
+
+
+def render(r: dict[str, Any]) -> str:
+    head = (
+        f"Ingest + extract: {r['events']} chat events (2 turns each, 50 owners) from a backlog to committed rows: "
+        f"{r['turns_stored']} turns, {r['facts_stored']} facts\n\n"
+    )
+    table = markdown_table(
+        ["events", "seconds", "events/s", "ingest done (s)", "extract done (s)"],
+        [[r["events"], r["seconds"], r["events_per_s"], r["ingest_done_s"], r["extract_done_s"]]],
+        digits=1,
+    )
+    cpu = markdown_table(
+        ["process", "CPU s", "CPU ms per event"],
+        [[k, v, 1000 * v / r["events"]] for k, v in sorted(r["cpu_seconds"].items(), key=lambda kv: -kv[1])],
+        digits=2,
+    )
+    return head + table + "\n\nWhere the time goes (CPU over the run):\n\n" + cpu

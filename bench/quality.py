@@ -1,0 +1,423 @@
+"""``memoryd bench quality``: LoCoMo retrieval quality through the real services.
+
+Each conversation gets its own owner; each turn is one ``ChatEvent`` on
+``mem.v1.events.chat`` (``MemoryClient.publish_chat``) in session order (one LoCoMo session = one ``session_id``; the
+message's ``name`` is the speaker, its content ``"[<date>] <speaker>: <text>"``). The
+benchmark waits until ingest, extraction and embedding are done (it reads Postgres and
+the JetStream consumers), then asks every category 1-4 question through
+``mem.v1.rpc.retrieve`` (limit 20, a token budget that never cuts the top 20) for each
+strategy and variant, maps each result back to its turn (the memory's ``event_id``
+metadata; ``dia_id`` too if the event metadata is ever copied) and scores R@k / All@k.
+
+``occurred_at`` is the session date shifted by a whole number of days so that the last
+session of each conversation is yesterday: LoCoMo's 2022-2023 dates would otherwise fall
+outside ``retentionDays`` (at most 365) and be filtered out. The text keeps its real dates.
+
+Variants change the engine through its own knobs: runtime settings (``rrfK``, ``rrfDepth``,
+``fusion``, put globally and announced on ``mem.v1.settings.changed``) and the retrieve
+service's ``MEMORYD_RETRIEVE_*`` environment (the service is restarted with it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from bench import locomo
+from bench.harness import ServiceStack, wait_until
+from bench.report import environment, markdown_table
+from memoryd.client import MemoryClient
+from shared.bus.rpc_client import call
+from shared.schemas.events import ChatEvent, ChatMessage
+from shared.schemas.retrieval import RetrieveRequest, RetrieveResult
+from shared.settings.cache import announce_change
+from shared.settings.memory import GLOBAL_OWNER, MemorySettings
+from shared.settings.store import put_values
+from shared.subjects import EXTRACT_CONSUMER, JOBS_STREAM
+
+LIMIT = 20
+MAX_TOKENS = 8000  # the service clamps to 8000; 20 LoCoMo turns use ~1-2k
+#: Same protocol, in-process, all-MiniLM-L6-v2 fp32 (shared/data/locomo/README.md).
+REFERENCE = {
+    "BM25": {"R@5": 0.539, "R@10": 0.611, "R@20": 0.668, "All@10": 0.563},
+    "dense MiniLM": {"R@5": 0.441, "R@10": 0.546, "R@20": 0.636, "All@10": 0.489},
+    "hybrid RRF k=60 depth 20": {"R@5": 0.555, "R@10": 0.673, "R@20": 0.752, "All@10": 0.618},
+}
+
+
+@dataclass(frozen=True)
+class StrategyPlan:
+    """How one benchmark strategy is asked of the service."""
+
+    name: str
+    request: str  # RetrieveRequest.strategy
+    embed_down: bool = False  # stop the embed service first (hybrid degrades to full-text)
+
+
+STRATEGIES: dict[str, StrategyPlan] = {
+    "keyword": StrategyPlan("keyword", "hybrid", embed_down=True),
+    "semantic": StrategyPlan("semantic", "semantic"),
+    "hybrid": StrategyPlan("hybrid", "hybrid"),
+    "exact": StrategyPlan("exact", "exact"),
+}
+DEFAULT_STRATEGIES = ("hybrid", "semantic", "keyword")  # keyword last: it stops the embed service
+
+
+@dataclass(frozen=True)
+class Variant:
+    """An engine configuration: runtime settings and/or retrieve-service environment."""
+
+    name: str
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    retrieve_env: Mapping[str, str] = field(default_factory=dict)
+    types: tuple[str, ...] | None = None
+
+
+BUILTIN_VARIANTS: dict[str, Variant] = {
+    v.name: v
+    for v in (
+        Variant("default"),
+        Variant("rrf-depth-10", {"rrfDepth": 10}),
+        Variant("rrf-depth-50", {"rrfDepth": 50}),
+        Variant("rrf-depth-100", {"rrfDepth": 100}),
+        Variant("rrf-k-20", {"rrfK": 20}),
+        Variant("rrf-k-120", {"rrfK": 120}),
+        Variant("fusion-score", {"fusion": "score"}),
+        Variant("fusion-score-depth-50", {"fusion": "score", "rrfDepth": 50}),
+        Variant("fusion-score-depth-100", {"fusion": "score", "rrfDepth": 100}),
+        Variant("fusion-score-depth-200", {"fusion": "score", "rrfDepth": 200}),
+        Variant(
+            "fusion-score-depth-100-fts-0.3",
+            {"fusion": "score", "rrfDepth": 100},
+            {"MEMORYD_RETRIEVE_FTS_WEIGHT": "0.3", "MEMORYD_RETRIEVE_VEC_WEIGHT": "0.7"},
+        ),
+        Variant(
+            "fusion-score-depth-100-fts-0.7",
+            {"fusion": "score", "rrfDepth": 100},
+            {"MEMORYD_RETRIEVE_FTS_WEIGHT": "0.7", "MEMORYD_RETRIEVE_VEC_WEIGHT": "0.3"},
+        ),
+        Variant("session-boost-0.2", retrieve_env={"MEMORYD_RETRIEVE_SESSION_BOOST": "0.2"}),
+        Variant(
+            "fusion-score-depth-100-session-0.2",
+            {"fusion": "score", "rrfDepth": 100},
+            {"MEMORYD_RETRIEVE_SESSION_BOOST": "0.2"},
+        ),
+        Variant("neighbour-boost-0.1", retrieve_env={"MEMORYD_RETRIEVE_NEIGHBOUR_BOOST": "0.1"}),
+        Variant("no-neighbour-boost", retrieve_env={"MEMORYD_RETRIEVE_NEIGHBOUR_BOOST": "0"}),
+        Variant(
+            "no-boosts-rrf-depth-20",
+            {"fusion": "rrf", "rrfDepth": 20},
+            {"MEMORYD_RETRIEVE_NEIGHBOUR_BOOST": "0", "MEMORYD_RETRIEVE_SESSION_BOOST": "0"},
+        ),
+        Variant("turns-only", types=("episodic",)),
+    )
+}
+
+
+def parse_variant(text: str) -> Variant:
+    """A built-in name, or ``name:key=value,...`` (``MEMORYD_*`` keys go to the retrieve
+    service's environment, ``types`` is ``a+b``, other keys are runtime settings, JSON values)."""
+    if text in BUILTIN_VARIANTS:
+        return BUILTIN_VARIANTS[text]
+    name, sep, spec = text.partition(":")
+    if not sep or not name:
+        raise ValueError(f"variant {text!r}: not one of {', '.join(BUILTIN_VARIANTS)} nor name:key=value,...")
+    settings: dict[str, Any] = {}
+    env: dict[str, str] = {}
+    types: tuple[str, ...] | None = None
+    for item in filter(None, spec.split(",")):
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise ValueError(f"variant {name!r}: {item!r} is not key=value")
+        if key.startswith("MEMORYD_"):
+            env[key] = value
+        elif key == "types":
+            types = tuple(value.split("+"))
+        else:
+            try:
+                settings[key] = json.loads(value)
+            except json.JSONDecodeError:
+                settings[key] = value
+    return Variant(name, settings, env, types)
+
+
+def owner_of(conv: locomo.Conversation) -> str:
+    return f"locomo-{conv.sample_id}"
+
+
+def event_id_of(conv: locomo.Conversation, turn: locomo.Turn) -> str:
+    return f"locomo-{conv.sample_id}-{turn.dia_id}"
+
+
+def build_events(conv: locomo.Conversation, now: datetime) -> list[ChatEvent]:
+    """One event per turn, in order, dates shifted so the last session is yesterday."""
+    last = max(t.occurred_at for t in conv.turns)
+    shift = timedelta(days=(now - timedelta(days=1) - last).days)
+    return [
+        ChatEvent(
+            event_id=event_id_of(conv, t),
+            owner=owner_of(conv),
+            session_id=f"{conv.sample_id}:s{t.session}",
+            messages=[ChatMessage(role="user", content=t.content, name=t.speaker)],
+            occurred_at=t.occurred_at + shift,
+            metadata={"dia_id": t.dia_id, "locomo_session": t.session, "turn": t.index},
+        )
+        for t in conv.turns
+    ]
+
+
+async def ingest(stack: ServiceStack, convs: Sequence[locomo.Conversation], timeout: float = 900.0) -> dict[str, Any]:
+    """Publish every turn and wait until all is stored, extracted and embedded."""
+    js = stack.nc.jetstream()
+    client = MemoryClient(stack.nc, timeout=30)
+    now = datetime.now(UTC)
+    events = [e for c in convs for e in build_events(c, now)]
+    owners = sorted({e.owner for e in events})
+    started = time.perf_counter()
+    for e in events:
+        await client.publish_chat(
+            e.owner,
+            e.messages,
+            session_id=e.session_id,
+            event_id=e.event_id,
+            metadata=dict(e.metadata),
+            occurred_at=e.occurred_at,
+        )
+    published_s = time.perf_counter() - started
+
+    async def done() -> bool:
+        processed = await stack.pool.fetchval("SELECT count(*) FROM events WHERE owner = ANY($1)", owners)
+        if processed < len(events):
+            return False
+        try:
+            info = await js.consumer_info(JOBS_STREAM, EXTRACT_CONSUMER)
+        except Exception:
+            return False
+        if info.num_pending or info.num_ack_pending:
+            return False
+        pending = await stack.pool.fetchval(
+            "SELECT count(*) FROM memories WHERE owner = ANY($1) AND needs_reindex AND state = 'active'", owners
+        )
+        return pending == 0
+
+    await wait_until(done, timeout, interval=0.5, what="ingest + extract + embed of the LoCoMo turns")
+    await asyncio.sleep(1.0)
+    await wait_until(done, timeout, interval=0.5, what="a quiet pipeline")
+    rows = await stack.pool.fetch(
+        "SELECT source, type, count(*) AS n FROM memories WHERE owner = ANY($1) GROUP BY 1, 2 ORDER BY 1, 2", owners
+    )
+    return {
+        "events": len(events),
+        "published_s": round(published_s, 2),
+        "searchable_after_s": round(time.perf_counter() - started, 1),
+        "memories": {f"{r['source']}/{r['type']}": r["n"] for r in rows},
+    }
+
+
+async def apply_variant(stack: ServiceStack, variant: Variant, previous: Variant | None) -> None:
+    """Global settings = defaults + the variant's; restart retrieve when its env changes."""
+    values = {**engine_defaults(), **variant.settings}
+    await put_values(stack.pool, None, values)
+    await announce_change(stack.nc, GLOBAL_OWNER)
+    running_env = dict(previous.retrieve_env) if previous is not None else {}
+    if running_env != dict(variant.retrieve_env):
+        await stack.restart("retrieve", variant.retrieve_env)
+
+
+def engine_defaults() -> dict[str, Any]:
+    """The engine-relevant defaults (camelCase), so a variant never inherits the previous one's."""
+    d = MemorySettings()
+    return {"rrfK": d.rrf_k, "rrfDepth": d.rrf_depth, "fusion": d.fusion}
+
+
+def dia_map(convs: Sequence[locomo.Conversation]) -> dict[str, str]:
+    return {event_id_of(c, t): t.dia_id for c in convs for t in c.turns}
+
+
+def dia_of(metadata: Mapping[str, Any], by_event: Mapping[str, str]) -> str | None:
+    if isinstance(metadata.get("dia_id"), str):
+        return str(metadata["dia_id"])
+    event = metadata.get("event_id")
+    return by_event.get(event) if isinstance(event, str) else None
+
+
+async def ask_all(
+    stack: ServiceStack, convs: Sequence[locomo.Conversation], plan: StrategyPlan, variant: Variant
+) -> tuple[list[locomo.QAOutcome], dict[str, Any]]:
+    by_event = dia_map(convs)
+    outcomes: list[locomo.QAOutcome] = []
+    tiers: collections.Counter[str] = collections.Counter()
+    fallbacks: collections.Counter[str] = collections.Counter()
+    non_turns = 0
+    server_ms: list[float] = []
+    embed_ms: list[float] = []
+    for conv in convs:
+        for qa in conv.qas:
+            req = RetrieveRequest(
+                owner=owner_of(conv),
+                query=qa.question,
+                strategy=plan.request,  # type: ignore[arg-type]
+                limit=LIMIT,
+                max_tokens=MAX_TOKENS,
+                types=list(variant.types) if variant.types else None,  # type: ignore[arg-type]
+            )
+            t0 = time.perf_counter()
+            res: RetrieveResult = await call(stack.nc, "retrieve", req, timeout=30)
+            ms = (time.perf_counter() - t0) * 1000
+            ranked = tuple(dia_of(m.metadata, by_event) for m in res.memories)
+            non_turns += sum(1 for d in ranked[:10] if d is None)
+            tiers.update(t.tier for t in res.tiers if t.served)
+            fallbacks.update(res.fallbacks)
+            if res.ms is not None:
+                server_ms.append(res.ms)
+            if res.embed_ms is not None:
+                embed_ms.append(res.embed_ms)
+            outcomes.append(
+                locomo.QAOutcome(
+                    category=qa.category,
+                    evidence=qa.evidence,
+                    ranked=ranked,
+                    latency_ms=ms,
+                    tokens_top10=sum(m.tokens for m in res.memories[:10]),
+                )
+            )
+    info = {
+        "tiers_served": dict(tiers),
+        "fallbacks": dict(fallbacks),
+        "non_turn_results_in_top10": round(non_turns / max(1, len(outcomes)), 3),
+        "server_ms_p50": round(locomo.percentile(server_ms, 50), 2) if server_ms else None,
+        "embed_ms_p50": round(locomo.percentile(embed_ms, 50), 2) if embed_ms else None,
+    }
+    return outcomes, info
+
+
+async def run_quality(
+    stack: ServiceStack,
+    convs: Sequence[locomo.Conversation],
+    strategies: Sequence[str] = DEFAULT_STRATEGIES,
+    variants: Sequence[Variant] = (BUILTIN_VARIANTS["default"],),
+    *,
+    data_path: str = "",
+    log: Any = print,
+    after_ingest: Callable[[], Awaitable[None]] | None = None,
+) -> dict[str, Any]:
+    """Ingest once, then score every (variant, strategy); returns the JSON report.
+
+    ``after_ingest`` runs once everything is searchable (e.g. an in-process study on the same data).
+    """
+    plans = [STRATEGIES[s] for s in strategies]
+    plans.sort(key=lambda p: p.embed_down)  # runs with the embed service down go last
+    log(f"ingesting {sum(len(c.turns) for c in convs)} turns of {len(convs)} conversation(s) ...")
+    ingest_info = await ingest(stack, convs)
+    log(f"searchable after {ingest_info['searchable_after_s']} s: {ingest_info['memories']}")
+    if after_ingest is not None:
+        await after_ingest()
+    runs: list[dict[str, Any]] = []
+    embed_stopped = False
+    for plan in plans:
+        if plan.embed_down and not embed_stopped:
+            await stack.stop("embed")
+            embed_stopped = True
+        previous: Variant | None = None
+        # engine variants only change fused rankings: other strategies run with the first one
+        chosen = variants if plan.request == "hybrid" and not plan.embed_down else variants[:1]
+        for variant in chosen:
+            await apply_variant(stack, variant, previous)
+            previous = variant
+            outcomes, info = await ask_all(stack, convs, plan, variant)
+            table = locomo.score_by_category(outcomes)
+            overall = table["overall"]
+            log(
+                f"{variant.name:>24} {plan.name:>8}: R@5 {overall.recall[5]:.3f} R@10 {overall.recall[10]:.3f} "
+                f"R@20 {overall.recall[20]:.3f} All@10 {overall.all_at:.3f} p50 {overall.latency_p50_ms:.1f} ms"
+            )
+            runs.append(
+                {
+                    "variant": variant.name,
+                    "settings": dict(variant.settings),
+                    "retrieve_env": dict(variant.retrieve_env),
+                    "strategy": plan.name,
+                    "request_strategy": plan.request,
+                    "embed_down": plan.embed_down,
+                    "scores": {k: v.as_dict() for k, v in table.items()},
+                    **info,
+                }
+            )
+        if previous is not None and previous != variants[0]:
+            await apply_variant(stack, variants[0], previous)
+    return {
+        "benchmark": "quality",
+        "data": data_path,
+        "conversations": [c.sample_id for c in convs],
+        "questions": sum(len(c.qas) for c in convs),
+        "dropped_questions": sum(c.dropped_qas for c in convs),
+        "limit": LIMIT,
+        "ingest": ingest_info,
+        "runs": runs,
+        "reference": REFERENCE,
+        "environment": environment(),
+    }
+
+
+def render(report: Mapping[str, Any]) -> str:
+    """The protocol table per (variant, strategy), then one summary line per run."""
+    out = [
+        f"LoCoMo retrieval through the services: {report['questions']} questions "
+        f"({', '.join(report['conversations'])}), limit {report['limit']}",
+        "",
+    ]
+    summary = []
+    for run in report["runs"]:
+        rows = [
+            [
+                cat,
+                s["n"],
+                s["R@5"],
+                s["R@10"],
+                s["R@20"],
+                s["All@10"],
+                s["latency_p50_ms"],
+                s["latency_p95_ms"],
+                s["tokens_top10"],
+            ]
+            for cat, s in run["scores"].items()
+        ]
+        o = run["scores"]["overall"]
+        summary.append(
+            [
+                run["variant"],
+                run["strategy"],
+                o["R@5"],
+                o["R@10"],
+                o["R@20"],
+                o["All@10"],
+                o["latency_p50_ms"],
+                o["latency_p95_ms"],
+                run.get("server_ms_p50"),
+                o["tokens_top10"],
+            ]
+        )
+        out.append(f"### {run['strategy']} — variant {run['variant']}")
+        out.append(
+            markdown_table(["category", "n", "R@5", "R@10", "R@20", "All@10", "p50 ms", "p95 ms", "tokens top10"], rows)
+        )
+        out.append("")
+    ref = [
+        [f"reference: {k}", "in-process", v["R@5"], v["R@10"], v["R@20"], v["All@10"], None, None, None, None]
+        for k, v in REFERENCE.items()
+    ]
+    out.append("### Summary (overall; latency = client round trip, server = the service's own ms)")
+    head = ["variant", "strategy", "R@5", "R@10", "R@20", "All@10", "p50 ms", "p95 ms", "server p50 ms", "tokens top10"]
+    out.append(markdown_table(head, summary + ref))
+    return "\n".join(out)
+
+
+def default_data_path(repo_root: Path) -> Path:
+    return (repo_root / ".." / "shared" / "data" / "locomo" / "locomo_dev.json").resolve()

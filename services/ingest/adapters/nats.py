@@ -1,0 +1,116 @@
+"""What ingest publishes after a commit: ExtractJobs, EmbedJobs and owner activity.
+
+Every JetStream publish carries a ``Nats-Msg-Id`` derived from what it announces, so a
+republish after a crash (or a concurrent redelivery) is dropped by the stream's
+duplicate window. NATS failures become ``DependencyDown``: the consumer loop retries
+those with backoff instead of dead-lettering the event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
+
+import nats.errors
+from nats.aio.client import Client
+from nats.js import JetStreamContext
+from nats.js.kv import KeyValue
+
+from services.ingest.logic.chat import ActivityThrottle, extract_jobs
+from shared.codec import encode
+from shared.errors import DependencyDown
+from shared.observability.logging import get_logger
+from shared.schemas.events import Activity, ChatEvent, EmbedJob, Turn
+from shared.subjects import EMBED_JOBS, EXTRACT_JOBS, MSG_ID_HEADER, activity_key, activity_subject, embed_msg_id
+
+log = get_logger(__name__)
+
+EmbedReason = Literal["new", "update", "reindex", "restore"]
+_CONCURRENT_PUBLISHES = 64
+
+
+@dataclass(frozen=True)
+class Embed:
+    """A memory that needs a vector."""
+
+    memory_id: str
+    owner: str
+    content_hash: str
+    reason: EmbedReason = "new"
+
+
+class Publisher:
+    """Publishes ingest's follow-up messages; one per service process."""
+
+    def __init__(self, nc: Client, js: JetStreamContext, kv: KeyValue, throttle: ActivityThrottle) -> None:
+        self._nc = nc
+        self._js = js
+        self._kv = kv
+        self._throttle = throttle
+
+    async def _publish(self, subject: str, data: bytes, msg_id: str) -> None:
+        try:
+            await self._js.publish(subject, data, headers={MSG_ID_HEADER: msg_id}, timeout=5.0)
+        except (nats.errors.Error, TimeoutError) as exc:
+            raise DependencyDown(f"cannot publish to {subject}: {type(exc).__name__}: {exc}") from exc
+
+    async def extract(self, event: ChatEvent, turns: Sequence[Turn]) -> int:
+        """Publish the event's ExtractJob(s); return how many."""
+        jobs = extract_jobs(event, turns)
+        for msg_id, job in jobs:
+            await self._publish(EXTRACT_JOBS, encode(job), msg_id)
+        return len(jobs)
+
+    async def embed(self, items: Sequence[Embed]) -> None:
+        """Publish one EmbedJob per memory (concurrently, in bounded chunks)."""
+        for start in range(0, len(items), _CONCURRENT_PUBLISHES):
+            chunk = items[start : start + _CONCURRENT_PUBLISHES]
+            await asyncio.gather(
+                *(
+                    self._publish(
+                        EMBED_JOBS,
+                        encode(
+                            EmbedJob(memory_id=i.memory_id, owner=i.owner, content_hash=i.content_hash, reason=i.reason)
+                        ),
+                        embed_msg_id(i.memory_id, i.content_hash),
+                    )
+                    for i in chunk
+                )
+            )
+
+    async def embed_best_effort(self, items: Sequence[Embed]) -> None:
+        """For API writes that are already committed: a failure is logged, never raised.
+
+        The memory keeps ``needs_reindex`` set, so the embed service's lost-job sweep finds it.
+        """
+        try:
+            await self.embed(items)
+        except DependencyDown as exc:
+            log.warning("ingest.embed_publish_failed", count=len(items), error=exc.description)
+
+    async def activity(
+        self, owner: str, kind: Literal["chat", "api"], session_id: str | None = None, *, force: bool = False
+    ) -> None:
+        """Record the owner's last activity (KV) and announce it (core NATS), throttled per owner."""
+        now = time.monotonic()
+        if not force and not self._throttle.due(owner, now):
+            return
+        at = datetime.now(UTC)
+        try:
+            await self._kv.put(activity_key(owner), at.isoformat().encode())
+            await self._nc.publish(
+                activity_subject(owner), encode(Activity(owner=owner, at=at, kind=kind, session_id=session_id))
+            )
+        except (nats.errors.Error, TimeoutError) as exc:
+            raise DependencyDown(f"cannot record activity: {type(exc).__name__}: {exc}") from exc
+        self._throttle.mark(owner, now)
+
+    async def activity_best_effort(self, owner: str, session_id: str | None = None) -> None:
+        try:
+            await self.activity(owner, "api", session_id)
+        except DependencyDown as exc:
+            log.warning("ingest.activity_failed", error=exc.description)

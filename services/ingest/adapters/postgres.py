@@ -1,0 +1,252 @@
+"""Postgres queries of the memory API that ``shared.db.memories`` does not already cover:
+list with filters, partial update, clear selection, export pages and import writes.
+
+Every query is scoped by ``owner``; values only ever travel as bind parameters.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+import asyncpg
+
+from services.ingest.logic.chat import import_id, like_pattern, record_differs, utc
+from shared.db import memories
+from shared.db.memories import COLUMNS, content_hash, to_record
+from shared.schemas.memory import MemoryRecord
+
+
+# --- list ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ListFilter:
+    owner: str
+    memory_type: str | None = None
+    session_id: str | None = None
+    state: str | None = None
+    q: str | None = None
+
+
+def _where(f: ListFilter) -> tuple[str, list[Any], str | None]:
+    """``WHERE`` clause, its arguments and the query's parameter reference (when ``q``)."""
+    args: list[Any] = [f.owner]
+    clauses = ["owner = $1"]
+    for column, value in (("type", f.memory_type), ("session_id", f.session_id), ("state", f.state)):
+        if value is not None:
+            args.append(value)
+            clauses.append(f"{column} = ${len(args)}")
+    q_ref = None
+    if f.q is not None and f.q.strip():
+        args += [f.q, like_pattern(f.q)]
+        q_ref = f"websearch_to_tsquery('english', ${len(args) - 1})"
+        # full-text match, or the text itself anywhere (punctuation-only queries have no lexemes)
+        clauses.append(f"(tsv @@ {q_ref} OR content ILIKE ${len(args)})")
+    return " AND ".join(clauses), args, q_ref
+
+
+async def list_memories(
+    conn: asyncpg.Connection | asyncpg.Pool, f: ListFilter, limit: int, offset: int
+) -> tuple[list[MemoryRecord], int, int]:
+    """A page of matching memories, the number matching, and how many of those were ever retrieved."""
+    where, args, q_ref = _where(f)
+    order = f"ts_rank_cd(tsv, {q_ref}) DESC, created_at DESC, id" if q_ref else "created_at DESC, id"
+    counts = await conn.fetchrow(
+        f"SELECT count(*) AS n, count(last_accessed_at) AS hits FROM memories WHERE {where}", *args
+    )
+    assert counts is not None
+    rows = await conn.fetch(
+        f"SELECT {COLUMNS} FROM memories WHERE {where} ORDER BY {order} LIMIT ${len(args) + 1} OFFSET ${len(args) + 2}",
+        *args,
+        limit,
+        offset,
+    )
+    return [to_record(r) for r in rows], int(counts["n"]), int(counts["hits"])
+
+
+# --- update ----------------------------------------------------------------------------------
+async def update_memory(
+    conn: asyncpg.Connection,
+    owner: str,
+    memory_id: str,
+    *,
+    content: str | None,
+    memory_type: str | None,
+    metadata: dict[str, Any] | None,
+    expires_at: datetime | None,
+    session_id: str | None,
+) -> tuple[MemoryRecord, bool] | None:
+    """Change the given fields; ``(record, content_changed)`` or None when absent.
+
+    A content change keeps the old text in ``content_history``, sets ``needs_reindex``
+    and makes a demoted memory active again.
+    """
+    async with conn.transaction():
+        current = await conn.fetchrow(
+            "SELECT content, content_hash FROM memories WHERE owner = $1 AND id = $2 FOR UPDATE",
+            owner,
+            uuid.UUID(memory_id),
+        )
+        if current is None:
+            return None
+        digest = content_hash(content) if content is not None else None
+        changed = digest is not None and digest != current["content_hash"]
+        if changed:
+            await conn.execute(
+                "INSERT INTO content_history (memory_id, owner, old_content, reason) VALUES ($1, $2, $3, 'api_update')",
+                uuid.UUID(memory_id),
+                owner,
+                current["content"],
+            )
+        row = await conn.fetchrow(
+            f"""
+            UPDATE memories SET
+                content = coalesce($3, content),
+                content_hash = coalesce($4, content_hash),
+                type = coalesce($5, type),
+                metadata = coalesce($6::jsonb, metadata),
+                expires_at = coalesce($7, expires_at),
+                session_id = coalesce($8, session_id),
+                needs_reindex = needs_reindex OR $9,
+                state = CASE WHEN $9 THEN 'active' ELSE state END,
+                full_content = CASE WHEN $9 THEN NULL ELSE full_content END,
+                updated_at = now()
+            WHERE owner = $1 AND id = $2
+            RETURNING {COLUMNS}
+            """,
+            owner,
+            uuid.UUID(memory_id),
+            content,
+            digest,
+            memory_type,
+            metadata,
+            expires_at,
+            session_id,
+            changed,
+        )
+    assert row is not None
+    return to_record(row), changed
+
+
+# --- clear / export --------------------------------------------------------------------------
+async def ids_to_clear(
+    conn: asyncpg.Connection, owner: str, memory_type: str | None, older_than_days: int | None
+) -> list[uuid.UUID]:
+    rows = await conn.fetch(
+        "SELECT id FROM memories WHERE owner = $1 AND ($2::text IS NULL OR type = $2)"
+        " AND ($3::int IS NULL OR created_at < now() - make_interval(days => $3::int))",
+        owner,
+        memory_type,
+        older_than_days,
+    )
+    return [r["id"] for r in rows]
+
+
+async def export_page(
+    conn: asyncpg.Connection | asyncpg.Pool, owner: str, include_archived: bool, after_id: str | None, limit: int
+) -> list[MemoryRecord]:
+    """Up to ``limit`` of the owner's memories with ids after ``after_id``, in id order."""
+    rows = await conn.fetch(
+        f"SELECT {COLUMNS} FROM memories WHERE owner = $1 AND ($2 OR state <> 'archived')"
+        " AND ($3::uuid IS NULL OR id > $3::uuid) ORDER BY id LIMIT $4",
+        owner,
+        include_archived,
+        uuid.UUID(after_id) if after_id else None,
+        limit,
+    )
+    return [to_record(r) for r in rows]
+
+
+# --- import ----------------------------------------------------------------------------------
+ImportStatus = Literal["imported", "updated", "unchanged"]
+
+
+class KeyTaken(Exception):
+    """The record's key belongs to another of the owner's memories."""
+
+
+async def _owner_of(conn: asyncpg.Connection, memory_id: uuid.UUID) -> str | None:
+    owner: str | None = await conn.fetchval("SELECT owner FROM memories WHERE id = $1", memory_id)
+    return owner
+
+
+async def import_record(
+    conn: asyncpg.Connection, owner: str, rec: MemoryRecord
+) -> tuple[ImportStatus, MemoryRecord, bool]:
+    """Write one imported record for ``owner`` (never another owner): ``(status, stored, reembed)``.
+
+    Matched by id, else by key; a record whose id belongs to another owner gets a stable
+    id of its own (``logic.import_id``), so importing the same file twice changes nothing.
+    """
+    target = uuid.UUID(rec.id)
+    holder = await _owner_of(conn, target)
+    if holder is not None and holder != owner:
+        target = import_id(owner, rec.id)
+    existing = await memories.get(conn, owner, target)
+    if existing is None and rec.key is not None:
+        row = await conn.fetchrow(f"SELECT {COLUMNS} FROM memories WHERE owner = $1 AND key = $2", owner, rec.key)
+        existing = to_record(row) if row else None
+    if existing is not None:
+        if not record_differs(existing, rec):
+            return "unchanged", existing, False
+        if rec.key is not None:
+            other = await conn.fetchval(
+                "SELECT id FROM memories WHERE owner = $1 AND key = $2 AND id <> $3",
+                owner,
+                rec.key,
+                uuid.UUID(existing.id),
+            )
+            if other is not None:
+                raise KeyTaken(f"key {rec.key!r} belongs to memory {other}")
+        changed = content_hash(rec.content) != existing.content_hash
+        row = await conn.fetchrow(
+            f"""
+            UPDATE memories SET content = $3, content_hash = $4, type = $5, key = $6, session_id = $7,
+                metadata = $8::jsonb, scope = $9, state = $10, full_content = $11, expires_at = $12,
+                source = 'import', updated_at = now(), needs_reindex = needs_reindex OR $13
+            WHERE owner = $1 AND id = $2 RETURNING {COLUMNS}
+            """,
+            owner,
+            uuid.UUID(existing.id),
+            rec.content,
+            content_hash(rec.content),
+            rec.memory_type,
+            rec.key,
+            rec.session_id,
+            rec.metadata,
+            rec.scope,
+            rec.state,
+            rec.full_content,
+            utc(rec.expires_at) if rec.expires_at else None,
+            changed,
+        )
+        assert row is not None
+        return "updated", to_record(row), changed
+    stored = await memories.insert(
+        conn,
+        owner=owner,
+        memory_type=rec.memory_type,
+        content=rec.content,
+        source="import",
+        session_id=rec.session_id,
+        key=rec.key,
+        metadata=rec.metadata,
+        scope=rec.scope,
+        expires_at=utc(rec.expires_at) if rec.expires_at else None,
+        created_at=utc(rec.created_at),
+        memory_id=target,
+    )
+    if rec.state != "active" or rec.full_content is not None or rec.last_accessed_at is not None:
+        row = await conn.fetchrow(
+            f"UPDATE memories SET state = $3, full_content = $4, last_accessed_at = $5"
+            f" WHERE owner = $1 AND id = $2 RETURNING {COLUMNS}",
+            owner,
+            target,
+            rec.state,
+            rec.full_content,
+            utc(rec.last_accessed_at) if rec.last_accessed_at else None,
+        )
+        assert row is not None
+        stored = to_record(row)
+    return "imported", stored, True

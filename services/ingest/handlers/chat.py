@@ -1,0 +1,185 @@
+"""The chat-event consumer: one Postgres transaction per event, then the follow-up messages.
+
+Per event, in one transaction:
+Settings come from the shared ``SettingsCache`` (read before a connection is taken).
+1. record ``(owner, event_id)`` in ``events`` (``ON CONFLICT DO NOTHING``: a concurrent
+   delivery of the same event waits on the row, then sees it as processed);
+2. ``no_memory`` (field or ``x-memory-no-memory`` header) or the owner's ``enabled=false``
+   -> only the record, with its outcome;
+3. insert the event's distinct turns into ``turn_hashes`` (owner, session, role, hash):
+   the ones that come back are new; a history resent ten times is stored once;
+4. unless the owner's ``storeTurns`` is off, store each new turn as an ``episodic``
+   memory with ``source=chat_turn``.
+
+After the commit: ExtractJob(s) for the new turns, EmbedJobs for the stored ones, the
+owner's activity, then ``events.published_at`` (and ``turns_stored``). The consumer acks after all of that.
+If the process stops between the commit and ``published_at``, the redelivered event
+finds its row unpublished, rebuilds its new turns from ``turn_hashes.event_id`` and
+publishes again; the ``Nats-Msg-Id``s make that exactly-once within the dedupe window.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import dataclass, field
+
+import asyncpg
+import structlog
+
+from services.ingest.adapters.nats import Embed, Publisher
+from services.ingest.logic.chat import (
+    PlannedTurn,
+    check_event,
+    check_subject_owner,
+    header_no_memory,
+    plan_turns,
+    session_key,
+    turn_metadata,
+)
+from shared.bus.consumer import JobContext
+from shared.db import memories
+from shared.observability.logging import get_logger
+from shared.observability.metrics import EVENTS, TURNS
+from shared.schemas.events import ChatEvent, Turn
+from shared.settings.cache import SettingsCache
+from shared.settings.memory import MemorySettings
+
+log = get_logger(__name__)
+
+
+@dataclass
+class Outcome:
+    """What the transaction decided; drives the publishing after the commit."""
+
+    kind: str  # stored | republish | duplicate | no_memory | disabled
+    turns: list[Turn] = field(default_factory=list)  # new turns, for extraction
+    embeds: list[Embed] = field(default_factory=list)  # stored turns, for vectors
+    duplicates: int = 0
+
+
+class ChatIngestor:
+    """Handles one decoded ``ChatEvent`` at a time (the consumer runs several concurrently)."""
+
+    def __init__(self, pool: asyncpg.Pool, publisher: Publisher, settings: SettingsCache) -> None:
+        self._pool = pool
+        self._publisher = publisher
+        self._settings = settings
+
+    async def handle(self, event: ChatEvent, job: JobContext) -> None:
+        with structlog.contextvars.bound_contextvars(owner=event.owner, event_id=event.event_id):
+            check_event(event)
+            check_subject_owner(job.subject, event.owner)
+            no_memory = event.no_memory or header_no_memory(job.msg.headers)
+            planned = plan_turns(event)
+            settings = None if no_memory else await self._settings.get(event.owner)  # before taking a connection
+            async with self._pool.acquire() as conn:  # one connection: a pool release costs a round trip
+                async with conn.transaction():
+                    outcome = await self._store(conn, event, planned, settings)
+                EVENTS.labels(outcome.kind).inc()
+                if outcome.kind in ("stored", "republish"):
+                    await self._publish(conn, event, outcome)
+            log.debug("ingest.event", outcome=outcome.kind, new_turns=len(outcome.turns), dup=outcome.duplicates)
+
+    async def _store(
+        self, conn: asyncpg.Connection, event: ChatEvent, planned: list[PlannedTurn], settings: MemorySettings | None
+    ) -> Outcome:
+        """``settings`` None: the event opted out (``no_memory``)."""
+        owner, skey = event.owner, session_key(event.session_id)
+        kind = "no_memory" if settings is None else "stored" if settings.enabled else "disabled"
+        recorded = await conn.fetchval(
+            "INSERT INTO events (event_id, owner, session_id, outcome, no_memory, published_at)"
+            " VALUES ($1, $2, $3, $4, $5, CASE WHEN $4 = 'stored' THEN NULL ELSE now() END)"
+            " ON CONFLICT (owner, event_id) DO NOTHING RETURNING true",
+            event.event_id,
+            owner,
+            event.session_id,
+            kind,
+            settings is None,
+        )
+        if not recorded:
+            return await self._unpublished(conn, event, planned)
+        if kind != "stored" or settings is None:
+            return Outcome(kind=kind)
+
+        # new turns come back; their memory ids are chosen up front (the FK is checked at commit)
+        ids = [uuid.uuid4() if settings.store_turns else None for _ in planned]
+        rows = await conn.fetch(
+            "INSERT INTO turn_hashes (owner, session_key, role, hash, event_id, memory_id)"
+            " SELECT $1, $2, r, h, $3, id FROM unnest($4::text[], $5::text[], $6::uuid[]) AS t(r, h, id)"
+            " ORDER BY r, h ON CONFLICT DO NOTHING RETURNING role, hash",
+            owner,
+            skey,
+            event.event_id,
+            [t.role for t in planned],
+            [t.hash for t in planned],
+            ids,
+        )
+        fresh = {(r["role"], r["hash"]) for r in rows}
+        new = [(t, mid) for t, mid in zip(planned, ids, strict=True) if (t.role, t.hash) in fresh]
+        out = Outcome(kind="stored", duplicates=len(event.messages) - len(new))
+        TURNS.labels("duplicate").inc(out.duplicates)
+        for t, mid in new:
+            if mid is None:  # the owner's storeTurns is off: extraction only
+                out.turns.append(Turn(role=t.role, content=t.extract_text, speaker=t.speaker))
+                continue
+            rec = await memories.insert(
+                conn,
+                owner=owner,
+                memory_type="episodic",
+                content=t.content,
+                source="chat_turn",
+                session_id=event.session_id,
+                metadata=turn_metadata(event, t),
+                created_at=t.created_at,
+                memory_id=mid,
+            )
+            out.turns.append(Turn(role=t.role, content=t.extract_text, memory_id=rec.id, speaker=t.speaker))
+            out.embeds.append(Embed(memory_id=rec.id, owner=owner, content_hash=rec.content_hash))
+        TURNS.labels("stored").inc(len(out.embeds))
+        TURNS.labels("not_stored").inc(len(new) - len(out.embeds))
+        return out
+
+    async def _unpublished(self, conn: asyncpg.Connection, event: ChatEvent, planned: list[PlannedTurn]) -> Outcome:
+        """A processed event: nothing to do, unless its follow-ups were never published."""
+        published = await conn.fetchval(
+            "SELECT published_at IS NOT NULL FROM events WHERE owner = $1 AND event_id = $2 FOR UPDATE",
+            event.owner,
+            event.event_id,
+        )
+        if published:
+            return Outcome(kind="duplicate")
+        rows = await conn.fetch(
+            "SELECT th.role, th.hash, th.memory_id, m.content_hash FROM turn_hashes th"
+            " LEFT JOIN memories m ON m.id = th.memory_id AND m.owner = th.owner"
+            " WHERE th.owner = $1 AND th.session_key = $2 AND th.event_id = $3",
+            event.owner,
+            session_key(event.session_id),
+            event.event_id,
+        )
+        by_turn = {(r["role"], r["hash"]): r for r in rows}
+        out = Outcome(kind="republish")
+        for t in planned:
+            row = by_turn.get((t.role, t.hash))
+            if row is None:
+                continue
+            mid = str(row["memory_id"]) if row["memory_id"] and row["content_hash"] else None
+            out.turns.append(Turn(role=t.role, content=t.extract_text, memory_id=mid, speaker=t.speaker))
+            if mid:
+                out.embeds.append(Embed(memory_id=mid, owner=event.owner, content_hash=row["content_hash"]))
+        log.info("ingest.republish", turns=len(out.turns))
+        return out
+
+    async def _publish(self, conn: asyncpg.Connection, event: ChatEvent, outcome: Outcome) -> None:
+        await asyncio.gather(
+            self._publisher.extract(event, outcome.turns),
+            self._publisher.embed(outcome.embeds),
+            self._publisher.activity(event.owner, "chat", event.session_id, force=outcome.kind == "republish"),
+        )
+        await conn.execute(
+            "UPDATE events SET published_at = now(), turns_stored = $3"
+            " WHERE owner = $1 AND event_id = $2 AND published_at IS NULL",
+            event.owner,
+            event.event_id,
+            len(outcome.embeds),
+        )

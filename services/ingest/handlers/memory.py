@@ -1,0 +1,232 @@
+"""The memory API (``memory.*`` RPCs): decoded request in, result out.
+
+Every operation is scoped to the request's ``owner``: another owner's memory id is
+404, exactly like an id that does not exist. Writes publish an ``EmbedJob`` when a
+memory is new or its content changed, and record ``api`` activity, after the commit.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import msgspec
+
+from services.ingest.adapters import postgres as crud
+from services.ingest.adapters.nats import Embed, Publisher
+from services.ingest.adapters.stores import MemoryStores
+from services.ingest.logic.chat import check_expiry, check_text, hit_rate, page_offset, parse_import
+from shared.bus.rpc import RpcServer
+from shared.db import memories
+from shared.errors import Forbidden, NotFound, ValidationFailed
+from shared.schemas import RPC_OPS
+from shared.schemas.memory import (
+    DeletionReceipt,
+    ImportLineError,
+    MemoryClearRequest,
+    MemoryClearResult,
+    MemoryCreateRequest,
+    MemoryCreateResult,
+    MemoryDeleteRequest,
+    MemoryDeleteResult,
+    MemoryExportRequest,
+    MemoryExportResult,
+    MemoryGetRequest,
+    MemoryGetResult,
+    MemoryImportRequest,
+    MemoryImportResult,
+    MemoryListRequest,
+    MemoryListResult,
+    MemoryRecord,
+    MemoryUpdateRequest,
+    MemoryUpdateResult,
+)
+from shared.tokens import estimate_tokens
+
+#: An export page stops growing past this many bytes (a reply must fit NATS' max payload).
+MAX_EXPORT_PAGE_BYTES = 2 * 1024 * 1024
+_line_encoder = msgspec.json.Encoder()
+
+
+class _ImportFailed(Exception):
+    def __init__(self, errors: list[ImportLineError]) -> None:
+        super().__init__(f"{len(errors)} line(s) failed")
+        self.errors = errors
+
+
+class MemoryApi:
+    def __init__(self, stores: MemoryStores, publisher: Publisher) -> None:
+        self._stores = stores
+        self._pool = stores.pool
+        self._pub = publisher
+
+    async def register(self, rpc: RpcServer) -> None:
+        for name, handler in (
+            ("memory.create", self.create),
+            ("admin.memory.create", self.admin_create),
+            ("memory.get", self.get),
+            ("memory.update", self.update),
+            ("memory.delete", self.delete),
+            ("memory.list", self.list),
+            ("memory.clear", self.clear),
+            ("memory.export", self.export),
+            ("memory.import", self.import_),
+        ):
+            await rpc.add(RPC_OPS[name], handler)
+
+    async def create(self, req: MemoryCreateRequest) -> MemoryCreateResult:
+        """Owner memories; ``scope=global`` is refused here (403): see ``admin_create``."""
+        if req.scope == "global":
+            raise Forbidden("global memories are created by an operator on mem.v1.rpc.admin.memory.create")
+        return await self.admin_create(req)
+
+    async def admin_create(self, req: MemoryCreateRequest) -> MemoryCreateResult:
+        """Operator-only subject (NATS permissions): may also create ``scope=global`` memories,
+        which every owner's retrieval sees and no owner's sleep run modifies."""
+        check_text({"content": req.content, "key": req.key, "session_id": req.session_id, "metadata": req.metadata})
+        expires_at = check_expiry(req.expires_at, datetime.now(UTC))
+        if req.scope == "session" and req.session_id is None:
+            raise ValidationFailed("scope 'session' needs a session_id - at `$.session_id`")
+        if req.key is not None:
+            record, created, changed = await memories.upsert_by_key(
+                self._pool,
+                owner=req.owner,
+                key=req.key,
+                memory_type=req.memory_type,
+                content=req.content,
+                source="api",
+                session_id=req.session_id,
+                metadata=req.metadata,
+                scope=req.scope,
+                expires_at=expires_at,
+            )
+        else:
+            record = await memories.insert(
+                self._pool,
+                owner=req.owner,
+                memory_type=req.memory_type,
+                content=req.content,
+                source="api",
+                session_id=req.session_id,
+                metadata=req.metadata,
+                scope=req.scope,
+                expires_at=expires_at,
+            )
+            created, changed = True, False
+        if created or changed:
+            await self._pub.embed_best_effort(
+                [Embed(record.id, req.owner, record.content_hash, "new" if created else "update")]
+            )
+        await self._pub.activity_best_effort(req.owner, req.session_id)
+        return MemoryCreateResult(memory=record, created=created)
+
+    async def get(self, req: MemoryGetRequest) -> MemoryGetResult:
+        record = await memories.get(self._pool, req.owner, req.id)
+        if record is None:
+            raise NotFound(f"memory {req.id} not found")
+        return MemoryGetResult(memory=record)
+
+    async def update(self, req: MemoryUpdateRequest) -> MemoryUpdateResult:
+        check_text({"content": req.content, "session_id": req.session_id, "metadata": req.metadata})
+        expires_at = check_expiry(req.expires_at, datetime.now(UTC))
+        async with self._pool.acquire() as conn:
+            done = await crud.update_memory(
+                conn,
+                req.owner,
+                req.id,
+                content=req.content,
+                memory_type=req.memory_type,
+                metadata=req.metadata,
+                expires_at=expires_at,
+                session_id=req.session_id,
+            )
+        if done is None:
+            raise NotFound(f"memory {req.id} not found")
+        record, changed = done
+        if changed:
+            await self._pub.embed_best_effort([Embed(record.id, req.owner, record.content_hash, "update")])
+        if req.memory_type is not None or req.session_id is not None or req.expires_at is not None:
+            await self._stores.mirror_payload([record])
+        await self._pub.activity_best_effort(req.owner, record.session_id)
+        return MemoryUpdateResult(memory=record, reembed=changed)
+
+    async def delete(self, req: MemoryDeleteRequest) -> MemoryDeleteResult:
+        if await memories.get(self._pool, req.owner, req.id) is None:
+            raise NotFound(f"memory {req.id} not found")
+        receipt = await self._stores.delete(req.owner, [req.id])
+        if receipt.rows == 0:  # deleted concurrently
+            raise NotFound(f"memory {req.id} not found")
+        await self._pub.activity_best_effort(req.owner)
+        return MemoryDeleteResult(id=req.id, removed=receipt)
+
+    async def list(self, req: MemoryListRequest) -> MemoryListResult:
+        """``total``: memories matching the filters; ``tokens_used``: ``ceil(len/4)`` summed over
+        the page; ``hit_rate``: share of the matching memories retrieval ever returned
+        (``last_accessed_at`` set), 0.0 when none match."""
+        check_text({"q": req.q, "session_id": req.session_id})
+        flt = crud.ListFilter(
+            owner=req.owner, memory_type=req.memory_type, session_id=req.session_id, state=req.state, q=req.q
+        )
+        offset = page_offset(req.limit, req.offset, req.page)
+        records, total, hits = await crud.list_memories(self._pool, flt, req.limit, offset)
+        return MemoryListResult(
+            memories=records,
+            total=total,
+            tokens_used=sum(estimate_tokens(r.content) for r in records),
+            hit_rate=hit_rate(hits, total),
+        )
+
+    async def clear(self, req: MemoryClearRequest) -> MemoryClearResult:
+        async with self._pool.acquire() as conn:
+            ids = await crud.ids_to_clear(conn, req.owner, req.memory_type, req.older_than_days)
+        receipt = await self._stores.delete(req.owner, ids) if ids else DeletionReceipt()
+        if receipt.rows:
+            await self._pub.activity_best_effort(req.owner)
+        return MemoryClearResult(count=receipt.rows, removed=receipt)
+
+    async def export(self, req: MemoryExportRequest) -> MemoryExportResult:
+        records = await crud.export_page(self._pool, req.owner, req.include_archived, req.after_id, req.limit + 1)
+        more = len(records) > req.limit
+        lines: list[bytes] = []
+        size = 0
+        for rec in records[: req.limit]:
+            line = _line_encoder.encode(rec)
+            if lines and size + len(line) + 1 > MAX_EXPORT_PAGE_BYTES:
+                more = True
+                break
+            lines.append(line)
+            size += len(line) + 1
+        text = b"".join(line + b"\n" for line in lines).decode()
+        next_after = records[len(lines) - 1].id if more and lines else None
+        return MemoryExportResult(lines=text, count=len(lines), next_after_id=next_after)
+
+    async def import_(self, req: MemoryImportRequest) -> MemoryImportResult:
+        """All or nothing: a bad line (reported by number) means nothing is written."""
+        parsed, errors = parse_import(req.lines)
+        if errors:
+            return MemoryImportResult(imported=0, updated=0, unchanged=0, errors=errors)
+        counts = {"imported": 0, "updated": 0, "unchanged": 0}
+        embeds: list[Embed] = []
+        updated: list[MemoryRecord] = []
+        try:
+            async with self._pool.acquire() as conn, conn.transaction():
+                failed: list[ImportLineError] = []
+                for number, rec in parsed:
+                    try:
+                        status, stored, reembed = await crud.import_record(conn, req.owner, rec)
+                    except crud.KeyTaken as exc:
+                        failed.append(ImportLineError(line=number, error=str(exc)))
+                        continue
+                    counts[status] += 1
+                    if status == "updated":
+                        updated.append(stored)
+                    if reembed:
+                        embeds.append(Embed(stored.id, req.owner, stored.content_hash, "new"))
+                if failed:
+                    raise _ImportFailed(failed)
+        except _ImportFailed as exc:
+            return MemoryImportResult(imported=0, updated=0, unchanged=0, errors=exc.errors)
+        await self._pub.embed_best_effort(embeds)
+        await self._stores.mirror_payload(updated)
+        if counts["imported"] or counts["updated"]:
+            await self._pub.activity_best_effort(req.owner)
+        return MemoryImportResult(imported=counts["imported"], updated=counts["updated"], unchanged=counts["unchanged"])

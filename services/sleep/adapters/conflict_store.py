@@ -1,0 +1,133 @@
+"""The reads and bookkeeping of the conflict phase: pair memories, the two ledgers, the backlog, scans.
+
+Every statement is scoped to one owner. Pairs are `(a, b)` with `a < b` as canonical uuid
+strings (Postgres' uuid order), as in every table of the phase.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+import asyncpg
+
+from services.sleep.logic.conflict_pairs import CandidatePair, ConflictPair, PairKey, PairMemory, ScanRecord
+from shared.db.memories import Conn
+
+_PAIRS = "(memory_a, memory_b) IN (SELECT * FROM unnest($2::uuid[], $3::uuid[]))"
+
+
+def _columns(keys: Sequence[PairKey]) -> tuple[list[uuid.UUID], list[uuid.UUID]]:
+    return [uuid.UUID(a) for a, _b in keys], [uuid.UUID(b) for _a, b in keys]
+
+
+async def pair_memories(conn: Conn, owner: str, ids: Iterable[str]) -> tuple[dict[str, PairMemory], set[str]]:
+    """The owner's active memories among `ids` (selection data) and which of them are global."""
+    rows = await conn.fetch(
+        "SELECT id, updated_at, content_hash, scope FROM memories"
+        " WHERE owner = $1 AND id = ANY($2::uuid[]) AND state = 'active'",
+        owner,
+        [uuid.UUID(i) for i in ids],
+    )
+    memories: dict[str, PairMemory] = {}
+    global_ids: set[str] = set()
+    for r in rows:
+        key = str(r["id"])
+        if r["scope"] == "global":
+            global_ids.add(key)
+        else:
+            memories[key] = PairMemory(id=key, updated_at=r["updated_at"], content_hash=r["content_hash"])
+    return memories, global_ids
+
+
+async def contents(conn: Conn, owner: str, ids: Iterable[str]) -> dict[str, str]:
+    """The text of the owner's memories among `ids` (only the pairs sent to the LLM)."""
+    rows = await conn.fetch(
+        "SELECT id, content FROM memories WHERE owner = $1 AND id = ANY($2::uuid[])",
+        owner,
+        [uuid.UUID(i) for i in ids],
+    )
+    return {str(r["id"]): r["content"] for r in rows}
+
+
+async def ledgers(
+    conn: Conn, owner: str, keys: Sequence[PairKey]
+) -> tuple[dict[PairKey, tuple[str, str]], dict[PairKey, datetime]]:
+    """`differentiated_pairs` hashes and `conflict_reviewed` judged_at of these pairs."""
+    a_ids, b_ids = _columns(keys)
+    diff_rows = await conn.fetch(
+        f"SELECT memory_a, memory_b, hash_a, hash_b FROM differentiated_pairs WHERE owner = $1 AND {_PAIRS}",
+        owner,
+        a_ids,
+        b_ids,
+    )
+    ledger_rows = await conn.fetch(
+        f"SELECT memory_a, memory_b, judged_at FROM conflict_reviewed WHERE owner = $1 AND {_PAIRS}",
+        owner,
+        a_ids,
+        b_ids,
+    )
+    differentiated = {(str(r["memory_a"]), str(r["memory_b"])): (r["hash_a"], r["hash_b"]) for r in diff_rows}
+    ledger = {(str(r["memory_a"]), str(r["memory_b"])): r["judged_at"] for r in ledger_rows}
+    return differentiated, ledger
+
+
+async def backlog(conn: Conn, owner: str) -> list[CandidatePair]:
+    """Pairs an earlier scan left for later, unless a memory of the pair changed since."""
+    rows = await conn.fetch(
+        "SELECT b.memory_a, b.memory_b, b.similarity FROM conflict_backlog b"
+        " JOIN memories ma ON ma.id = b.memory_a JOIN memories mb ON mb.id = b.memory_b"
+        " WHERE b.owner = $1 AND ma.updated_at <= b.found_at AND mb.updated_at <= b.found_at",
+        owner,
+    )
+    return [CandidatePair(str(r["memory_a"]), str(r["memory_b"]), float(r["similarity"])) for r in rows]
+
+
+async def replace_backlog(pool: asyncpg.Pool, owner: str, pairs: Sequence[ConflictPair], found_at: datetime) -> None:
+    """The owner's backlog becomes exactly `pairs` (found at the run's snapshot), atomically."""
+    a_ids, b_ids = _columns([p.key for p in pairs])
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute("DELETE FROM conflict_backlog WHERE owner = $1", owner)
+        await conn.execute(
+            "INSERT INTO conflict_backlog (owner, memory_a, memory_b, similarity, found_at)"
+            " SELECT $1, u.a, u.b, u.s, $5 FROM unnest($2::uuid[], $3::uuid[], $4::real[]) AS u(a, b, s)"
+            " JOIN memories ma ON ma.id = u.a AND ma.owner = $1 JOIN memories mb ON mb.id = u.b AND mb.owner = $1"
+            " ON CONFLICT (owner, memory_a, memory_b) DO NOTHING",
+            owner,
+            a_ids,
+            b_ids,
+            [p.similarity for p in pairs],
+            found_at,
+        )
+
+
+async def complete_scans(conn: Conn, owner: str, limit: int = 50) -> list[ScanRecord]:
+    """The owner's complete conflict scans (from `dream_runs.counters`), newest first."""
+    rows = await conn.fetch(
+        "SELECT started_at, counters->'conflictScan' AS scan FROM dream_runs WHERE owner = $1"
+        " AND counters->'conflictScan'->>'complete' = 'true' ORDER BY started_at DESC LIMIT $2",
+        owner,
+        limit,
+    )
+    return [
+        ScanRecord(
+            started_at=r["started_at"],
+            since=datetime.fromisoformat(r["scan"]["since"]) if r["scan"].get("since") else None,
+            threshold=float(r["scan"].get("threshold", -1)),
+        )
+        for r in rows
+    ]
+
+
+async def fresh_vectors_of_old_memories(conn: Conn, owner: str, signature: str, since: datetime) -> bool:
+    """Vectors written since `since` for memories whose updated_at is older (imports keep their dates)."""
+    return bool(
+        await conn.fetchval(
+            "SELECT EXISTS (SELECT 1 FROM memory_embeddings e JOIN memories m ON m.id = e.memory_id"
+            " WHERE e.owner = $1 AND e.signature = $2 AND e.created_at >= $3 AND m.updated_at < $3)",
+            owner,
+            signature,
+            since,
+        )
+    )

@@ -1,0 +1,385 @@
+"""Affective attribution: LLM emotion candidates -> `affective_context` edges and trait patterns.
+
+Reply schema: `{"candidates": [{"person", "target", "emotion", "kind": "occasion"|"trait",
+"evidence": [memory ids], "why"}]}`. Rules, in order:
+
+1. Validation (failures go to `dropped` with the reason): person and target resolve to
+   existing entities (by id, else by case/space-insensitive name; an ambiguous name does
+   not resolve), emotion non-empty (stored casefolded), kind occasion|trait, evidence
+   intersected with the real ids of the scanned pool (ids removed: `fakeEvidence`), at
+   least one left.
+2. A trait whose evidence spans fewer than `trait_min_sessions` distinct sessions is
+   downgraded to an occasion (`downgraded`). Memories without a session add no session.
+3. Merge, before the cap: an occasion with the (person, target, emotion) of an existing
+   edge whose session set (or evidence) intersects is merged into it: evidence and
+   sessions united, sessionCount recomputed, lastMergedRunId = the run. A merge that adds
+   nothing is an unchanged merge (`mergeUnchanged`, a refresh).
+4. Creation, in the LLM's order, at most `max_relations_per_run` new items (new edges and
+   new trait patterns; `capSkipped` for the rest). Candidates of the same key in one reply
+   fold into the first (`combined`), so a replay never creates a second edge.
+5. A confirmed trait becomes a `pattern` memory, key `affect:<person>:<target>:<emotion>`,
+   titled "<person> feels <emotion> about <target>"; an existing one is refreshed in
+   place and its text changes only with new evidence. Every occasion edge of that
+   (person, target, emotion) gets promotedToTrait and traitSessionCount (the trait's
+   distinct sessions); its sessionCount stays.
+"""
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+import msgspec
+
+from services.sleep.logic.llm_reply import convert_items, decode_llm_json, reply_items
+from services.sleep.logic.relations import Entity
+from services.sleep.logic.traits import ExistingTrait, TraitPattern, plan_trait, trait_key
+
+OCCASION: Final = "occasion"
+TRAIT: Final = "trait"
+AffectKey = tuple[str, str, str]
+
+
+class AffectiveCandidate(msgspec.Struct, frozen=True, kw_only=True):
+    person: str
+    target: str
+    emotion: str
+    kind: str = OCCASION
+    evidence: list[str] = msgspec.field(default_factory=list)
+    why: str = ""
+
+
+class AffectiveReply(msgspec.Struct, frozen=True, kw_only=True):
+    candidates: tuple[AffectiveCandidate, ...]
+    malformed: int = 0
+    problems: tuple[str, ...] = ()
+
+
+class AffectiveEdge(msgspec.Struct, frozen=True, kw_only=True):
+    """An existing `affective_context` (occasion) edge."""
+
+    edge_id: str
+    person_id: str
+    target_id: str
+    emotion: str
+    evidence: tuple[str, ...]
+    sessions: tuple[str, ...]
+    promoted_to_trait: bool = False
+    trait_session_count: int = 0
+    last_merged_run_id: str | None = None
+
+
+class NewAffectiveEdge(msgspec.Struct, frozen=True, kw_only=True):
+    person_id: str
+    target_id: str
+    emotion: str
+    evidence: tuple[str, ...]
+    sessions: tuple[str, ...]
+    session_count: int
+    why: str
+    run_id: str
+    promoted_to_trait: bool = False
+    trait_session_count: int = 0
+
+
+class AffectiveEdgeUpdate(msgspec.Struct, frozen=True, kw_only=True):
+    """The new state of an existing edge (merged and/or promoted)."""
+
+    edge_id: str
+    evidence: tuple[str, ...]
+    sessions: tuple[str, ...]
+    session_count: int
+    last_merged_run_id: str | None
+    promoted_to_trait: bool
+    trait_session_count: int
+
+
+class DroppedCandidate(msgspec.Struct, frozen=True, kw_only=True):
+    index: int
+    reason: str
+
+
+class AffectivePlan(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    new_edges: tuple[NewAffectiveEdge, ...]
+    edge_updates: tuple[AffectiveEdgeUpdate, ...]
+    trait_patterns: tuple[TraitPattern, ...]
+    dropped: tuple[DroppedCandidate, ...]
+    candidates: int = 0
+    fake_evidence: int = 0
+    downgraded: int = 0
+    merged: int = 0
+    merge_unchanged: int = 0
+    combined: int = 0
+    created: int = 0
+    cap_skipped: int = 0
+    traits_created: int = 0
+    traits_refreshed: int = 0
+    traits_unchanged: int = 0
+    promoted: int = 0
+
+
+@dataclass
+class _Group:
+    """A working edge or trait: an existing edge (edge_id set) or a new item."""
+
+    person_id: str
+    target_id: str
+    emotion: str
+    evidence: set[str]
+    sessions: set[str]
+    why: str = ""
+    edge_id: str | None = None
+    promoted: bool = False
+    trait_count: int = 0
+    last_merged: str | None = None
+    touched: bool = False
+
+    def overlaps(self, evidence: set[str], sessions: set[str]) -> bool:
+        return bool(self.sessions & sessions or self.evidence & evidence)
+
+    def absorb(self, evidence: set[str], sessions: set[str]) -> bool:
+        """Unite; True when something new came in."""
+        grew = not (evidence <= self.evidence and sessions <= self.sessions)
+        self.evidence |= evidence
+        self.sessions |= sessions
+        return grew
+
+
+def parse_affective_reply(raw: bytes | str) -> AffectiveReply:
+    """Decode the LLM reply; malformed items are counted, an undecodable reply raises."""
+    items, problems = convert_items(reply_items(decode_llm_json(raw), "candidates"), AffectiveCandidate)
+    return AffectiveReply(candidates=tuple(items), malformed=len(problems), problems=tuple(problems))
+
+
+def _name_key(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+class _Resolver:
+    def __init__(self, entities: Iterable[Entity]) -> None:
+        self.by_id: dict[str, Entity] = {}
+        self.by_name: dict[str, list[str]] = {}
+        for entity in entities:
+            self.by_id[entity.id] = entity
+            self.by_name.setdefault(_name_key(entity.name), []).append(entity.id)
+
+    def __call__(self, ref: str) -> str | None:
+        if ref in self.by_id:
+            return ref
+        ids = self.by_name.get(_name_key(ref), [])
+        return ids[0] if len(ids) == 1 else None
+
+
+@dataclass
+class _Valid:
+    key: AffectKey
+    kind: str
+    evidence: set[str]
+    sessions: set[str]
+    why: str
+
+
+def _validate(
+    index: int,
+    cand: AffectiveCandidate,
+    resolve: _Resolver,
+    pool_sessions: Mapping[str, str | None],
+    trait_min_sessions: int,
+    tally: dict[str, int],
+) -> _Valid | DroppedCandidate:
+    person, target = resolve(cand.person), resolve(cand.target)
+    emotion = _name_key(cand.emotion)
+    kind = cand.kind.strip().lower()
+    evidence = {e for e in cand.evidence if e in pool_sessions}
+    tally["fake"] += len(set(cand.evidence) - evidence)
+    if person is None:
+        return DroppedCandidate(index=index, reason="unknown person")
+    if target is None:
+        return DroppedCandidate(index=index, reason="unknown target")
+    if not emotion:
+        return DroppedCandidate(index=index, reason="empty emotion")
+    if kind not in (OCCASION, TRAIT):
+        return DroppedCandidate(index=index, reason=f"invalid kind {cand.kind!r}")
+    if not evidence:
+        return DroppedCandidate(index=index, reason="no real evidence")
+    sessions = {s for e in evidence if (s := pool_sessions[e])}
+    if kind == TRAIT and len(sessions) < trait_min_sessions:
+        kind = OCCASION
+        tally["downgraded"] += 1
+    return _Valid(
+        key=(person, target, emotion),
+        kind=kind,
+        evidence=evidence,
+        sessions=sessions,
+        why=cand.why.strip(),
+    )
+
+
+def attribute_affect(
+    candidates: Sequence[AffectiveCandidate],
+    entities: Sequence[Entity],
+    pool_sessions: Mapping[str, str | None],
+    existing_edges: Iterable[AffectiveEdge],
+    existing_traits: Iterable[ExistingTrait],
+    *,
+    run_id: str,
+    trait_min_sessions: int,
+    max_relations_per_run: int,
+) -> AffectivePlan:
+    """Apply the rules of the module docstring; `pool_sessions` maps pool ids to sessions."""
+    resolve = _Resolver(entities)
+    tally = dict.fromkeys(("fake", "downgraded", "merged", "unchanged", "combined", "created", "capped"), 0)
+    valid: list[_Valid] = []
+    dropped: list[DroppedCandidate] = []
+    for index, cand in enumerate(candidates):
+        result = _validate(index, cand, resolve, pool_sessions, trait_min_sessions, tally)
+        if isinstance(result, DroppedCandidate):
+            dropped.append(result)
+        else:
+            valid.append(result)
+
+    edges: dict[AffectKey, list[_Group]] = {}
+    for edge in sorted(existing_edges, key=lambda e: e.edge_id):
+        edges.setdefault((edge.person_id, edge.target_id, edge.emotion), []).append(
+            _Group(
+                person_id=edge.person_id,
+                target_id=edge.target_id,
+                emotion=edge.emotion,
+                evidence=set(edge.evidence),
+                sessions=set(edge.sessions),
+                edge_id=edge.edge_id,
+                promoted=edge.promoted_to_trait,
+                trait_count=edge.trait_session_count,
+                last_merged=edge.last_merged_run_id,
+            )
+        )
+
+    def merge_into_existing(item: _Valid) -> bool:
+        for group in edges.get(item.key, []):
+            if group.edge_id is not None and group.overlaps(item.evidence, item.sessions):
+                grew = group.absorb(item.evidence, item.sessions)
+                tally["merged" if grew else "unchanged"] += 1
+                group.last_merged, group.touched = run_id, True
+                return True
+        return False
+
+    pending: list[_Valid] = []
+    for item in valid:  # merges first: they never count against the cap
+        if item.kind == TRAIT or not merge_into_existing(item):
+            pending.append(item)
+    traits: dict[AffectKey, _Group] = {}
+    known_traits = {t.key: t for t in existing_traits}
+    new_items = 0
+    for item in pending:
+        if item.kind == OCCASION and merge_into_existing(item):  # an edge grew meanwhile
+            continue
+        if item.kind == OCCASION:
+            planned = [g for g in edges.get(item.key, []) if g.edge_id is None]
+            group = next((g for g in planned if g.overlaps(item.evidence, item.sessions)), None)
+        else:
+            group = traits.get(item.key)
+        if group is not None:
+            group.absorb(item.evidence, item.sessions)
+            tally["combined"] += 1
+            continue
+        is_new = item.kind == OCCASION or trait_key(*item.key) not in known_traits
+        if is_new and new_items >= max_relations_per_run:
+            tally["capped"] += 1
+            continue
+        new_items += int(is_new)
+        fresh = _Group(*item.key, evidence=set(item.evidence), sessions=set(item.sessions))
+        fresh.why = item.why  # the first candidate's reason stays
+        if item.kind == OCCASION:
+            edges.setdefault(item.key, []).append(fresh)
+            tally["created"] += 1
+        else:
+            traits[item.key] = fresh
+    patterns, promoted = _finish_traits(traits, edges, known_traits, resolve)
+    return _plan(edges, patterns, dropped, len(candidates), promoted, tally, run_id)
+
+
+def _finish_traits(
+    traits: Mapping[AffectKey, _Group],
+    edges: Mapping[AffectKey, list[_Group]],
+    known: Mapping[str, ExistingTrait],
+    resolve: _Resolver,
+) -> tuple[list[TraitPattern], int]:
+    patterns: list[TraitPattern] = []
+    promoted = 0
+    for (person_id, target_id, emotion), group in traits.items():
+        count = len(group.sessions)
+        for edge in edges.get((person_id, target_id, emotion), []):
+            if not edge.promoted or edge.trait_count != count:
+                edge.promoted, edge.trait_count, edge.touched = True, count, True
+                promoted += edge.edge_id is not None
+        patterns.append(
+            plan_trait(
+                person=resolve.by_id[person_id],
+                target=resolve.by_id[target_id],
+                emotion=emotion,
+                evidence=group.evidence,
+                session_count=count,
+                why=group.why,
+                existing=known.get(trait_key(person_id, target_id, emotion)),
+            )
+        )
+    return patterns, promoted
+
+
+def _plan(
+    edges: Mapping[AffectKey, list[_Group]],
+    patterns: list[TraitPattern],
+    dropped: list[DroppedCandidate],
+    candidates: int,
+    promoted: int,
+    tally: Mapping[str, int],
+    run_id: str,
+) -> AffectivePlan:
+    groups = [g for key in sorted(edges) for g in edges[key]]
+    new_edges = tuple(
+        NewAffectiveEdge(
+            person_id=g.person_id,
+            target_id=g.target_id,
+            emotion=g.emotion,
+            evidence=tuple(sorted(g.evidence)),
+            sessions=tuple(sorted(g.sessions)),
+            session_count=len(g.sessions),
+            why=g.why,
+            run_id=run_id,
+            promoted_to_trait=g.promoted,
+            trait_session_count=g.trait_count,
+        )
+        for g in groups
+        if g.edge_id is None
+    )
+    updates = tuple(
+        AffectiveEdgeUpdate(
+            edge_id=g.edge_id,
+            evidence=tuple(sorted(g.evidence)),
+            sessions=tuple(sorted(g.sessions)),
+            session_count=len(g.sessions),
+            last_merged_run_id=g.last_merged,
+            promoted_to_trait=g.promoted,
+            trait_session_count=g.trait_count,
+        )
+        for g in groups
+        if g.edge_id is not None and g.touched
+    )
+    refreshed = [p for p in patterns if p.memory_id is not None]
+    return AffectivePlan(
+        new_edges=new_edges,
+        edge_updates=updates,
+        trait_patterns=tuple(patterns),
+        dropped=tuple(dropped),
+        candidates=candidates,
+        fake_evidence=tally["fake"],
+        downgraded=tally["downgraded"],
+        merged=tally["merged"],
+        merge_unchanged=tally["unchanged"],
+        combined=tally["combined"],
+        created=tally["created"],
+        cap_skipped=tally["capped"],
+        traits_created=len(patterns) - len(refreshed),
+        traits_refreshed=len(refreshed),
+        traits_unchanged=sum(1 for p in refreshed if p.previous_content is None),
+        promoted=promoted,
+    )

@@ -1,0 +1,345 @@
+"""Conflict resolution, part 2: LLM decisions per pair -> typed change plans, and the ledger.
+
+Reply schema (see `conflict_prompt`): `{"decisions": [{"pair": <index in the batch>,
+"action": ..., ...}]}`; a pair may be named by `"ids": [id, id]` instead of (or besides)
+its index. Sides are `"a"`/`"b"` or the memory id. What each action plans (the I/O layer
+applies the plan in one transaction per batch):
+
+- keep: nothing changes.
+- merge (`keep`, `content`): the kept memory gets the merged content (old text to
+  content_history); the other is archived with `merged_into` = the kept id.
+- update (`target`, `content`): the target gets the new content (old text to history).
+- archive (`target`): the target is archived.
+- supersede (full set): the memory with the later `updated_at` supersedes the other, which
+  is archived with `superseded_by`; equal `updated_at` cannot be decided -> keep.
+- conflict (`reason` optional): a `conflict_pending` row for the pair; no content change.
+- create (`content`): a new memory (source `sleep`) derived from both; both stay.
+- differentiate (full set, `distinctions`): only the `differentiated_pairs` row (pair, both
+  hashes, distinctions); never content.
+
+Anything invalid (unknown or disallowed action, unknown pair, missing field, a second
+decision for a pair) is counted in `invalid` and its pair defaults to keep; pairs without
+any decision default to keep and are counted in `undecided`. A reply that is not JSON or
+has no decision list raises `LlmReplyError` (the batch is broken).
+"""
+
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Final
+
+import msgspec
+
+from services.sleep.logic.conflict_pairs import ConflictPair, PairKey, normalise_pair
+from services.sleep.logic.llm_reply import decode_llm_json, reply_items
+
+DEFAULT_ACTIONS: Final = frozenset({"keep", "merge", "conflict", "create", "archive", "update"})
+FULL_ACTIONS: Final = DEFAULT_ACTIONS | {"supersede", "differentiate"}
+KEEP: Final = "keep"
+
+
+def allowed_actions(action_set: str) -> frozenset[str]:
+    """The actions of `sleepActionSet`: `default` or `full` (+ supersede, differentiate)."""
+    if action_set == "default":
+        return DEFAULT_ACTIONS
+    if action_set == "full":
+        return FULL_ACTIONS
+    raise ValueError(f"unknown sleepActionSet {action_set!r}; expected default or full")
+
+
+class _Plan(msgspec.Struct, frozen=True, kw_only=True, tag_field="action"):
+    """Base of the change plans; the tag is the action name."""
+
+
+class KeepPlan(_Plan, frozen=True, kw_only=True, tag="keep"):
+    a_id: str
+    b_id: str
+
+
+class MergePlan(_Plan, frozen=True, kw_only=True, tag="merge"):
+    keep_id: str
+    archive_id: str
+    content: str
+
+
+class UpdatePlan(_Plan, frozen=True, kw_only=True, tag="update"):
+    memory_id: str
+    content: str
+
+
+class ArchivePlan(_Plan, frozen=True, kw_only=True, tag="archive"):
+    memory_id: str
+
+
+class SupersedePlan(_Plan, frozen=True, kw_only=True, tag="supersede"):
+    newer_id: str
+    older_id: str
+
+
+class ConflictPendingPlan(_Plan, frozen=True, kw_only=True, tag="conflict"):
+    a_id: str
+    b_id: str
+    note: str = ""
+
+
+class CreatePlan(_Plan, frozen=True, kw_only=True, tag="create"):
+    content: str
+    source_ids: tuple[str, str]
+
+
+class DifferentiatePlan(_Plan, frozen=True, kw_only=True, tag="differentiate"):
+    a_id: str
+    b_id: str
+    hash_a: str
+    hash_b: str
+    distinctions: str
+
+
+ConflictPlan = (
+    KeepPlan
+    | MergePlan
+    | UpdatePlan
+    | ArchivePlan
+    | SupersedePlan
+    | ConflictPendingPlan
+    | CreatePlan
+    | DifferentiatePlan
+)
+
+
+def plan_action(plan: ConflictPlan) -> str:
+    """The action name of a plan (its tag)."""
+    return str(plan.__struct_config__.tag)
+
+
+class PairDecision(msgspec.Struct, frozen=True, kw_only=True):
+    """The decision for one pair of a batch; `defaulted` when keep was not the LLM's choice."""
+
+    pair: ConflictPair
+    plan: ConflictPlan
+    defaulted: bool = False
+
+    @property
+    def action(self) -> str:
+        return plan_action(self.plan)
+
+
+class ParsedBatch(msgspec.Struct, frozen=True, kw_only=True):
+    """One decision per pair of the batch, in batch order, and what was rejected."""
+
+    decisions: tuple[PairDecision, ...]
+    invalid: int = 0
+    undecided: int = 0
+    problems: tuple[str, ...] = ()
+
+
+class _RawDecision(msgspec.Struct):
+    pair: int | None = None
+    ids: list[str] | None = None
+    action: str | None = None
+    keep: str | None = None
+    target: str | None = None
+    content: str | None = None
+    distinctions: str | None = None
+    reason: str | None = None
+
+
+def _text(value: str | None) -> str | None:
+    if value is None:
+        return None
+    stripped = value.strip()
+    return stripped or None
+
+
+def _side(value: str | None, pair: ConflictPair) -> str | None:
+    if value is None:
+        return None
+    side = value.strip()
+    if side.lower() == "a":
+        return pair.a_id
+    if side.lower() == "b":
+        return pair.b_id
+    return side if side in pair.key else None
+
+
+def _other(memory_id: str, pair: ConflictPair) -> str:
+    return pair.b_id if memory_id == pair.a_id else pair.a_id
+
+
+def _pair_index(raw: _RawDecision, batch: Sequence[ConflictPair]) -> int | str:
+    by_ids: int | None = None
+    if raw.ids is not None:
+        if len(raw.ids) != 2 or raw.ids[0] == raw.ids[1]:
+            return "`ids` must name two distinct memories"
+        key = normalise_pair(raw.ids[0], raw.ids[1])
+        matches = [i for i, pair in enumerate(batch) if pair.key == key]
+        if not matches:
+            return f"unknown pair {list(key)}"
+        by_ids = matches[0]
+    if raw.pair is not None:
+        if not 0 <= raw.pair < len(batch):
+            return f"unknown pair {raw.pair}"
+        if by_ids is not None and by_ids != raw.pair:
+            return f"pair {raw.pair} and ids {raw.ids} disagree"
+        return raw.pair
+    return by_ids if by_ids is not None else "missing pair"
+
+
+def _plan(raw: _RawDecision, pair: ConflictPair, allowed: frozenset[str]) -> ConflictPlan | str:
+    action = (raw.action or "").strip().lower()
+    if not action:
+        return "missing action"
+    if action not in FULL_ACTIONS:
+        return f"unknown action {action!r}"
+    if action not in allowed:
+        return f"action {action!r} needs sleepActionSet=full"
+    content = _text(raw.content)
+    a, b = pair.key
+    if action == KEEP:
+        return KeepPlan(a_id=a, b_id=b)
+    if action == "conflict":
+        return ConflictPendingPlan(a_id=a, b_id=b, note=_text(raw.reason) or "")
+    if action == "create":
+        if content is None:
+            return "create needs `content`"
+        return CreatePlan(content=content, source_ids=(a, b))
+    if action == "differentiate":
+        distinctions = _text(raw.distinctions)
+        if distinctions is None:
+            return "differentiate needs `distinctions`"
+        return DifferentiatePlan(a_id=a, b_id=b, hash_a=pair.a_hash, hash_b=pair.b_hash, distinctions=distinctions)
+    if action == "supersede":
+        if pair.a_updated_at == pair.b_updated_at:
+            return "supersede needs one memory newer than the other"
+        newer = a if pair.a_updated_at > pair.b_updated_at else b
+        return SupersedePlan(newer_id=newer, older_id=_other(newer, pair))
+    if action == "merge":
+        keep = _side(raw.keep, pair)
+        if keep is None or content is None:
+            return "merge needs `keep` (a|b) and `content`"
+        return MergePlan(keep_id=keep, archive_id=_other(keep, pair), content=content)
+    target = _side(raw.target, pair)
+    if target is None:
+        return f"{action} needs `target` (a|b)"
+    if action == "archive":
+        return ArchivePlan(memory_id=target)
+    if content is None:
+        return "update needs `content`"
+    return UpdatePlan(memory_id=target, content=content)
+
+
+def parse_decisions(raw: bytes | str, batch: Sequence[ConflictPair], action_set: str) -> ParsedBatch:
+    """Validate an LLM reply for one batch; raises LlmReplyError when wholly undecodable."""
+    allowed = allowed_actions(action_set)
+    items = reply_items(decode_llm_json(raw), "decisions")
+    chosen: dict[int, ConflictPlan] = {}
+    seen: set[int] = set()
+    problems: list[str] = []
+    for number, item in enumerate(items):
+        try:
+            decoded = msgspec.convert(item, _RawDecision, strict=False)
+        except msgspec.ValidationError as exc:
+            problems.append(f"decision {number}: {exc}")
+            continue
+        index = _pair_index(decoded, batch)
+        if isinstance(index, str):
+            problems.append(f"decision {number}: {index}")
+            continue
+        if index in seen:
+            problems.append(f"decision {number}: second decision for pair {index}")
+            continue
+        seen.add(index)
+        plan = _plan(decoded, batch[index], allowed)
+        if isinstance(plan, str):
+            problems.append(f"decision {number} (pair {index}): {plan}")
+            continue
+        chosen[index] = plan
+    decisions = tuple(
+        PairDecision(
+            pair=pair,
+            plan=chosen.get(i) or KeepPlan(a_id=pair.a_id, b_id=pair.b_id),
+            defaulted=i not in chosen,
+        )
+        for i, pair in enumerate(batch)
+    )
+    return ParsedBatch(
+        decisions=decisions,
+        invalid=len(problems),
+        undecided=len(batch) - len(seen),
+        problems=tuple(problems),
+    )
+
+
+def judged_at_for_batch(sent_at: datetime, updated_ats: Iterable[datetime]) -> datetime:
+    """`judged_at` of a batch: max(time taken before sending, newest updated_at in it)."""
+    return max([sent_at, *updated_ats])
+
+
+def batch_updated_ats(batch: Iterable[ConflictPair]) -> list[datetime]:
+    """Every `updated_at` of the memories of a batch."""
+    return [at for pair in batch for at in (pair.a_updated_at, pair.b_updated_at)]
+
+
+def ledger_outcome(decision: PairDecision) -> str:
+    """The ledger outcome of a pair: its non-keep action, or `keep` when both stay."""
+    return decision.action
+
+
+class LedgerEntry(msgspec.Struct, frozen=True, kw_only=True):
+    """One idempotent `conflict_reviewed` upsert, pair in normalised order."""
+
+    a_id: str
+    b_id: str
+    judged_at: datetime
+    outcome: str
+
+
+def ledger_entries(
+    decisions: Iterable[PairDecision], judged_at: datetime, failed: Collection[PairKey] = ()
+) -> tuple[LedgerEntry, ...]:
+    """Ledger rows of a batch; pairs whose decision failed to apply are not recorded."""
+    return tuple(
+        LedgerEntry(a_id=d.pair.a_id, b_id=d.pair.b_id, judged_at=judged_at, outcome=ledger_outcome(d))
+        for d in decisions
+        if d.pair.key not in failed
+    )
+
+
+def tally_applied(decisions: Iterable[PairDecision], failed: Collection[PairKey] = ()) -> dict[str, int]:
+    """Applied decisions per action (every action present); failed pairs are left out."""
+    counts = dict.fromkeys(sorted(FULL_ACTIONS), 0)
+    for decision in decisions:
+        if decision.pair.key not in failed:
+            counts[decision.action] += 1
+    return counts
+
+
+_ACTION_HELP: Final = {
+    "keep": "both stay as they are",
+    "merge": 'same fact: give `keep` ("a" or "b", the one that stays) and merged `content`',
+    "update": 'one is partly outdated: give `target` ("a" or "b") and its new `content`',
+    "archive": 'one is redundant or wrong: give `target` ("a" or "b")',
+    "conflict": "they contradict and you cannot tell which is right: give a short `reason`",
+    "create": "together they imply a new memory: give its `content`",
+    "supersede": "the newer one replaces the older one",
+    "differentiate": "alike but different: give `distinctions` (what tells them apart)",
+}
+
+
+def conflict_prompt(batch: Sequence[ConflictPair], contents: Mapping[str, str], action_set: str) -> str:
+    """The user prompt of one batch, matching the reply schema `parse_decisions` accepts."""
+    allowed = allowed_actions(action_set)
+    lines = [
+        "Pairs of memories of one user look alike. Decide one action per pair.",
+        "Actions:",
+        *(f"- {name}: {text}" for name, text in _ACTION_HELP.items() if name in allowed),
+        'Reply with JSON only: {"decisions": [{"pair": <number>, "action": "<action>", ...}]}, one decision per pair.',
+        "",
+    ]
+    for index, pair in enumerate(batch):
+        for memory_id in pair.key:
+            if memory_id not in contents:
+                raise ValueError(f"no content for memory {memory_id}")
+        lines.append(f"Pair {index}:")
+        lines.append(f"  a (updated {pair.a_updated_at.isoformat()}): {contents[pair.a_id]}")
+        lines.append(f"  b (updated {pair.b_updated_at.isoformat()}): {contents[pair.b_id]}")
+    return "\n".join(lines)

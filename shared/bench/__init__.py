@@ -1,6 +1,0 @@
-"""Benchmarks that run through the real services: retrieval quality (LoCoMo) and latency.
-
-``locomo`` is pure (data, formatting, metrics); ``harness`` starts an embedded stack;
-``quality`` and ``latency`` drive it; ``shared.cli.commands_bench`` exposes them as
-``memoryd bench quality|latency``.
-"""

@@ -1,0 +1,103 @@
+"""Follow the global settings row at run time: a callback after every change of it.
+
+``settings.put`` announces a change on ``mem.v1.settings.changed`` (``*`` for the global
+row). ``GlobalSettingsWatch`` wakes on that (every replica: no queue group), re-reads the
+row and, when it differs from the one last applied, awaits ``on_change(values)``. Changes are
+applied one at a time, in order, and a burst of them is applied once. A poll every
+``poll_s`` catches a notification missed during a reconnect; a callback that raises is
+retried at the next wake-up.
+
+Services use it for the engine settings (``shared.settings.engine``), which rebuild
+things (an embedding source, vector store clients) rather than being read per request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import asyncpg
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
+
+from shared.observability.logging import get_logger
+from shared.service import ServiceContext
+from shared.settings.memory import GLOBAL_OWNER
+from shared.settings.store import read_values
+from shared.subjects import SETTINGS_CHANGED
+
+log = get_logger(__name__)
+
+OnChange = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class GlobalSettingsWatch:
+    def __init__(
+        self, pool: asyncpg.Pool, on_change: OnChange, *, initial: dict[str, Any] | None, poll_s: float = 30.0
+    ) -> None:
+        self._pool = pool
+        self._on_change = on_change
+        self._applied = initial  # the row the caller built its state from
+        self._poll_s = poll_s
+        self._wake = asyncio.Event()
+        self._sub: Subscription | None = None
+
+    async def start(self, nc: Client) -> None:
+        async def on_message(msg: Msg) -> None:
+            if (msg.data.decode(errors="replace") or GLOBAL_OWNER) == GLOBAL_OWNER:
+                self._wake.set()
+
+        self._sub = await nc.subscribe(SETTINGS_CHANGED, cb=on_message)
+
+    def wake(self) -> None:
+        """Re-read the row now (as a notification would)."""
+        self._wake.set()
+
+    async def stop(self) -> None:
+        if self._sub is not None:
+            with contextlib.suppress(Exception):
+                await self._sub.unsubscribe()
+            self._sub = None
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Until ``stop``: wait for a notification (or the poll), apply what changed."""
+        while not stop.is_set():
+            waiters = [asyncio.ensure_future(self._wake.wait()), asyncio.ensure_future(stop.wait())]
+            try:
+                await asyncio.wait(waiters, timeout=self._poll_s, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for w in waiters:
+                    w.cancel()
+            if stop.is_set():
+                return
+            self._wake.clear()
+            await self.check()
+
+    async def check(self) -> bool:
+        """Apply the row if it changed since the last applied one; True when applied."""
+        try:
+            values = await read_values(self._pool, GLOBAL_OWNER)
+        except Exception as exc:  # Postgres away: the next wake-up or poll retries
+            log.warning("settings.global_read_failed", error=f"{type(exc).__name__}: {exc}")
+            return False
+        if values == self._applied:
+            return False
+        try:
+            await self._on_change(values)
+        except Exception:
+            log.exception("settings.global_apply_failed")
+            return False
+        self._applied = values
+        return True
+
+
+async def follow_global_settings(ctx: ServiceContext, on_change: OnChange, initial: dict[str, Any]) -> None:
+    """Run a ``GlobalSettingsWatch`` for the service's lifetime."""
+    watch = GlobalSettingsWatch(ctx.db, on_change, initial=initial)
+    await watch.start(ctx.nc)
+    watch.wake()  # a change made between reading ``initial`` and subscribing is not missed
+    ctx.closers.append(watch.stop)
+    ctx.spawn(watch.run(ctx.stop), f"{ctx.name}-global-settings")
