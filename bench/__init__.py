@@ -2,5 +2,5 @@
 
 ``locomo`` is pure (data, formatting, metrics); ``harness`` starts an embedded stack;
 ``quality`` and ``latency`` drive it; ``bench.cli`` exposes them as
-``memoryd bench quality|latency``.
+``python -m bench quality|latency``.
 """

@@ -15,7 +15,7 @@ from memoryd.cli.main import run_command
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m bench", description="memoryd benchmarks (each starts its own stack)."
+        prog="python -m bench", description="python -m benchmarks (each starts its own stack)."
     )
     sub = parser.add_subparsers(dest="bench", required=True, metavar="BENCHMARK")
     cli.register(sub)

@@ -3,7 +3,7 @@
 Reads texts (one JSON list) and embeds them in order, `--batch` at a time, with the same
 `LocalEmbedder` a worker uses (tokenization, ONNX Runtime, pooling; nothing else: no NATS,
 no Postgres), after a short warm-up. Prints one JSON object. Run in its own process, as a
-worker is, so the benchmark (`memoryd bench embed`) measures both on equal terms.
+worker is, so the benchmark (`python -m bench embed`) measures both on equal terms.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`memoryd bench embed`: the embed service against the raw inference ceiling, on the same texts.
+"""`python -m bench embed`: the embed service against the raw inference ceiling, on the same texts.
 
 One run, in order, on ~3000 deterministic sentences (`generate_texts`):
 

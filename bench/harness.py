@@ -5,7 +5,7 @@ Two layers, so tests can reuse their own servers:
 - ``embedded_servers(dir)``: an embedded NATS (JetStream) and an embedded PostgreSQL in a
   temp dir, a fresh ``memoryd`` database, migrated; yields ``Servers``.
 - ``ServiceStack(nats_url, pg_dsn, services, mode=...)``: the services, either as child
-  processes (``mode="processes"``, the default of ``memoryd bench``: ``python -m
+  processes (``mode="processes"``, the default of ``python -m bench``: ``python -m
   services.<name>`` under the ``Supervisor``, exactly as ``memoryd up`` runs them, so
   each has its own CPU and its CPU time can be read from ``/proc``) or as asyncio tasks
   in this process (``mode="inprocess"``, ``tests.support.stack.run_services``: fast

@@ -1,4 +1,4 @@
-"""``memoryd bench ingest``: chat events per second through ingest + extract, to committed rows.
+"""``python -m bench ingest``: chat events per second through ingest + extract, to committed rows.
 
 A backlog of N chat events (several owners, a user turn stating a preference and an
 assistant reply each) is published to ``mem.v1.events.chat`` first; then ingest and extract
@@ -6,7 +6,7 @@ start as child processes and the clock runs until every event's turns are stored
 ``events`` table) and every extract job has committed its facts (the ``extract_runs``
 table). Where the time goes: each stage's own finish time and the CPU seconds of ingest,
 extract, PostgreSQL and nats-server over the run. Embedding is measured by
-``memoryd bench embed``; its jobs are left queued here.
+``python -m bench embed``; its jobs are left queued here.
 """
 
 from __future__ import annotations

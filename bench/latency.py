@@ -1,4 +1,4 @@
-"""``memoryd bench latency``: retrieve over NATS against the same engine run in-process.
+"""``python -m bench latency``: retrieve over NATS against the same engine run in-process.
 
 Data: per scenario, synthetic chat-like memories (``synth``, fixed seed; every
 ``SESSION_TURNS`` consecutive ones form a session) inserted straight into Postgres with

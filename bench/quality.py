@@ -1,4 +1,4 @@
-"""``memoryd bench quality``: LoCoMo retrieval quality through the real services.
+"""``python -m bench quality``: LoCoMo retrieval quality through the real services.
 
 Each conversation gets its own owner; each turn is one ``ChatEvent`` on
 ``mem.v1.events.chat`` (``MemoryClient.publish_chat``) in session order (one LoCoMo session = one ``session_id``; the

@@ -1,4 +1,4 @@
-"""``memoryd bench readme``: regenerate the README's benchmark tables from saved results.
+"""``python -m bench readme``: regenerate the README's benchmark tables from saved results.
 
 Each ``make bench-*`` target writes ``bench-results/<name>.json``; this renders each saved
 report with its benchmark's own ``render`` and replaces the README region between

@@ -1,4 +1,4 @@
-"""``memoryd bench sleep``: a full sleep run's time and LLM tokens on N memories of one owner.
+"""``python -m bench sleep``: a full sleep run's time and LLM tokens on N memories of one owner.
 
 Per size, one owner gets N synthetic memories (``synth.sentences``) with 384-d vectors,
 about 5% of them near-duplicates of another memory (cosine ~0.97, so conflict resolution

@@ -1,4 +1,4 @@
-"""`memoryd bench embed`'s pure parts: the deterministic texts, percentiles, the report tables."""
+"""`python -m bench embed`'s pure parts: the deterministic texts, percentiles, the report tables."""
 
 from __future__ import annotations
 
