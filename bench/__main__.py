@@ -5,26 +5,27 @@ Exit codes: 0 success, 1 a failed operation, 2 bad configuration or usage.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 
+import click
+
 from bench import cli, cli_ingest
-from memoryd.cli.main import run_command
+from memoryd.cli.common import CONTEXT_SETTINGS
+from memoryd.cli.main import run_cli
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench", description="python -m benchmarks (each starts its own stack)."
-    )
-    sub = parser.add_subparsers(dest="bench", required=True, metavar="BENCHMARK")
-    cli.register(sub)
-    cli_ingest.register(sub)
-    return parser
+@click.group("bench", context_settings=CONTEXT_SETTINGS)
+def bench() -> None:
+    """memoryd benchmarks (each starts its own stack)."""
+
+
+for _command in (*cli.COMMANDS, *cli_ingest.COMMANDS):
+    bench.add_command(_command)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return run_command(build_parser().parse_args(argv))
+    return run_cli(bench, argv, "python -m bench")
 
 
 if __name__ == "__main__":

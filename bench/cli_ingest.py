@@ -3,41 +3,38 @@
 
 from __future__ import annotations
 
-import argparse
+import asyncio
 from pathlib import Path
 
-from bench.cli import _log
+import click
+
+from bench.cli import emit, json_option, running
+from memoryd.cli.common import CONTEXT_SETTINGS
 
 
-async def _run(args: argparse.Namespace) -> int:
+@click.command("ingest", context_settings=CONTEXT_SETTINGS)
+@click.option("--events", type=click.IntRange(min=1), default=10_000, show_default=True, help="chat events to publish")
+@json_option
+def ingest(events: int, json_path: str | None) -> int:
+    """Chat events/s through ingest + extract (to committed rows)."""
     from bench.ingest import render, run_ingest_bench
-    from bench.report import write_json
 
-    report = await run_ingest_bench(args.events, log=_log)
-    print(render(report), flush=True)
-    if args.json:
-        write_json(Path(args.json), report)
+    with running("ingest") as log:
+        report = asyncio.run(run_ingest_bench(events, log=log))
+    emit(render(report), report, json_path)
     return 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("ingest", help="chat events/s through ingest + extract (to committed rows)")
-    parser.add_argument("--events", type=int, default=10_000)
-    parser.add_argument("--json", help="also write the report as JSON here")
-    parser.set_defaults(func=_run)
-    register_readme(sub)
-
-
-def _readme(args: argparse.Namespace) -> int:
+@click.command("readme", context_settings=CONTEXT_SETTINGS)
+@click.option("--readme", default="README.md", show_default=True, metavar="FILE")
+@click.option("--results", default="bench-results", show_default=True, metavar="DIR")
+def readme(readme: str, results: str) -> int:
+    """Regenerate the README's tables from bench-results/."""
     from bench.readme import update_readme
 
-    done = update_readme(Path(args.readme), Path(args.results))
-    print(f"README tables regenerated from {args.results}: {', '.join(done) or 'none found'}")
+    done = update_readme(Path(readme), Path(results))
+    print(f"README tables regenerated from {results}: {', '.join(done) or 'none found'}")
     return 0
 
 
-def register_readme(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("readme", help="regenerate the README's tables from bench-results/")
-    parser.add_argument("--readme", default="README.md")
-    parser.add_argument("--results", default="bench-results")
-    parser.set_defaults(func=_readme)
+COMMANDS = (ingest, readme)

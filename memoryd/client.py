@@ -14,7 +14,7 @@ Struct or raises the typed error (``NotFound``, ``ValidationFailed``, ...).
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -46,10 +46,21 @@ from shared.schemas.memory import (
     MemoryListRequest,
     MemoryListResult,
     MemoryRecord,
+    MemoryRestoreRequest,
+    MemoryRestoreResult,
     MemoryUpdateRequest,
     MemoryUpdateResult,
 )
-from shared.schemas.ops import EngineStatusRequest, EngineStatusResult, HealthRequest, HealthResult
+from shared.schemas.ops import (
+    CleanupRequest,
+    CleanupResult,
+    EngineStatusRequest,
+    EngineStatusResult,
+    HealthRequest,
+    HealthResult,
+    SummarizeRequest,
+    SummarizeResult,
+)
 from shared.schemas.retrieval import InjectRequest, InjectResult, RetrieveRequest, RetrieveResult
 from shared.settings.env import NatsConfig
 from shared.subjects import CHAT_EVENTS, MSG_ID_HEADER, rpc_subject
@@ -202,6 +213,13 @@ class MemoryClient:
         result: MemoryDeleteResult = await self._call("memory.delete", MemoryDeleteRequest(owner=owner, id=memory_id))
         return result
 
+    async def restore(self, owner: str, memory_id: str) -> MemoryRestoreResult:
+        """Bring a summarized or demoted memory back to its exact original (``Conflict`` if active)."""
+        result: MemoryRestoreResult = await self._call(
+            "memory.restore", MemoryRestoreRequest(owner=owner, id=memory_id)
+        )
+        return result
+
     async def list(
         self,
         owner: str,
@@ -251,11 +269,14 @@ class MemoryClient:
         """All of the owner's memories as JSON lines (``MemoryRecord`` per line)."""
         return "".join([p.lines async for p in self.export_pages(owner, include_archived=include_archived)])
 
-    async def import_lines(self, owner: str, lines: str | Iterable[str]) -> MemoryImportResult:
+    async def import_lines(
+        self, owner: str, lines: str | Iterable[str], *, progress: Callable[[int], object] | None = None
+    ) -> MemoryImportResult:
         """Import JSON lines (as exported) into ``owner``; line numbers in errors count from 1.
 
         Each request (up to ``IMPORT_CHUNK_BYTES`` of lines) is all or nothing; a large
         import stops at the first request with bad lines, keeping the requests before it.
+        ``progress`` is called with the number of lines sent so far after each request.
         """
         all_lines = lines.splitlines() if isinstance(lines, str) else [ln.rstrip("\n") for ln in lines]
         imported = updated = unchanged = 0
@@ -272,6 +293,8 @@ class MemoryClient:
                 return MemoryImportResult(imported=imported, updated=updated, unchanged=unchanged, errors=errors)
             imported, updated, unchanged = imported + part.imported, updated + part.updated, unchanged + part.unchanged
             start = end
+            if progress is not None:
+                progress(end)
         return MemoryImportResult(imported=imported, updated=updated, unchanged=unchanged)
 
     # --- retrieval and operations --------------------------------------------------------------
@@ -294,4 +317,21 @@ class MemoryClient:
 
     async def engine_status(self, owner: str | None = None) -> EngineStatusResult:
         result: EngineStatusResult = await self._call("engine.status", EngineStatusRequest(owner=owner))
+        return result
+
+    async def summarize(
+        self, older_than_days: int, *, owner: str | None = None, session_id: str | None = None, dry_run: bool = False
+    ) -> SummarizeResult:
+        """Compact memories older than ``older_than_days`` into one summary per owner and session
+        (originals archived, restorable); ``dry_run`` only counts the candidates. ``owner=None``:
+        every owner (operator credentials)."""
+        req = SummarizeRequest(older_than_days=older_than_days, owner=owner, session_id=session_id, dry_run=dry_run)
+        result: SummarizeResult = await self._call("summarize", req, timeout=max(self.timeout, 60.0))
+        return result
+
+    async def cleanup(self, *, owner: str | None = None, dry_run: bool = False) -> CleanupResult:
+        """Remove expired memories and those past ``retentionDays`` from every store (``owner=None``:
+        every owner, operator credentials); ``dry_run`` reports what would go."""
+        req = CleanupRequest(owner=owner, dry_run=dry_run)
+        result: CleanupResult = await self._call("cleanup", req, timeout=max(self.timeout, 60.0))
         return result

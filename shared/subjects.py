@@ -105,6 +105,8 @@ def owner_events_subject(owner: str) -> str:
 
 # Header names
 MSG_ID_HEADER = "Nats-Msg-Id"
+#: Correlates an RPC request, its reply and both sides' logs.
+REQUEST_ID_HEADER = "x-request-id"
 NO_MEMORY_HEADER = "x-memory-no-memory"
 
 

@@ -1,144 +1,196 @@
 """Client commands: ``memoryd chat`` and ``memoryd memories list|add|get|delete|export|import``.
 
-They talk to a running memoryd through ``MemoryClient``. NATS is found as for
-``memoryd search``: ``--nats-url``, else ``$MEMORYD_NATS_URL``, else
-``<data-dir>/runtime.json`` written by ``memoryd up``. Output is for people by default;
-``--json`` prints the result as JSON.
+They talk to a running memoryd through ``MemoryClient`` (NATS found as in ``common``).
+Output is for people by default (``memories list`` is a table; export and import show a
+progress bar on a terminal); ``--json`` prints the result as JSON.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import sys
-from collections.abc import Awaitable, Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import click
 import msgspec
 
-from memoryd.cli.commands_search import resolve_nats_url
+from memoryd.cli.common import (
+    CONTEXT_SETTINGS,
+    cells,
+    client_options,
+    one_line,
+    owner_option,
+    print_json,
+    print_table,
+    progress,
+    table,
+    with_client,
+)
 from memoryd.client import MemoryClient
 from shared.errors import ValidationFailed
-from shared.observability.logging import configure
 from shared.schemas.base import MEMORY_STATES, MEMORY_TYPES, Role
 from shared.schemas.memory import MemoryImportResult, MemoryRecord
-from shared.settings.env import LogConfig
 
 ROLES: tuple[str, ...] = Role.__args__  # type: ignore[attr-defined]
 
 
-def _out(value: Any) -> None:
-    print(json.dumps(msgspec.to_builtins(value), ensure_ascii=False, indent=2))
-
-
-def _one_line(text: str, width: int = 80) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
-def _show(rec: MemoryRecord) -> None:
+def show(rec: MemoryRecord) -> None:
+    """One memory as a two-column grid: the fields that are set, then the content."""
     fields = msgspec.to_builtins(rec)
-    fields.pop("type", None)
+    grid = table("field", "value")
+    grid.show_header = False
     for name in ("id", "owner", "memory_type", "key", "session_id", "source", "state", "created_at", "updated_at"):
         if fields.get(name) is not None:
-            print(f"{name:>14}: {fields[name]}")
+            grid.add_row(*cells(name, fields[name]))
     for name in ("expires_at", "last_accessed_at", "metadata"):
         if fields.get(name):
-            print(f"{name:>14}: {json.dumps(fields[name], ensure_ascii=False) if name == 'metadata' else fields[name]}")
-    print(f"{'content':>14}: {rec.content}")
+            value = json.dumps(fields[name], ensure_ascii=False) if name == "metadata" else fields[name]
+            grid.add_row(*cells(name, value))
+    grid.add_row(*cells("content", rec.content))
+    print_table(grid)
 
 
-def _with_client(run: Callable[[MemoryClient, argparse.Namespace], Awaitable[int]]) -> Callable[..., Any]:
-    async def command(args: argparse.Namespace) -> int:
-        configure("cli", LogConfig(level="error", format="console"))  # stdout stays the command's output
-        client = await MemoryClient.connect(resolve_nats_url(args.nats_url, args.data_dir), timeout=args.timeout)
-        try:
-            return await run(client, args)
-        finally:
-            await client.close()
+# --- chat ------------------------------------------------------------------------------------
+@click.command("chat", context_settings=CONTEXT_SETTINGS)
+@click.argument("text")
+@owner_option()
+@click.option("--session", metavar="ID", help="session id")
+@click.option("--role", type=click.Choice(ROLES), default="user", show_default=True)
+@click.option("--name", help="speaker name")
+@click.option("--provider", help="LLM provider the message was sent to")
+@click.option("--model", help="LLM model the message was sent to")
+@click.option("--event-id", metavar="ID", help="default: a new random id")
+@click.option("--no-memory", is_flag=True, help="opt this event out of memory")
+@client_options
+@with_client
+async def chat(client: MemoryClient, *, owner: str, text: str, role: str, name: str | None, **o: Any) -> int:
+    """Publish one chat message as a chat event.
 
-    return command
-
-
-# --- commands --------------------------------------------------------------------------------
-async def _chat(client: MemoryClient, args: argparse.Namespace) -> int:
-    message: dict[str, Any] = {"role": args.role, "content": args.text}
-    if args.name:
-        message["name"] = args.name
+    This is what an application sends after each turn; extraction turns it into memories.
+    """
+    message: dict[str, Any] = {"role": role, "content": text}
+    if name:
+        message["name"] = name
     event_id = await client.publish_chat(
-        args.owner,
+        owner,
         [message],
-        session_id=args.session,
-        event_id=args.event_id,
-        provider=args.provider,
-        model=args.model,
-        no_memory=args.no_memory,
+        session_id=o["session"],
+        event_id=o["event_id"],
+        provider=o["provider"],
+        model=o["model"],
+        no_memory=o["no_memory"],
     )
-    if args.json:
-        _out({"event_id": event_id, "owner": args.owner})
+    if o["as_json"]:
+        print_json({"event_id": event_id, "owner": owner})
     else:
-        print(f"published chat event {event_id} for {args.owner}")
+        print(f"published chat event {event_id} for {owner}")
     return 0
 
 
-async def _list(client: MemoryClient, args: argparse.Namespace) -> int:
+# --- memories --------------------------------------------------------------------------------
+@click.group("memories", context_settings=CONTEXT_SETTINGS)
+def memories() -> None:
+    """List, add, get, delete, export and import memories."""
+
+
+@memories.command("list", context_settings=CONTEXT_SETTINGS)
+@owner_option()
+@click.option("--type", "memory_type", type=click.Choice(MEMORY_TYPES), help="only memories of this type")
+@click.option("--session", metavar="ID", help="only this session's memories")
+@click.option("-q", "--query", "q", metavar="TEXT", help="text search")
+@click.option("--state", type=click.Choice(MEMORY_STATES), help="only memories in this state")
+@click.option("--limit", type=int, default=50, show_default=True)
+@click.option("--offset", type=int, default=0, show_default=True)
+@click.option("--page", type=int, help="page number (1 = the first LIMIT memories)")
+@client_options
+@with_client
+async def list_memories(client: MemoryClient, *, owner: str, as_json: bool, **o: Any) -> int:
+    """List memories, newest first."""
     result = await client.list(
-        args.owner,
-        memory_type=args.type,
-        session_id=args.session,
-        q=args.q,
-        state=args.state,
-        limit=args.limit,
-        offset=args.offset,
-        page=args.page,
+        owner,
+        memory_type=o["memory_type"],
+        session_id=o["session"],
+        q=o["q"],
+        state=o["state"],
+        limit=o["limit"],
+        offset=o["offset"],
+        page=o["page"],
     )
-    if args.json:
-        _out(result)
+    if as_json:
+        print_json(result)
         return 0
+    rows = table("id", "type", "created", "content")
     for m in result.memories:
-        print(f"{m.id}  {m.memory_type:<10} {m.created_at:%Y-%m-%d %H:%M}  {_one_line(m.content)}")
-    print(f"{len(result.memories)} of {result.total} memories · {result.tokens_used} tokens", end="")
-    print(f" · hit rate {result.hit_rate:.2f}")
+        rows.add_row(*cells(m.id, m.memory_type, f"{m.created_at:%Y-%m-%d %H:%M}", one_line(m.content)))
+    if result.memories:
+        print_table(rows)
+    print(
+        f"{len(result.memories)} of {result.total} memories · {result.tokens_used} tokens"
+        f" · hit rate {result.hit_rate:.2f}"
+    )
     return 0
 
 
-async def _add(client: MemoryClient, args: argparse.Namespace) -> int:
+@memories.command("add", context_settings=CONTEXT_SETTINGS)
+@click.argument("text")
+@owner_option()
+@click.option("--type", "memory_type", type=click.Choice(MEMORY_TYPES), default="factual", show_default=True)
+@click.option("--key", help="a stable key: adding with the same key updates that memory")
+@click.option("--session", metavar="ID", help="session id")
+@click.option("--metadata", metavar="JSON", help="a JSON object")
+@click.option("--expires-at", metavar="TIME", help="ISO 8601 time in the future")
+@client_options
+@with_client
+async def add(client: MemoryClient, *, owner: str, text: str, as_json: bool, **o: Any) -> int:
+    """Add a memory (upserts when --key is given)."""
     try:
-        metadata = json.loads(args.metadata) if args.metadata else {}
-        expires_at = datetime.fromisoformat(args.expires_at) if args.expires_at else None
+        metadata = json.loads(o["metadata"]) if o["metadata"] else {}
+        expires_at = datetime.fromisoformat(o["expires_at"]) if o["expires_at"] else None
     except ValueError as exc:
         raise ValidationFailed(f"--metadata / --expires-at: {exc}") from exc
     if not isinstance(metadata, dict):
         raise ValidationFailed("--metadata must be a JSON object")
     result = await client.create(
-        args.owner,
-        args.text,
-        memory_type=args.type,
-        key=args.key,
-        session_id=args.session,
+        owner,
+        text,
+        memory_type=o["memory_type"],
+        key=o["key"],
+        session_id=o["session"],
         metadata=metadata,
         expires_at=expires_at,
     )
-    if args.json:
-        _out(result)
+    if as_json:
+        print_json(result)
     else:
         print(f"{'created' if result.created else 'updated'} {result.memory.id}")
     return 0
 
 
-async def _get(client: MemoryClient, args: argparse.Namespace) -> int:
-    rec = await client.get(args.owner, args.id)
-    _out(rec) if args.json else _show(rec)
+@memories.command("get", context_settings=CONTEXT_SETTINGS)
+@click.argument("memory_id", metavar="ID")
+@owner_option()
+@client_options
+@with_client
+async def get(client: MemoryClient, *, owner: str, memory_id: str, as_json: bool, **_: Any) -> int:
+    """Show one memory."""
+    rec = await client.get(owner, memory_id)
+    print_json(rec) if as_json else show(rec)
     return 0
 
 
-async def _delete(client: MemoryClient, args: argparse.Namespace) -> int:
-    result = await client.delete(args.owner, args.id)
-    if args.json:
-        _out(result)
+@memories.command("delete", context_settings=CONTEXT_SETTINGS)
+@click.argument("memory_id", metavar="ID")
+@owner_option()
+@client_options
+@with_client
+async def delete(client: MemoryClient, *, owner: str, memory_id: str, as_json: bool, **_: Any) -> int:
+    """Delete one memory from Postgres and every vector store."""
+    result = await client.delete(owner, memory_id)
+    if as_json:
+        print_json(result)
     else:
         r = result.removed
         print(
@@ -148,27 +200,36 @@ async def _delete(client: MemoryClient, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _export(client: MemoryClient, args: argparse.Namespace) -> int:
+@memories.command("export", context_settings=CONTEXT_SETTINGS)
+@owner_option()
+@click.option("--out", metavar="FILE", help="file to write (default stdout)")
+@click.option("--no-archived", is_flag=True, help="leave archived memories out")
+@client_options
+@with_client
+async def export(client: MemoryClient, *, owner: str, out: str | None, as_json: bool, **o: Any) -> int:
+    """Export an owner's memories as JSON lines (one per memory)."""
     count = 0
-    sink = await asyncio.to_thread(open, args.out, "w", encoding="utf-8") if args.out else sys.stdout
+    sink = await asyncio.to_thread(open, out, "w", encoding="utf-8") if out else sys.stdout
     try:
-        async for page in client.export_pages(args.owner, include_archived=not args.no_archived):
-            await asyncio.to_thread(sink.write, page.lines)
-            count += page.count
+        with progress(f"exporting {owner}", None, enabled=bool(out)) as (bar, task):  # not over the lines
+            async for page in client.export_pages(owner, include_archived=not o["no_archived"]):
+                await asyncio.to_thread(sink.write, page.lines)
+                count += page.count
+                bar.update(task, completed=count)
     finally:
-        if args.out:
+        if out:
             await asyncio.to_thread(sink.close)
-    if args.out:
-        if args.json:
-            _out({"count": count, "out": args.out})
+    if out:
+        if as_json:
+            print_json({"count": count, "out": out})
         else:
-            print(f"exported {count} memories of {args.owner} to {args.out}", file=sys.stderr)
+            print(f"exported {count} memories of {owner} to {out}", file=sys.stderr)
     return 0
 
 
-def _report_import(result: MemoryImportResult, as_json: bool) -> int:
+def report_import(result: MemoryImportResult, as_json: bool) -> int:
     if as_json:
-        _out(result)
+        print_json(result)
     else:
         for err in result.errors:
             print(f"line {err.line}: {err.error}", file=sys.stderr)
@@ -177,73 +238,26 @@ def _report_import(result: MemoryImportResult, as_json: bool) -> int:
     return 1 if result.errors else 0
 
 
-async def _import(client: MemoryClient, args: argparse.Namespace) -> int:
-    if args.file in (None, "-"):
+@memories.command("import", context_settings=CONTEXT_SETTINGS)
+@click.argument("file", required=False, metavar="[FILE]")
+@owner_option()
+@client_options
+@with_client
+async def import_(client: MemoryClient, *, owner: str, file: str | None, as_json: bool, **_: Any) -> int:
+    """Import JSON lines as exported (idempotent).
+
+    FILE defaults to stdin (as does '-'). Exits 1 and imports nothing when a line is bad.
+    """
+    if file in (None, "-"):
         text = sys.stdin.read()
     else:
         try:
-            text = await asyncio.to_thread(Path(args.file).read_text, encoding="utf-8")
+            text = await asyncio.to_thread(Path(file).read_text, encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise ValidationFailed(f"cannot read {args.file}: {exc}") from exc
-    return _report_import(await client.import_lines(args.owner, text), args.json)
+            raise ValidationFailed(f"cannot read {file}: {exc}") from exc
+    with progress(f"importing into {owner}", len(text.splitlines())) as (bar, task):
+        result = await client.import_lines(owner, text, progress=lambda done: bar.update(task, completed=done))
+    return report_import(result, as_json)
 
 
-# --- parser ----------------------------------------------------------------------------------
-def _common() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--nats-url", help="NATS URL (default $MEMORYD_NATS_URL, else <data-dir>/runtime.json)")
-    common.add_argument("--data-dir", help="where `memoryd up` keeps runtime.json (default .memoryd)")
-    common.add_argument("--json", action="store_true", help="print machine-readable JSON")
-    common.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for an answer")
-    common.add_argument("--owner", required=True, help="the API key id whose memory this is")
-    return common
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    common = _common()
-    chat = sub.add_parser("chat", parents=[common], help="publish one chat message as a chat event")
-    chat.add_argument("text")
-    chat.add_argument("--session", help="session id")
-    chat.add_argument("--role", default="user", choices=ROLES)
-    chat.add_argument("--name", help="speaker name")
-    chat.add_argument("--provider")
-    chat.add_argument("--model")
-    chat.add_argument("--event-id", help="default: a new random id")
-    chat.add_argument("--no-memory", action="store_true", help="opt this event out of memory")
-    chat.set_defaults(func=_with_client(_chat))
-
-    mem = sub.add_parser("memories", help="list, add, get, delete, export and import memories")
-    msub = mem.add_subparsers(dest="action", required=True, metavar="ACTION")
-
-    ls = msub.add_parser("list", parents=[common], help="list memories (newest first)")
-    ls.add_argument("--type", choices=MEMORY_TYPES)
-    ls.add_argument("--session")
-    ls.add_argument("-q", "--query", dest="q", help="text search")
-    ls.add_argument("--state", choices=MEMORY_STATES)
-    ls.add_argument("--limit", type=int, default=50)
-    ls.add_argument("--offset", type=int, default=0)
-    ls.add_argument("--page", type=int)
-    ls.set_defaults(func=_with_client(_list))
-
-    add = msub.add_parser("add", parents=[common], help="add a memory (upserts when --key is given)")
-    add.add_argument("text")
-    add.add_argument("--type", default="factual", choices=MEMORY_TYPES)
-    add.add_argument("--key")
-    add.add_argument("--session")
-    add.add_argument("--metadata", help="a JSON object")
-    add.add_argument("--expires-at", help="ISO 8601 time in the future")
-    add.set_defaults(func=_with_client(_add))
-
-    for name, helptext, run in (("get", "show one memory", _get), ("delete", "delete one memory", _delete)):
-        p = msub.add_parser(name, parents=[common], help=helptext)
-        p.add_argument("id")
-        p.set_defaults(func=_with_client(run))
-
-    ex = msub.add_parser("export", parents=[common], help="export as JSON lines")
-    ex.add_argument("--out", help="file to write (default stdout)")
-    ex.add_argument("--no-archived", action="store_true", help="leave archived memories out")
-    ex.set_defaults(func=_with_client(_export))
-
-    im = msub.add_parser("import", parents=[common], help="import JSON lines (idempotent)")
-    im.add_argument("file", nargs="?", help="file to read (default or '-': stdin)")
-    im.set_defaults(func=_with_client(_import))
+COMMANDS = (chat, memories)

@@ -13,86 +13,110 @@ The users live in ``<data-dir>/credentials.json`` (0600) and are rendered to
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 from urllib.parse import quote
 
-from memoryd.cli.commands_server import _data_dir
-from memoryd.local.nats import signal_reload
-from memoryd.local.up import credentials_file, nats_dir, runtime_file, write_nats_auth
+import click
+
+from memoryd.cli.common import CONTEXT_SETTINGS, data_dir
 from shared.errors import ConfigError
 from shared.nats_auth import Credentials
 
-
-def _load(data_dir: Path) -> Credentials:
-    if not credentials_file(data_dir).exists():
-        raise ConfigError("--data-dir", f"no credentials in {data_dir}: run `memoryd up` there first")
-    return Credentials.load_or_create(credentials_file(data_dir))
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _apply(data_dir: Path, creds: Credentials) -> str:
-    creds.save(credentials_file(data_dir))
-    write_nats_auth(data_dir, creds)
-    if signal_reload(nats_dir(data_dir)):
+def _data_dir_option(f: F) -> F:
+    return click.option("--data-dir", "data_dir_flag", metavar="DIR", help="default: $MEMORYD_DATA_DIR or .memoryd")(f)
+
+
+def _load(where: Path) -> Credentials:
+    from memoryd.local.up import credentials_file
+
+    if not credentials_file(where).exists():
+        raise ConfigError("--data-dir", f"no credentials in {where}: run `memoryd up` there first")
+    return Credentials.load_or_create(credentials_file(where))
+
+
+def _apply(where: Path, creds: Credentials) -> str:
+    from memoryd.local.nats import signal_reload
+    from memoryd.local.up import credentials_file, nats_dir, write_nats_auth
+
+    creds.save(credentials_file(where))
+    write_nats_auth(where, creds)
+    if signal_reload(nats_dir(where)):
         return "applied to the running nats-server"
     return "applies when `memoryd up` next starts"
 
 
-def _client_url(data_dir: Path, user: str, password: str) -> str:
+def _client_url(where: Path, user: str, password: str) -> str:
     """The running server's address with this user's credentials (placeholder host if stopped)."""
+    from memoryd.local.up import runtime_file
+
     address = "127.0.0.1:4222"
     try:
-        known = json.loads(runtime_file(data_dir).read_text())["client_nats_url"]
+        known = json.loads(runtime_file(where).read_text())["client_nats_url"]
         address = known.rsplit("@", 1)[-1].split("://", 1)[-1]
     except (OSError, KeyError, ValueError):
         pass
     return f"nats://{user}:{quote(password, safe='')}@{address}"
 
 
-def cmd_add_client(args: argparse.Namespace) -> int:
-    data_dir = _data_dir(args.data_dir)
-    creds = _load(data_dir)
+@click.group("credentials", context_settings=CONTEXT_SETTINGS)
+def credentials() -> None:
+    """Owner-bound NATS client users of `memoryd up`."""
+
+
+@credentials.command("add-client", context_settings=CONTEXT_SETTINGS)
+@click.argument("name")
+@click.option("--owner", "owners", multiple=True, required=True, metavar="OWNER", help="repeatable")
+@_data_dir_option
+def add_client(name: str, owners: tuple[str, ...], data_dir_flag: str | None) -> int:
+    """Create or re-bind a client user for some owners.
+
+    Prints the user's NATS URL; running it again keeps the password.
+    """
+    where = data_dir(data_dir_flag)
+    creds = _load(where)
     try:
-        password = creds.add_bound_client(args.name, list(args.owner))
+        password = creds.add_bound_client(name, list(owners))
     except ValueError as exc:
         print(f"memoryd credentials: {exc}", file=sys.stderr)
         return 2
-    status = _apply(data_dir, creds)
-    print(_client_url(data_dir, args.name, password))
-    print(f"client {args.name} bound to owners {', '.join(creds.bound_owners[args.name])}; {status}", file=sys.stderr)
+    status = _apply(where, creds)
+    print(_client_url(where, name, password))
+    print(f"client {name} bound to owners {', '.join(creds.bound_owners[name])}; {status}", file=sys.stderr)
     return 0
 
 
-def cmd_remove_client(args: argparse.Namespace) -> int:
-    data_dir = _data_dir(args.data_dir)
-    creds = _load(data_dir)
-    if not creds.remove_bound_client(args.name):
-        print(f"memoryd credentials: no owner-bound client named {args.name!r}", file=sys.stderr)
+@credentials.command("remove-client", context_settings=CONTEXT_SETTINGS)
+@click.argument("name")
+@_data_dir_option
+def remove_client(name: str, data_dir_flag: str | None) -> int:
+    """Remove an owner-bound client user."""
+    where = data_dir(data_dir_flag)
+    creds = _load(where)
+    if not creds.remove_bound_client(name):
+        print(f"memoryd credentials: no owner-bound client named {name!r}", file=sys.stderr)
         return 1
-    print(f"client {args.name} removed; {_apply(data_dir, creds)}", file=sys.stderr)
+    print(f"client {name} removed; {_apply(where, creds)}", file=sys.stderr)
     return 0
 
 
-def cmd_list(args: argparse.Namespace) -> int:
-    creds = _load(_data_dir(args.data_dir))
+@credentials.command("list", context_settings=CONTEXT_SETTINGS)
+@_data_dir_option
+def list_clients(data_dir_flag: str | None) -> int:
+    """List the client users and their owners.
+
+    One tab-separated line per user; passwords are never shown.
+    """
+    creds = _load(data_dir(data_dir_flag))
     for user, owners in sorted(creds.bound_owners.items()):
         print(f"{user}\t{','.join(owners)}")
     return 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    group = sub.add_parser("credentials", help="owner-bound NATS client users of `memoryd up`")
-    actions = group.add_subparsers(dest="action", required=True, metavar="ACTION")
-    add = actions.add_parser("add-client", help="create or re-bind a client user for some owners")
-    add.add_argument("name")
-    add.add_argument("--owner", action="append", required=True, help="repeatable")
-    add.set_defaults(func=cmd_add_client)
-    remove = actions.add_parser("remove-client", help="remove an owner-bound client user")
-    remove.add_argument("name")
-    remove.set_defaults(func=cmd_remove_client)
-    listing = actions.add_parser("list", help="owner-bound client users and their owners")
-    listing.set_defaults(func=cmd_list)
-    for parser in (add, remove, listing):
-        parser.add_argument("--data-dir", help="default: $MEMORYD_DATA_DIR or .memoryd")
+COMMANDS = (credentials,)

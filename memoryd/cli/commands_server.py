@@ -1,43 +1,71 @@
-"""Server-side commands: ``up``, ``serve``, ``migrate``, ``schemas``."""
+"""Server-side commands: ``up``, ``serve``, ``migrate``, ``schemas``.
+
+They need the ``server`` extra (embedded NATS and PostgreSQL, the services); their imports
+are inside the commands, so the client commands work with the base install alone.
+"""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import sys
 from pathlib import Path
 
-from shared.errors import ConfigError
-from shared.settings.env import PgConfig, load
+import click
+
+from memoryd.cli.common import CONTEXT_SETTINGS, data_dir, run
 
 SERVICES = ("ingest", "extract", "embed", "retrieve", "sleep")
+PORT = click.IntRange(0, 65535)
+POSITIVE = click.IntRange(min=1)
 
 
-def _data_dir(value: str | None) -> Path:
-    return Path(value or os.environ.get("MEMORYD_DATA_DIR") or ".memoryd")
+@click.command("up", context_settings=CONTEXT_SETTINGS)
+@click.option(
+    "--data-dir",
+    "data_dir_flag",
+    metavar="DIR",
+    help="where NATS and PostgreSQL keep data (default $MEMORYD_DATA_DIR or .memoryd)",
+)
+@click.option("--nats-port", type=PORT, default=0, show_default=True, help="0 = a free port")
+@click.option("--pg-port", type=PORT, default=0, show_default=True, help="0 = a free port")
+@click.option("--embed-processes", type=POSITIVE, default=1, show_default=True, help="embed worker processes")
+@click.option("--no-auth", is_flag=True, help="run the embedded NATS without users (not recommended)")
+def up(data_dir_flag: str | None, nats_port: int, pg_port: int, embed_processes: int, no_auth: bool) -> int:
+    """Run everything here (embedded NATS, PostgreSQL, services).
 
-
-def cmd_up(args: argparse.Namespace) -> int:
+    Prints `memoryd ready ...` when every service answers; Ctrl-C stops it all.
+    """
     from memoryd.local.up import UpOptions, run_up
 
     opts = UpOptions(
-        data_dir=_data_dir(args.data_dir),
-        nats_port=args.nats_port,
-        pg_port=args.pg_port,
-        embed_processes=args.embed_processes,
-        auth=not args.no_auth,
+        data_dir=data_dir(data_dir_flag),
+        nats_port=nats_port,
+        pg_port=pg_port,
+        embed_processes=embed_processes,
+        auth=not no_auth,
     )
-    return asyncio.run(run_up(opts))
+    return run(run_up(opts))
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
-    if args.metrics_port is not None:
-        os.environ["MEMORYD_METRICS_PORT"] = str(args.metrics_port)
-    argv = [sys.executable, "-m", f"services.{args.service}"]
-    if args.processes == 1:
+@click.command("serve", context_settings=CONTEXT_SETTINGS)
+@click.argument("service", type=click.Choice(SERVICES), metavar="SERVICE")
+@click.option(
+    "--processes", type=POSITIVE, default=1, show_default=True, help="worker processes (embed scales this way)"
+)
+@click.option("--metrics-port", type=PORT, default=None, help="first metrics port (replica i uses +i)")
+def serve(service: str, processes: int, metrics_port: int | None) -> int:
+    """Run one service against external NATS and PostgreSQL.
+
+    SERVICE is one of ingest, extract, embed, retrieve, sleep. Its settings come from the
+    MEMORYD_* environment variables.
+    """
+    if metrics_port is not None:
+        os.environ["MEMORYD_METRICS_PORT"] = str(metrics_port)
+    argv = [sys.executable, "-m", f"services.{service}"]
+    if processes == 1:
         os.execv(sys.executable, argv)
-    return asyncio.run(_serve_many(args.service, args.processes, args.metrics_port))
+    return run(_serve_many(service, processes, metrics_port))
 
 
 async def _serve_many(service: str, processes: int, metrics_port: int | None) -> int:
@@ -63,56 +91,31 @@ async def _serve_many(service: str, processes: int, metrics_port: int | None) ->
     return 0
 
 
-async def cmd_migrate(args: argparse.Namespace) -> int:
+@click.command("migrate", context_settings=CONTEXT_SETTINGS)
+@click.option("--dsn", help="PostgreSQL DSN (default $MEMORYD_PG_DSN)")
+def migrate(dsn: str | None) -> int:
+    """Apply pending SQL migrations."""
     from memoryd.local.up import apply_migrations
+    from shared.settings.env import PgConfig, load
 
-    cfg = load(PgConfig, "MEMORYD_PG_", os.environ, {"dsn": args.dsn})
-    applied = await apply_migrations(cfg.dsn)
-    print(f"applied {len(applied)} migration(s): {', '.join(applied) or 'none pending'}")
-    return 0
+    async def go() -> int:
+        cfg = load(PgConfig, "MEMORYD_PG_", os.environ, {"dsn": dsn})
+        applied = await apply_migrations(cfg.dsn)
+        print(f"applied {len(applied)} migration(s): {', '.join(applied) or 'none pending'}")
+        return 0
+
+    return run(go())
 
 
-def cmd_schemas(args: argparse.Namespace) -> int:
+@click.command("schemas", context_settings=CONTEXT_SETTINGS)
+@click.option("--out", default="deploy/schemas", show_default=True, metavar="DIR")
+def schemas(out: str) -> int:
+    """Export the JSON Schemas of every wire message."""
     from shared.codec import export_json_schemas
 
-    written = export_json_schemas(Path(args.out))
-    print(f"wrote {len(written)} schemas to {args.out}")
+    written = export_json_schemas(Path(out))
+    print(f"wrote {len(written)} schemas to {out}")
     return 0
 
 
-def _positive(value: str) -> int:
-    n = int(value)
-    if n < 1:
-        raise argparse.ArgumentTypeError("must be >= 1")
-    return n
-
-
-def _port(value: str) -> int:
-    n = int(value)
-    if not 0 <= n <= 65535:
-        raise ConfigError("port", f"{n} is not a TCP port (0..65535)")
-    return n
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    up = sub.add_parser("up", help="run everything on this machine (embedded NATS + PostgreSQL)")
-    up.add_argument("--data-dir", help="where NATS and PostgreSQL keep data (default .memoryd or $MEMORYD_DATA_DIR)")
-    up.add_argument("--nats-port", type=_port, default=0, help="0 = a free port")
-    up.add_argument("--pg-port", type=_port, default=0, help="0 = a free port")
-    up.add_argument("--embed-processes", type=_positive, default=1, help="embed worker processes")
-    up.add_argument("--no-auth", action="store_true", help="run the embedded NATS without users (not recommended)")
-    up.set_defaults(func=cmd_up)
-
-    serve = sub.add_parser("serve", help="run one service against external NATS/PostgreSQL")
-    serve.add_argument("service", choices=SERVICES)
-    serve.add_argument("--processes", type=_positive, default=1, help="worker processes (embed scales this way)")
-    serve.add_argument("--metrics-port", type=_port, default=None, help="first metrics port (replica i uses +i)")
-    serve.set_defaults(func=cmd_serve)
-
-    mig = sub.add_parser("migrate", help="apply pending SQL migrations")
-    mig.add_argument("--dsn", help="PostgreSQL DSN (default $MEMORYD_PG_DSN)")
-    mig.set_defaults(func=cmd_migrate)
-
-    sch = sub.add_parser("schemas", help="export the JSON Schemas of every wire message")
-    sch.add_argument("--out", default="deploy/schemas")
-    sch.set_defaults(func=cmd_schemas)
+COMMANDS = (up, serve, migrate, schemas)

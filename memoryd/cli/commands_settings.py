@@ -10,17 +10,30 @@ API keys show as ``***``.
 
 from __future__ import annotations
 
-import argparse
 import json
 from typing import Any
 
-from memoryd.cli.commands_search import resolve_nats_url
+import click
+
+from memoryd.cli.common import (
+    CONTEXT_SETTINGS,
+    cells,
+    json_option,
+    nats_options,
+    owner_option,
+    print_table,
+    print_wire,
+    table,
+    timeout_option,
+    with_client,
+)
 from memoryd.client import MemoryClient
 from shared.bus.rpc_client import call
-from shared.observability.logging import configure
+from shared.errors import ValidationFailed
 from shared.schemas.ops import SettingsGetRequest, SettingsPutRequest
-from shared.settings.env import LogConfig
 from shared.settings.memory import text_setting_names
+
+_OWNER_HELP = "an owner's override (default: the global value)"
 
 
 def parse_value(text: str, key: str | None = None) -> Any:
@@ -32,38 +45,53 @@ def parse_value(text: str, key: str | None = None) -> Any:
         return text
 
 
-async def _run(args: argparse.Namespace) -> int:
-    configure("cli", LogConfig(level="error", format="console"))
-    client = await MemoryClient.connect(resolve_nats_url(args.nats_url, args.data_dir), timeout=args.timeout)
-    try:
-        if args.action == "get":
-            result = await call(client.nc, "settings.get", SettingsGetRequest(owner=args.owner), timeout=args.timeout)
-            width = max(len(k) for k in result.settings)
-            for key in sorted(result.settings):
-                print(f"{key:<{width}}  {json.dumps(result.settings[key])}  ({result.sources.get(key, 'default')})")
-        else:
-            req = SettingsPutRequest(owner=args.owner, values={args.key: parse_value(args.value, args.key)})
-            result = await call(client.nc, "settings.put", req, timeout=args.timeout)
-            scope = f"owner {args.owner}" if args.owner else "global"
-            print(f"{args.key} = {json.dumps(result.settings[args.key])} ({scope})")
+@click.group("settings", context_settings=CONTEXT_SETTINGS)
+def settings() -> None:
+    """Show or change runtime settings (global or per owner)."""
+
+
+@settings.command("get", context_settings=CONTEXT_SETTINGS)
+@click.argument("keys", nargs=-1, metavar="[KEY]...")
+@owner_option(required=False, help_text=_OWNER_HELP)
+@json_option("print the SettingsGetResult as JSON")
+@timeout_option()
+@nats_options
+@with_client
+async def get(
+    client: MemoryClient, *, keys: tuple[str, ...], owner: str | None, as_json: bool, timeout: float, **_: Any
+) -> int:
+    """Show the effective settings and where each value comes from.
+
+    Sources: the owner's override, the global value, or the default. Give KEYs to show only those.
+    """
+    result = await call(client.nc, "settings.get", SettingsGetRequest(owner=owner), timeout=timeout)
+    unknown = sorted(set(keys) - set(result.settings))
+    if unknown:
+        raise ValidationFailed(f"unknown setting(s): {', '.join(unknown)}")
+    if as_json:
+        print_wire(result)
         return 0
-    finally:
-        await client.close()
+    rows = table("key", "value", "source")
+    for key in sorted(keys or result.settings):
+        rows.add_row(*cells(key, json.dumps(result.settings[key]), result.sources.get(key, "default")))
+    print_table(rows)
+    return 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("settings", help="show or change runtime settings (global or per owner)")
-    parser.add_argument("action", choices=("get", "set"))
-    parser.add_argument("key", nargs="?")
-    parser.add_argument("value", nargs="?")
-    parser.add_argument("--owner", help="an owner's override (default: the global value)")
-    parser.add_argument("--nats-url", help="NATS URL (default $MEMORYD_NATS_URL, else <data-dir>/runtime.json)")
-    parser.add_argument("--data-dir", help="where `memoryd up` keeps runtime.json (default .memoryd)")
-    parser.add_argument("--timeout", type=float, default=10.0)
+@settings.command("set", context_settings=CONTEXT_SETTINGS)
+@click.argument("key")
+@click.argument("value")
+@owner_option(required=False, help_text=_OWNER_HELP)
+@timeout_option()
+@nats_options
+@with_client
+async def set_(client: MemoryClient, *, owner: str | None, key: str, value: str, timeout: float, **_: Any) -> int:
+    """Set KEY to VALUE (JSON when it parses as JSON, else a string)."""
+    req = SettingsPutRequest(owner=owner, values={key: parse_value(value, key)})
+    result = await call(client.nc, "settings.put", req, timeout=timeout)
+    scope = f"owner {owner}" if owner else "global"
+    print(f"{key} = {json.dumps(result.settings[key])} ({scope})")
+    return 0
 
-    def func(args: argparse.Namespace) -> Any:
-        if args.action == "set" and (args.key is None or args.value is None):
-            parser.error("settings set needs KEY and VALUE")
-        return _run(args)
 
-    parser.set_defaults(func=func)
+COMMANDS = (settings,)

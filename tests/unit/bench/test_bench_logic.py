@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import click
 import numpy as np
 import pytest
 
 from bench import latency, quality, synth
-from bench.__main__ import build_parser
+from bench.__main__ import bench
 from bench.locomo import parse_sample
 
 from .test_locomo import SAMPLE
@@ -149,18 +150,16 @@ def test_latency_scenarios_ratios_targets() -> None:
 
 
 def test_bench_commands_parse() -> None:
-    parser = build_parser()
-    assert set(parser._subparsers._group_actions[0].choices) == {
-        "quality",
-        "latency",
-        "embed",
-        "sleep",
-        "ingest",
-        "readme",
-    }
-    args = parser.parse_args(["latency", "--sizes", "1000,20_000", "--concurrency", "1,8"])
-    assert (args.sizes, args.concurrency, args.owners) == ([1000, 20000], [1, 8], 100)
-    args = parser.parse_args(["quality", "--variant", "rrf-depth-10", "--strategy", "hybrid"])
-    assert (args.variant, args.strategy, args.mode) == (["rrf-depth-10"], ["hybrid"], "processes")
-    with pytest.raises(SystemExit):
-        parser.parse_args(["latency", "--sizes", "0"])
+    assert set(bench.commands) == {"quality", "latency", "embed", "sleep", "ingest", "readme"}
+
+    def params(*argv: str) -> dict[str, object]:
+        command = bench.commands[argv[0]]
+        return command.make_context(argv[0], list(argv[1:])).params
+
+    args = params("latency", "--sizes", "1000,20_000", "--concurrency", "1,8")
+    assert (args["sizes"], args["concurrency"], args["owners"]) == ([1000, 20000], [1, 8], 100)
+    args = params("quality", "--variant", "rrf-depth-10", "--strategy", "hybrid")
+    assert (args["variant"], args["strategy"], args["mode"]) == (("rrf-depth-10",), ("hybrid",), "processes")
+    assert params("sleep")["sizes"] == [10_000, 100_000]
+    with pytest.raises(click.BadParameter, match="every value must be >= 1"):
+        params("latency", "--sizes", "0")

@@ -1,0 +1,1 @@
+"""Unit tests of the ``memoryd`` and ``python -m bench`` command lines."""
