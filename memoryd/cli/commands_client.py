@@ -1,4 +1,4 @@
-"""Client commands: ``memoryd chat`` and ``memoryd memories list|add|get|delete|export|import``.
+"""Client commands: ``memoryd chat`` and ``memoryd memories list|add|get|update|delete|clear|export|import``.
 
 They talk to a running memoryd through ``MemoryClient`` (NATS found as in ``common``).
 Output is for people by default (``memories list`` is a table; export and import show a
@@ -53,6 +53,17 @@ def show(rec: MemoryRecord) -> None:
     print_table(grid)
 
 
+def _metadata_and_expiry(metadata: str | None, expires_at: str | None) -> tuple[dict[str, Any] | None, datetime | None]:
+    try:
+        meta = json.loads(metadata) if metadata else None
+        expiry = datetime.fromisoformat(expires_at) if expires_at else None
+    except ValueError as exc:
+        raise ValidationFailed(f"--metadata / --expires-at: {exc}") from exc
+    if meta is not None and not isinstance(meta, dict):
+        raise ValidationFailed("--metadata must be a JSON object")
+    return meta, expiry
+
+
 # --- chat ------------------------------------------------------------------------------------
 @click.command("chat", context_settings=CONTEXT_SETTINGS)
 @click.argument("text")
@@ -93,7 +104,7 @@ async def chat(client: MemoryClient, *, owner: str, text: str, role: str, name: 
 # --- memories --------------------------------------------------------------------------------
 @click.group("memories", context_settings=CONTEXT_SETTINGS)
 def memories() -> None:
-    """List, add, get, delete, export and import memories."""
+    """List, add, change, delete, export and import memories."""
 
 
 @memories.command("list", context_settings=CONTEXT_SETTINGS)
@@ -146,20 +157,14 @@ async def list_memories(client: MemoryClient, *, owner: str, as_json: bool, **o:
 @with_client
 async def add(client: MemoryClient, *, owner: str, text: str, as_json: bool, **o: Any) -> int:
     """Add a memory (upserts when --key is given)."""
-    try:
-        metadata = json.loads(o["metadata"]) if o["metadata"] else {}
-        expires_at = datetime.fromisoformat(o["expires_at"]) if o["expires_at"] else None
-    except ValueError as exc:
-        raise ValidationFailed(f"--metadata / --expires-at: {exc}") from exc
-    if not isinstance(metadata, dict):
-        raise ValidationFailed("--metadata must be a JSON object")
+    metadata, expires_at = _metadata_and_expiry(o["metadata"], o["expires_at"])
     result = await client.create(
         owner,
         text,
         memory_type=o["memory_type"],
         key=o["key"],
         session_id=o["session"],
-        metadata=metadata,
+        metadata=metadata or {},
         expires_at=expires_at,
     )
     if as_json:
@@ -181,6 +186,45 @@ async def get(client: MemoryClient, *, owner: str, memory_id: str, as_json: bool
     return 0
 
 
+def _something_to_change(**o: Any) -> None:
+    if all(o[name] is None for name in ("content", "memory_type", "session", "metadata", "expires_at")):
+        raise click.UsageError("nothing to change: give --text, --type, --session, --metadata or --expires-at")
+
+
+def _confirmed(*, yes: bool, **_: Any) -> None:
+    if not yes:
+        raise click.UsageError("clear deletes for good: add --yes")
+
+
+@memories.command("update", context_settings=CONTEXT_SETTINGS)
+@click.argument("memory_id", metavar="ID")
+@owner_option()
+@click.option("--text", "content", help="new content (re-embedded)")
+@click.option("--type", "memory_type", type=click.Choice(MEMORY_TYPES), help="new type")
+@click.option("--session", metavar="ID", help="move it to this session")
+@click.option("--metadata", metavar="JSON", help="new metadata (a JSON object)")
+@click.option("--expires-at", metavar="TIME", help="ISO 8601 time in the future")
+@client_options
+@with_client(check=_something_to_change)
+async def update(client: MemoryClient, *, owner: str, memory_id: str, as_json: bool, **o: Any) -> int:
+    """Change a memory's content, type, session, metadata or expiry."""
+    metadata, expires_at = _metadata_and_expiry(o["metadata"], o["expires_at"])
+    result = await client.update(
+        owner,
+        memory_id,
+        content=o["content"],
+        memory_type=o["memory_type"],
+        metadata=metadata,
+        expires_at=expires_at,
+        session_id=o["session"],
+    )
+    if as_json:
+        print_json(result)
+    else:
+        print(f"updated {result.memory.id}" + (" (re-embedding)" if result.reembed else ""))
+    return 0
+
+
 @memories.command("delete", context_settings=CONTEXT_SETTINGS)
 @click.argument("memory_id", metavar="ID")
 @owner_option()
@@ -195,6 +239,27 @@ async def delete(client: MemoryClient, *, owner: str, memory_id: str, as_json: b
         r = result.removed
         print(
             f"deleted {result.id}: rows={r.rows} pgvector_vectors={r.pgvector_vectors}"
+            f" qdrant_points={r.qdrant_points} history_rows={r.history_rows}"
+        )
+    return 0
+
+
+@memories.command("clear", context_settings=CONTEXT_SETTINGS)
+@owner_option()
+@click.option("--type", "memory_type", type=click.Choice(MEMORY_TYPES), help="only memories of this type")
+@click.option("--older-than-days", type=click.IntRange(min=0), metavar="N", help="only memories older than N days")
+@click.option("--yes", is_flag=True, help="really delete (required: there is no undo)")
+@client_options
+@with_client(check=_confirmed)
+async def clear(client: MemoryClient, *, owner: str, as_json: bool, **o: Any) -> int:
+    """Delete an owner's memories: all, or by type and age."""
+    result = await client.clear(owner, memory_type=o["memory_type"], older_than_days=o["older_than_days"])
+    if as_json:
+        print_json(result)
+    else:
+        r = result.removed
+        print(
+            f"cleared {result.count} memories of {owner}: rows={r.rows} pgvector_vectors={r.pgvector_vectors}"
             f" qdrant_points={r.qdrant_points} history_rows={r.history_rows}"
         )
     return 0

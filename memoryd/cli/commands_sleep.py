@@ -46,6 +46,12 @@ def _counters(phase: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(phase.items()) if k not in ("status", "reason") and v not in (0, ""))
 
 
+def _phase_line(name: str, phase: dict[str, Any]) -> str:
+    counters = _counters(phase)
+    reason = f" ({phase['reason']})" if phase.get("reason") else ""
+    return f"{name}: {phase.get('status')}{reason}" + (f" {counters}" if counters else "")
+
+
 def render_run(record: SleepRunRecord) -> str:
     """One run: id, status, times, receipt, and one line per phase."""
     times = ""
@@ -58,22 +64,19 @@ def render_run(record: SleepRunRecord) -> str:
         lines.append(f"  receipt {record.receipt}")
     for name in _PHASE_ORDER:
         phase = record.phases.get(name)
-        if not isinstance(phase, dict):
-            continue
-        counters = _counters(phase)
-        reason = f" ({phase['reason']})" if phase.get("reason") else ""
-        lines.append(f"  {name}: {phase.get('status')}{reason}" + (f" {counters}" if counters else ""))
+        if isinstance(phase, dict):
+            lines.append(f"  {_phase_line(name, phase)}")
     return "\n".join(lines)
 
 
 def _phases(record: SleepRunRecord) -> str:
-    """The phases that did something, one per line: ``name: status counters``."""
-    out = []
+    """The phases that did something or did not run ok, one per line."""
+    lines = []
     for name in _PHASE_ORDER:
         phase = record.phases.get(name)
         if isinstance(phase, dict) and (phase.get("status") != "ok" or _counters(phase)):
-            out.append(f"{name}: {phase.get('status')} {_counters(phase)}".rstrip())
-    return "\n".join(out)
+            lines.append(_phase_line(name, phase))
+    return "\n".join(lines)
 
 
 @click.group("sleep", context_settings=CONTEXT_SETTINGS)

@@ -114,12 +114,23 @@ def quiet_logs() -> None:
     configure("cli", LogConfig(level="error", format="console"))
 
 
-def with_client(fn: Callable[..., Awaitable[int | None]]) -> Callable[..., int]:
-    """Turn ``async fn(client, **options)`` into a click callback that connects and closes."""
+def with_client(
+    fn: Callable[..., Awaitable[int | None]] | None = None, *, check: Callable[..., None] | None = None
+) -> Any:
+    """Turn ``async fn(client, **options)`` into a click callback that connects and closes.
+
+    ``check(**options)`` runs first, before connecting (a ``click.UsageError`` there exits 2
+    whether or not memoryd is running). Use as ``@with_client`` or ``@with_client(check=...)``.
+    """
+    if fn is None:
+        return functools.partial(with_client, check=check)
 
     @functools.wraps(fn)
     def callback(*, nats_url: str | None, data_dir: str | None, timeout: float, **options: Any) -> int:
         from memoryd.client import MemoryClient
+
+        if check is not None:
+            check(**options)
 
         async def go() -> int | None:
             quiet_logs()

@@ -22,6 +22,7 @@ from memoryd.cli import (
     commands_server,
     commands_settings,
     commands_sleep,
+    commands_status,
 )
 from memoryd.cli.common import CONTEXT_SETTINGS
 from shared.errors import ConfigError, MemorydError
@@ -35,6 +36,7 @@ COMMAND_MODULES = (
     commands_embed,
     commands_sleep,
     commands_settings,
+    commands_status,
     commands_credentials,
 )
 
@@ -51,7 +53,8 @@ def cli() -> None:
     """Long-term memory for LLM applications.
 
     `memoryd up` runs everything on this machine; the client commands (chat, memories,
-    search, summarize, cleanup, restore, sleep, settings, reindex) talk to it over NATS,
+    search, summarize, cleanup, restore, reindex, sleep, settings, health,
+    status) talk to it over NATS,
     found through --nats-url, $MEMORYD_NATS_URL or the data directory's runtime.json.
     """
 

@@ -1,6 +1,7 @@
-"""``memoryd summarize``, ``memoryd cleanup`` and ``memoryd restore`` as a user runs them,
-against the ingest service on this test's NATS and database: summarize is a dry run unless
-``--apply``, restore brings back the exact original, cleanup removes what expired."""
+"""``memoryd summarize``, ``cleanup``, ``restore``, ``memories update|clear`` and ``health`` as a
+user runs them, against the ingest service on this test's NATS and database: summarize is a
+dry run unless ``--apply``, restore brings back the exact original, cleanup removes what
+expired, clear needs ``--yes``."""
 
 from __future__ import annotations
 
@@ -132,3 +133,32 @@ async def test_import_reports_progress_per_request(
         result = await client.import_lines(f"{owner}-copy", await client.export(owner), progress=seen.append)
     assert (result.imported, result.errors) == (3, [])
     assert seen == [1, 2, 3]
+
+
+async def test_update_clear_and_health(nats_server: EmbeddedNats, pool: asyncpg.Pool, ingest: ServiceContext) -> None:
+    owner = f"cli-{uuid.uuid4().hex[:8]}"
+    first = await _memory(pool, owner, "User drinks tea")
+    await _memory(pool, owner, "User walks to work", days_old=10)
+
+    code, out, err = await memoryd(
+        nats_server, "memories", "update", "--owner", owner, first, "--text", "User drinks coffee"
+    )
+    assert code == 0, err
+    assert out.startswith(f"updated {first}")
+    content = await pool.fetchval("SELECT content FROM memories WHERE id = $1", uuid.UUID(first))
+    assert content == "User drinks coffee"
+
+    code, out, err = await memoryd(nats_server, "memories", "clear", "--owner", owner)
+    assert code == 2 and "add --yes" in err
+    code, out, err = await memoryd(
+        nats_server, "memories", "clear", "--owner", owner, "--older-than-days", "5", "--yes"
+    )
+    assert code == 0, err
+    assert out.startswith(f"cleared 1 memories of {owner}: rows=1")
+    assert await pool.fetchval("SELECT count(*) FROM memories WHERE owner = $1", owner) == 1
+
+    code, out, err = await memoryd(nats_server, "health", "ingest", "--json")
+    assert code == 0, err
+    assert json.loads(out)["service"] == "ingest" and json.loads(out)["status"] == "ok"
+    code, out, err = await memoryd(nats_server, "health", "ingest")
+    assert code == 0 and out.startswith("ingest ") and ": ok" in out.splitlines()[0]
