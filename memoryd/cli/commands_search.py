@@ -1,7 +1,9 @@
-"""``memoryd search --owner O [--session S] [--strategy S] [--json] QUERY``: one retrieval over NATS.
+"""``memoryd search --owner O QUERY`` (one retrieval) and ``memoryd inject --owner O TEXT``
+(a user message with the owner's memory put into the conversation), over NATS.
 
-Prints the ranked memories as a table (rank, score, tier, type, date, text), then which
-tiers served or fell back; ``--json`` prints the ``RetrieveResult`` as it came over the wire.
+``search`` prints the ranked memories as a table (rank, score, tier, type, date, text), then
+which tiers served or fell back; ``inject`` prints where the memory went and the messages as
+they would go to the LLM. ``--json`` prints the result as it came over the wire.
 """
 
 from __future__ import annotations
@@ -85,4 +87,43 @@ async def search(client: MemoryClient, *, owner: str, query: str, as_json: bool,
     return 0
 
 
-COMMANDS = (search,)
+@click.command("inject", context_settings=CONTEXT_SETTINGS)
+@click.argument("text")
+@click.option("--owner", required=True, metavar="OWNER", help="the API key id whose memory to inject")
+@click.option("--system", metavar="TEXT", help="a system message before TEXT")
+@click.option("--session", metavar="ID", help="the conversation's session id")
+@click.option("--strategy", type=click.Choice(STRATEGIES), help="default: the owner's setting")
+@click.option("--max-tokens", type=int, default=None, help="token budget (default: the owner's setting)")
+@click.option("--provider", help="LLM provider the messages go to")
+@click.option("--model", help="LLM model the messages go to")
+@json_option("print the InjectResult as JSON")
+@timeout_option(help_text="seconds to wait for the answer")
+@nats_options
+@with_client
+async def inject(client: MemoryClient, *, owner: str, text: str, system: str | None, as_json: bool, **o: Any) -> int:
+    """Show a user message with the owner's memory injected.
+
+    What an application sends its LLM instead of the bare conversation.
+    """
+    messages = [*([{"role": "system", "content": system}] if system else []), {"role": "user", "content": text}]
+    result = await client.inject(
+        owner,
+        messages,
+        session_id=o["session"],
+        strategy=o["strategy"],
+        max_tokens=o["max_tokens"],
+        provider=o["provider"],
+        model=o["model"],
+    )
+    if as_json:
+        print_wire(result)
+        return 0
+    print(f"{len(result.injected)} memories injected into the {result.placement} message")
+    rows = table("role", "content")
+    for message in result.messages:
+        rows.add_row(*cells(message.role, message.content))
+    print_table(rows)
+    return 0
+
+
+COMMANDS = (search, inject)

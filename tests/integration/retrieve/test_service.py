@@ -193,4 +193,32 @@ async def test_cli_search(pool: asyncpg.Pool, nc: Client, retrieve_svc: ServiceC
     assert as_json.returncode == 0, as_json.stderr
     assert [m["id"] for m in json.loads(as_json.stdout)["memories"]] == [mid]
     bad = await asyncio.to_thread(run, "--strategy", "exact", "x", "--limit", "0")
-    assert bad.returncode == 2  # argparse usage error
+    assert bad.returncode == 2  # a usage error
+
+
+async def test_cli_inject_and_status(pool: asyncpg.Pool, nc: Client, retrieve_svc: ServiceContext) -> None:
+    who = owner()
+    await put(pool, who, "User prefers dark mode in every editor")
+    url = retrieve_svc.config.nats.url
+    env = {k: v for k, v in os.environ.items() if k != "MEMORYD_NATS_URL"}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, "-m", "memoryd.cli.main", *args, "--nats-url", url]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=60, env=env, check=False)
+
+    args = ("inject", "--owner", who, "--system", "You are terse.", "--provider", "openai", "Which editor mode?")
+    text, as_json, status = await asyncio.gather(
+        asyncio.to_thread(run, *args), asyncio.to_thread(run, *args, "--json"), asyncio.to_thread(run, "status")
+    )
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.startswith("1 memories injected into the system message")
+    assert "User prefers dark mode in every editor" in text.stdout and "Which editor mode?" in text.stdout
+    assert as_json.returncode == 0, as_json.stderr
+    injected = json.loads(as_json.stdout)
+    assert injected["placement"] == "system" and [m["role"] for m in injected["messages"]] == [
+        "system",
+        "system",
+        "user",
+    ]
+    assert status.returncode == 0, status.stderr
+    assert "keyword tier" in status.stdout and "pending reindex" in status.stdout

@@ -36,6 +36,7 @@ def test_every_client_operation_has_a_command() -> None:
     for needed in (
         "chat",
         "search",
+        "inject",
         "summarize",
         "cleanup",
         "restore",
