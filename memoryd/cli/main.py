@@ -49,13 +49,15 @@ class _Ordered(click.Group):
 
 
 @click.group("memoryd", cls=_Ordered, context_settings=CONTEXT_SETTINGS)
+@click.version_option(package_name="memoryd", message="%(prog)s %(version)s")
 def cli() -> None:
     """Long-term memory for LLM applications.
 
-    `memoryd up` runs everything on this machine; the client commands (chat, memories,
-    search, summarize, cleanup, restore, reindex, sleep, settings, health,
-    status) talk to it over NATS,
-    found through --nats-url, $MEMORYD_NATS_URL or the data directory's runtime.json.
+    `memoryd up` runs everything on this machine. The other commands talk to it over NATS,
+    found through --nats-url, $MEMORYD_NATS_URL or the runtime.json in its data directory
+    (--data-dir, $MEMORYD_DATA_DIR, .memoryd). Every command has --help; --json prints a
+    command's result for programs. Exit codes: 0 done, 1 the operation failed, 2 bad usage
+    or configuration.
     """
 
 
