@@ -108,6 +108,7 @@ MSG_ID_HEADER = "Nats-Msg-Id"
 #: Correlates an RPC request, its reply and both sides' logs.
 REQUEST_ID_HEADER = "x-request-id"
 NO_MEMORY_HEADER = "x-memory-no-memory"
+REQUEST_ID_HEADER = "x-request-id"  # an RPC's request id, echoed in its reply and logs
 
 
 def embed_msg_id(memory_id: str, content_hash: str) -> str:

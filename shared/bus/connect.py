@@ -4,28 +4,52 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from nats.aio.client import Client
 
 from shared.settings.env import NatsConfig
 
 from ..errors import ConfigError
-from ..nats_auth import inbox_prefix
+from ..nats_auth import inbox_prefix as user_inbox
 from ..observability.logging import get_logger
 
 log = get_logger(__name__)
 
 
-async def connect(cfg: NatsConfig, name: str, *, reconnect_forever: bool = True) -> Client:
+def url_user(url: str) -> str | None:
+    """The user named in the first server URL that names one (``nats://user:pw@host``)."""
+    for server in url.split(","):
+        with contextlib.suppress(ValueError):
+            user = urlsplit(server.strip()).username
+            if user:
+                return unquote(user)
+    return None
+
+
+async def connect(
+    cfg: NatsConfig,
+    name: str,
+    *,
+    reconnect_forever: bool = True,
+    on_error: Callable[[Exception], Awaitable[None]] | None = None,
+    inbox_prefix: str | None = None,
+) -> Client:
     """A connected client, or ``ConfigError`` naming ``MEMORYD_NATS_URL``.
 
     After the first connection the client reconnects forever (2 s apart, jittered),
-    buffering publishes meanwhile; disconnects and reconnects are logged.
+    buffering publishes meanwhile; disconnects and reconnects are logged. The user (from
+    ``cfg.user`` or the URL) gets its own inbox prefix ``_INBOX.<user>`` (or ``inbox_prefix``),
+    the only reply subjects its permissions allow. ``on_error`` also sees every asynchronous error
+    (permission violations among them).
     """
 
-    async def on_error(exc: Exception) -> None:
+    async def error_cb(exc: Exception) -> None:
         log.warning("nats.error", error=str(exc) or type(exc).__name__)
+        if on_error is not None:
+            await on_error(exc)
 
     async def on_disconnect() -> None:
         log.warning("nats.disconnected")
@@ -40,14 +64,16 @@ async def connect(cfg: NatsConfig, name: str, *, reconnect_forever: bool = True)
         "allow_reconnect": True,
         "max_reconnect_attempts": -1 if reconnect_forever else 10,
         "reconnect_time_wait": 1,
-        "error_cb": on_error,
+        "error_cb": error_cb,
         "disconnected_cb": on_disconnect,
         "reconnected_cb": on_reconnect,
     }
     if cfg.user:
         opts["user"] = cfg.user
         opts["password"] = cfg.password or ""
-        opts["inbox_prefix"] = inbox_prefix(cfg.user)  # its permissions allow only this reply prefix
+    user = cfg.user or url_user(cfg.url)
+    if inbox_prefix or user:
+        opts["inbox_prefix"] = inbox_prefix or user_inbox(user or "")  # the only reply prefix it may use
     nc = Client()
     try:
         await asyncio.wait_for(nc.connect(**opts), timeout=cfg.connect_timeout_s + 2)
