@@ -20,14 +20,52 @@ from .base import (
 
 EventId = Annotated[str, msgspec.Meta(min_length=1, max_length=128, pattern=r"^\S+$")]
 MessageText = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_MESSAGE_CHARS, pattern=r"\S")]
+#: Most parts one message's content may have (OpenAI content-part arrays).
+MAX_CONTENT_PARTS = 1_000
+#: Part types whose ``text`` is the message's text (Chat Completions and Responses shapes).
+TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
+#: OpenAI content parts, kept as they came (``image_url``, ``input_audio``, ``file``, ...).
+ContentParts = Annotated[list[dict[str, Any]], msgspec.Meta(min_length=1, max_length=MAX_CONTENT_PARTS)]
+
+
+def content_text(content: str | list[dict[str, Any]]) -> str:
+    """A message content's text: the string, or its text parts joined by newlines."""
+    if isinstance(content, str):
+        return content
+    return "\n".join(p["text"] for p in content if p.get("type") in TEXT_PART_TYPES and isinstance(p.get("text"), str))
+
+
+def other_parts(content: str | list[dict[str, Any]]) -> dict[str, int]:
+    """How many parts of each non-text type a content has (``{"image_url": 2}``)."""
+    counts: dict[str, int] = {}
+    if isinstance(content, list):
+        for part in content:
+            kind = part.get("type")
+            if kind not in TEXT_PART_TYPES:
+                key = kind if isinstance(kind, str) else "unknown"
+                counts[key] = counts.get(key, 0) + 1
+    return counts
 
 
 class ChatMessage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """One message of a chat request or response (OpenAI shape, text content)."""
+    """One message of a chat request or response, OpenAI shape: ``content`` is a string or a
+    content-part array (``[{"type": "text", "text": ...}, {"type": "image_url", ...}]``).
+
+    ``text`` is what memory reads: the string, or the text parts joined; other parts are
+    kept as they are (injection passes them on) and never an error.
+    """
 
     role: Role
-    content: MessageText
+    content: MessageText | ContentParts
     name: Annotated[str, msgspec.Meta(max_length=256)] | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.content, list) and len(self.text) > MAX_MESSAGE_CHARS:
+            raise ValueError(f"text parts hold {len(self.text)} characters; the limit is {MAX_MESSAGE_CHARS}")
+
+    @property
+    def text(self) -> str:
+        return content_text(self.content)
 
 
 class ChatEvent(Wire, frozen=True):

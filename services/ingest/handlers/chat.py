@@ -117,7 +117,8 @@ class ChatIngestor:
         )
         fresh = {(r["role"], r["hash"]) for r in rows}
         new = [(t, mid) for t, mid in zip(planned, ids, strict=True) if (t.role, t.hash) in fresh]
-        out = Outcome(kind="stored", duplicates=len(event.messages) - len(new))
+        texted = sum(1 for m in event.messages if m.text.strip())  # a message without text is no turn
+        out = Outcome(kind="stored", duplicates=texted - len(new))
         TURNS.labels("duplicate").inc(out.duplicates)
         for t, mid in new:
             if mid is None:  # the owner's storeTurns is off: extraction only

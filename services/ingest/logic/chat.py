@@ -12,7 +12,7 @@ import hashlib
 import re
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -20,7 +20,7 @@ import msgspec
 
 from shared.errors import Forbidden, ValidationFailed
 from shared.schemas.base import MAX_CONTENT_CHARS, MAX_KEY_LEN, MEMORY_TYPES, Role
-from shared.schemas.events import ChatEvent, ExtractJob, Turn
+from shared.schemas.events import ChatEvent, ExtractJob, Turn, other_parts
 from shared.schemas.memory import ImportLineError, MemoryRecord
 from shared.subjects import CHAT_EVENTS, NO_MEMORY_HEADER
 
@@ -86,7 +86,7 @@ def check_event(event: ChatEvent) -> None:
             "session_id": event.session_id,
             "provider": event.provider,
             "model": event.model,
-            "messages": [{"content": m.content, "name": m.name} for m in event.messages],
+            "messages": [{"content": m.text, "name": m.name} for m in event.messages],
         }
     )
 
@@ -129,6 +129,8 @@ class PlannedTurn:
     speaker: str | None
     created_at: datetime
     original_chars: int
+    #: Non-text content parts of the message, by type (``{"image_url": 1}``): counted, not stored.
+    other_parts: dict[str, int] = field(default_factory=dict)
 
     @property
     def truncated(self) -> bool:
@@ -148,16 +150,21 @@ def clip_tail_bytes(text: str, max_bytes: int = EXTRACT_TAIL_BYTES) -> str:
 
 
 def plan_turns(event: ChatEvent) -> list[PlannedTurn]:
-    """The event's distinct turns by (role, content hash), first occurrence kept.
+    """The event's distinct turns by (role, text hash), first occurrence kept.
 
-    ``created_at`` is the event's ``occurred_at`` plus the turn's index in microseconds,
-    so turns of one event keep their order when sorted by time.
+    A message's text is its string content, or the text parts of a content-part array
+    joined; a message with no text (an image alone) is not a turn. ``created_at`` is the
+    event's ``occurred_at`` plus the turn's index in microseconds, so turns of one event
+    keep their order when sorted by time.
     """
     base = utc(event.occurred_at)
     seen: set[tuple[str, str]] = set()
     out: list[PlannedTurn] = []
     for i, msg in enumerate(event.messages):
-        digest = text_hash(msg.content)
+        text = msg.text
+        if not text.strip():
+            continue
+        digest = text_hash(text)
         if (msg.role, digest) in seen:
             continue
         seen.add((msg.role, digest))
@@ -166,11 +173,12 @@ def plan_turns(event: ChatEvent) -> list[PlannedTurn]:
                 index=i,
                 role=msg.role,
                 hash=digest,
-                content=clip_head(msg.content),
-                extract_text=clip_tail_bytes(msg.content),
+                content=clip_head(text),
+                extract_text=clip_tail_bytes(text),
                 speaker=msg.name,
                 created_at=base + timedelta(microseconds=i),
-                original_chars=len(msg.content),
+                original_chars=len(text),
+                other_parts=other_parts(msg.content),
             )
         )
     return out
@@ -191,6 +199,8 @@ def turn_metadata(event: ChatEvent, turn: PlannedTurn) -> dict[str, Any]:
         meta["provider"] = event.provider
     if event.model:
         meta["model"] = event.model
+    if turn.other_parts:
+        meta["content_parts"] = turn.other_parts
     if turn.truncated:
         meta["truncated"] = True
         meta["original_chars"] = turn.original_chars

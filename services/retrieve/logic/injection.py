@@ -12,6 +12,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from shared.schemas.events import TEXT_PART_TYPES
+
 Placement = Literal["system", "user", "none"]
 
 DEFAULT_NO_SYSTEM_PROVIDERS: frozenset[str] = frozenset(
@@ -29,7 +31,6 @@ USER_BLOCK_SEPARATOR = "\n\n---\n\n"
 # because str.format interprets (and crashes on) a lone "{".
 _BRACES = str.maketrans({"{": "\uff5b", "}": "\uff5d"})
 _SNAPSHOT_SUFFIX = re.compile(r"-\d{4}-\d{2}-\d{2}$")
-_TEXT_PART_TYPES = frozenset({"text", "input_text"})
 
 
 def escape_template(text: str) -> str:
@@ -150,7 +151,7 @@ def message_text(content: Any) -> str:
     for part in content:
         if isinstance(part, str):
             texts.append(part)
-        elif isinstance(part, Mapping) and part.get("type") in _TEXT_PART_TYPES and isinstance(part.get("text"), str):
+        elif isinstance(part, Mapping) and part.get("type") in TEXT_PART_TYPES and isinstance(part.get("text"), str):
             texts.append(part["text"])
     return "\n".join(texts)
 

@@ -177,3 +177,60 @@ def test_owner_bound_event_subject_must_match_the_owner() -> None:
     logic.check_subject_owner("mem.v1.events.chat.alice", "alice")
     with pytest.raises(Forbidden, match="'alice', not 'mallory'"):
         logic.check_subject_owner("mem.v1.events.chat.alice", "mallory")
+
+
+def test_content_part_arrays_are_joined_and_other_parts_counted() -> None:
+    raw = {
+        "type": "mem.v1.chat_event",
+        "event_id": "e2",
+        "owner": "alice",
+        "occurred_at": WHEN.isoformat(),
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "I moved to Lisbon."},
+                    {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+                    {"type": "text", "text": "Here is my new street."},
+                    {"type": "image_url", "image_url": {"url": "https://example.invalid/b.png"}},
+                ],
+            },
+            {"role": "user", "content": [{"type": "input_audio", "input_audio": {"data": "AA", "format": "wav"}}]},
+            {"role": "assistant", "content": "Noted: Lisbon."},
+        ],
+    }
+    event = msgspec.json.decode(json.dumps(raw), type=ChatEvent)
+    turns = logic.plan_turns(event)
+    assert [(t.index, t.content) for t in turns] == [
+        (0, "I moved to Lisbon.\nHere is my new street."),
+        (2, "Noted: Lisbon."),
+    ]
+    assert turns[0].hash == logic.text_hash("I moved to Lisbon.\nHere is my new street.")
+    assert logic.turn_metadata(event, turns[0])["content_parts"] == {"image_url": 2}
+    assert "content_parts" not in logic.turn_metadata(event, turns[1])
+    logic.check_event(event)  # no error for parts without text
+
+
+def test_a_string_and_the_same_text_as_one_part_are_one_turn() -> None:
+    event = ChatEvent(
+        event_id="e3",
+        owner="alice",
+        occurred_at=WHEN,
+        messages=[
+            ChatMessage(role="user", content="same words"),
+            ChatMessage(role="user", content=[{"type": "text", "text": "same words"}]),
+        ],
+    )
+    assert [t.index for t in logic.plan_turns(event)] == [0]
+
+
+def test_content_parts_must_be_objects_and_text_stays_within_the_limit() -> None:
+    with pytest.raises(msgspec.ValidationError, match=r"\$\.content\[1\]"):
+        msgspec.convert({"role": "user", "content": [{"type": "text", "text": "a"}, "b"]}, ChatMessage)
+    with pytest.raises(msgspec.ValidationError, match="length >= 1"):
+        msgspec.convert({"role": "user", "content": []}, ChatMessage)
+    huge = [{"type": "text", "text": "x" * 600_000}, {"type": "text", "text": "y" * 600_000}]
+    with pytest.raises(msgspec.ValidationError, match="the limit is 1048576"):
+        msgspec.convert({"role": "user", "content": huge}, ChatMessage)
+    odd = msgspec.convert({"role": "user", "content": [{"type": 7}, {"text": "no type"}]}, ChatMessage)
+    assert odd.text == "" and msgspec.to_builtins(odd)["content"] == [{"type": 7}, {"text": "no type"}]
