@@ -1,18 +1,26 @@
 """``MemoryClient``: what an application uses to talk to memoryd over NATS.
 
-    client = await MemoryClient.connect("nats://127.0.0.1:4222")
-    await client.publish_chat("key-1", [{"role": "user", "content": "I prefer TypeScript."}])
-    hits = await client.retrieve("key-1", "which language?")
-    await client.close()
+    async with await MemoryClient.connect() as memory:  # finds `memoryd up` (see memoryd/credentials.py)
+        await memory.publish_chat("alice", [{"role": "user", "content": "I prefer TypeScript."}])
+        await memory.wait_searchable("alice", "TypeScript")
+        hits = await memory.retrieve("alice", "which language?")
+
+``connect`` takes a URL (credentials may be in it), ``user``/``password``, or a credentials
+file; with no argument it reads ``$MEMORYD_NATS_URL`` / ``$MEMORYD_NATS_CREDENTIALS``, else
+the file ``memoryd up`` wrote. An application role acts for any owner it serves; an
+owner-bound user (``memoryd credentials add-client NAME --owner O``) uses its owners'
+subjects, and acting for another owner raises ``Forbidden``.
 
 ``publish_chat`` validates the event as the service will, refuses oversize ones
 (``TooLarge``) and publishes to JetStream with ``Nats-Msg-Id`` = the event id, so a
 retried publish is stored once. Every other call is an RPC that returns the result
-Struct or raises the typed error (``NotFound``, ``ValidationFailed``, ...).
+Struct or raises the typed error (``NotFound``, ``ValidationFailed``, ``Forbidden``, ...).
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -22,6 +30,8 @@ import msgspec
 import nats.errors
 from nats.aio.client import Client
 
+from memoryd.access import Access, PermissionWatch
+from memoryd.credentials import Role, resolve
 from shared.bus.connect import connect
 from shared.bus.rpc_client import call
 from shared.codec import decode, encode
@@ -63,7 +73,7 @@ from shared.schemas.ops import (
 )
 from shared.schemas.retrieval import InjectRequest, InjectResult, RetrieveRequest, RetrieveResult
 from shared.settings.env import NatsConfig
-from shared.subjects import CHAT_EVENTS, MSG_ID_HEADER, rpc_subject
+from shared.subjects import MSG_ID_HEADER, rpc_subject
 
 #: Imports are sent in requests of at most this many bytes of lines (well under the payload limit).
 IMPORT_CHUNK_BYTES = 2 * 1024 * 1024
@@ -91,18 +101,63 @@ def _encode(value: Any) -> bytes:
 
 
 class MemoryClient:
-    """Async client of memoryd; wraps an existing NATS connection or opens its own."""
+    """Async client of memoryd; wraps an existing NATS connection or opens its own.
 
-    def __init__(self, nc: Client, *, timeout: float = 10.0, owns_connection: bool = False) -> None:
+    ``owners`` binds a wrapped connection to those owners (owner-bound subjects); ``role``
+    says which role it has when that is known (``application`` or ``owner-bound``).
+    """
+
+    def __init__(
+        self,
+        nc: Client,
+        *,
+        timeout: float = 10.0,
+        owns_connection: bool = False,
+        role: Role | None = "application",
+        owners: Sequence[str] | None = None,
+        user: str | None = None,
+        watch: PermissionWatch | None = None,
+    ) -> None:
         self.nc = nc
         self.timeout = timeout
         self._owns = owns_connection
+        self.access = Access(role, owners, user, watch)
 
     @classmethod
-    async def connect(cls, nats_url: str, *, timeout: float = 10.0, name: str = "memoryd-client") -> MemoryClient:
-        """Connect (``ConfigError`` naming ``MEMORYD_NATS_URL`` when nothing answers)."""
-        nc = await connect(NatsConfig(url=nats_url), name, reconnect_forever=False)
-        return cls(nc, timeout=timeout, owns_connection=True)
+    async def connect(
+        cls,
+        nats_url: str | None = None,
+        *,
+        user: str | None = None,
+        password: str | None = None,
+        credentials: str | os.PathLike[str] | None = None,
+        owners: Sequence[str] | None = None,
+        data_dir: str | os.PathLike[str] | None = None,
+        timeout: float = 10.0,
+        name: str = "memoryd-client",
+    ) -> MemoryClient:
+        """Connect as memoryd/credentials.py resolves it (``ConfigError`` naming the setting when
+        nothing is configured or nothing answers); ``owners`` binds the user to those owners."""
+        creds = resolve(
+            nats_url, user=user, password=password, credentials=credentials, owners=owners, data_dir_path=data_dir
+        )
+        watch = PermissionWatch()
+        nc = await connect(
+            NatsConfig(url=creds.url, user=creds.user, password=creds.password),
+            name,
+            reconnect_forever=False,
+            on_error=watch.on_error,
+            inbox_prefix=creds.reply_prefix(),
+        )
+        return cls(
+            nc,
+            timeout=timeout,
+            owns_connection=True,
+            role=creds.role,
+            owners=creds.owners,
+            user=creds.user,
+            watch=watch,
+        )
 
     async def close(self) -> None:
         if self._owns:
@@ -116,7 +171,15 @@ class MemoryClient:
 
     async def _call(self, op: str | RpcOp, request: Any, **kw: Any) -> Any:
         _encode(request)  # raise ValidationFailed for text that cannot go on the wire
-        return await call(self.nc, op, request, timeout=kw.pop("timeout", self.timeout), **kw)
+        timeout = kw.pop("timeout", self.timeout)
+        if "subject" in kw:
+            return await call(self.nc, op, request, timeout=timeout, **kw)
+        name = op if isinstance(op, str) else op.name
+
+        async def send(subject: str) -> Any:
+            return await call(self.nc, op, request, timeout=timeout, subject=subject)
+
+        return await self.access.send(name, getattr(request, "owner", None), send)
 
     # --- chat events ---------------------------------------------------------------------------
     async def publish_chat(
@@ -132,7 +195,8 @@ class MemoryClient:
         no_memory: bool = False,
         occurred_at: datetime | None = None,
     ) -> str:
-        """Publish a chat event to ``mem.v1.events.chat``; return its event id."""
+        """Publish a chat event (``mem.v1.events.chat``, or ``.<owner>`` for an owner-bound
+        user); return its event id."""
         event = ChatEvent(
             event_id=event_id or uuid.uuid4().hex,
             owner=owner,
@@ -148,12 +212,16 @@ class MemoryClient:
         if len(data) > MAX_PAYLOAD_BYTES:
             raise TooLarge(f"chat event is {len(data)} bytes; the limit is {MAX_PAYLOAD_BYTES}")
         decode(data, ChatEvent)  # the service's own validation, before anything is sent
-        try:
-            await self.nc.jetstream().publish(
-                CHAT_EVENTS, data, headers={MSG_ID_HEADER: event.event_id}, timeout=self.timeout
-            )
-        except (nats.errors.Error, TimeoutError) as exc:
-            raise DependencyDown(f"cannot publish to {CHAT_EVENTS}: {type(exc).__name__}: {exc}") from exc
+
+        async def send(subject: str) -> None:
+            try:
+                await self.nc.jetstream().publish(
+                    subject, data, headers={MSG_ID_HEADER: event.event_id}, timeout=self.timeout
+                )
+            except (nats.errors.Error, TimeoutError) as exc:
+                raise DependencyDown(f"cannot publish to {subject}: {type(exc).__name__}: {exc}") from exc
+
+        await self.access.send(None, owner, send)
         return event.event_id
 
     # --- memory API ----------------------------------------------------------------------------
@@ -302,6 +370,21 @@ class MemoryClient:
         """Ranked memories for ``query`` (options as in ``RetrieveRequest``)."""
         result: RetrieveResult = await self._call("retrieve", RetrieveRequest(owner=owner, query=query, **options))
         return result
+
+    async def wait_searchable(
+        self, owner: str, query: str, *, timeout: float = 30.0, interval: float = 0.2, **options: Any
+    ) -> RetrieveResult:
+        """Retrieve ``query`` until it finds something (what was just published has been
+        ingested and indexed); the first result with a hit, or ``TimeoutError``."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            result = await self.retrieve(owner, query, **options)
+            if result.memories:
+                return result
+            if loop.time() + interval > deadline:
+                raise TimeoutError(f"no memory of {owner!r} matched {query!r} within {timeout} s")
+            await asyncio.sleep(interval)
 
     async def inject(self, owner: str, messages: Sequence[MessageLike], **options: Any) -> InjectResult:
         """``messages`` with the owner's memory injected (options as in ``InjectRequest``)."""

@@ -3,7 +3,9 @@
 - ``add-client NAME --owner O [--owner O2 ...]``: a NATS user that may only publish chat
   events and call the client RPCs *for those owners* (``mem.v1.events.chat.<owner>``,
   ``mem.v1.rpc.<op>.<owner>``; the services check the payload's owner against the subject).
-  Prints the user's NATS URL. Running it again re-binds the user and keeps its password.
+  Prints the user's NATS URL and writes ``<data-dir>/clients/NAME.json``, a credentials
+  file ``MemoryClient.connect(credentials=...)`` reads (it names the owners, so the client
+  knows its subjects). Running it again re-binds the user and keeps its password.
 - ``remove-client NAME`` and ``list`` (names and owners, never passwords).
 
 The users live in ``<data-dir>/credentials.json`` (0600) and are rendered to
@@ -23,8 +25,9 @@ from urllib.parse import quote
 import click
 
 from memoryd.cli.common import CONTEXT_SETTINGS, data_dir
+from memoryd.credentials import ClientCredentials, split_url, write_file
 from shared.errors import ConfigError
-from shared.nats_auth import Credentials
+from shared.nats_auth import Credentials, inbox_prefix
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -65,6 +68,11 @@ def _client_url(where: Path, user: str, password: str) -> str:
     return f"nats://{user}:{quote(password, safe='')}@{address}"
 
 
+def bound_client_file(where: Path, user: str) -> Path:
+    """The credentials file ``add-client`` writes for an owner-bound user."""
+    return where / "clients" / f"{user}.json"
+
+
 @click.group("credentials", context_settings=CONTEXT_SETTINGS)
 def credentials() -> None:
     """Owner-bound NATS client users of `memoryd up`."""
@@ -77,7 +85,8 @@ def credentials() -> None:
 def add_client(name: str, owners: tuple[str, ...], data_dir_flag: str | None) -> int:
     """Create or re-bind a client user for some owners.
 
-    Prints the user's NATS URL; running it again keeps the password.
+    Prints the user's NATS URL and writes DIR/clients/NAME.json (a credentials file naming
+    the owners); running it again keeps the password.
     """
     where = data_dir(data_dir_flag)
     creds = _load(where)
@@ -87,8 +96,17 @@ def add_client(name: str, owners: tuple[str, ...], data_dir_flag: str | None) ->
         print(f"memoryd credentials: {exc}", file=sys.stderr)
         return 2
     status = _apply(where, creds)
-    print(_client_url(where, name, password))
-    print(f"client {name} bound to owners {', '.join(creds.bound_owners[name])}; {status}", file=sys.stderr)
+    url = _client_url(where, name, password)
+    bound = creds.bound_owners[name]
+    path = bound_client_file(where, name)
+    write_file(
+        path,
+        ClientCredentials(
+            url=split_url(url)[0], user=name, password=password, inbox_prefix=inbox_prefix(name), owners=bound
+        ),
+    )
+    print(url)
+    print(f"client {name} bound to owners {', '.join(bound)}; {status}; credentials file {path}", file=sys.stderr)
     return 0
 
 
@@ -102,6 +120,7 @@ def remove_client(name: str, data_dir_flag: str | None) -> int:
     if not creds.remove_bound_client(name):
         print(f"memoryd credentials: no owner-bound client named {name!r}", file=sys.stderr)
         return 1
+    bound_client_file(where, name).unlink(missing_ok=True)
     print(f"client {name} removed; {_apply(where, creds)}", file=sys.stderr)
     return 0
 

@@ -27,7 +27,9 @@ POSITIVE = click.IntRange(min=1)
     metavar="DIR",
     help="where NATS and PostgreSQL keep data (default $MEMORYD_DATA_DIR or .memoryd)",
 )
-@click.option("--nats-port", type=PORT, default=0, show_default=True, help="0 = a free port")
+@click.option(
+    "--nats-port", type=PORT, default=4222, show_default=True, help="NATS port for applications (0 = a free port)"
+)
 @click.option("--pg-port", type=PORT, default=0, show_default=True, help="0 = a free port")
 @click.option("--embed-processes", type=POSITIVE, default=1, show_default=True, help="embed worker processes")
 @click.option("--no-auth", is_flag=True, help="run the embedded NATS without users (not recommended)")

@@ -2,11 +2,14 @@
 
 Each service runs as its own child process (``python -m services.<name>``), as it would
 on many machines, so one crashing service is restarted alone and a fault test can kill
-one. The URLs are written to ``<data-dir>/runtime.json`` for the client commands, and one
-line ``memoryd ready nats=<url> postgres=<dsn> metrics=<urls>`` is printed once every
-service answers. SIGINT/SIGTERM stops the services, then NATS, then PostgreSQL; the
-data stays for the next start. ``MEMORYD_NATS_URL`` / ``MEMORYD_PG_DSN`` use external
-servers instead of the embedded ones.
+one. NATS listens on 4222 unless ``--nats-port`` says otherwise (a port in use is an error,
+never another port), so an application's configuration survives restarts. Applications
+connect with ``<data-dir>/client.json`` (0600: URL, the ``client`` user and its password,
+read by ``MemoryClient.connect()``); the operator URLs go to ``<data-dir>/runtime.json`` for
+the CLI. One line ``memoryd ready nats=<url> credentials=<file> postgres=<dsn>
+metrics=<urls>`` is printed once every service answers. SIGINT/SIGTERM stops the services,
+then NATS, then PostgreSQL; the data stays for the next start. ``MEMORYD_NATS_URL`` /
+``MEMORYD_PG_DSN`` use external servers instead of the embedded ones.
 """
 
 from __future__ import annotations
@@ -24,21 +27,24 @@ from urllib.parse import quote
 import asyncpg
 import nats
 
+from memoryd.credentials import ClientCredentials, client_credentials_file, write_file
 from memoryd.local.nats import EmbeddedNats
 from memoryd.local.postgres import EmbeddedPostgres
 from memoryd.local.supervisor import Supervisor, child_env
 from shared.db.migrate import migrate
 from shared.errors import ConfigError
-from shared.nats_auth import CLIENT_ROLE, OPERATOR_ROLE, Credentials, render_authorization
+from shared.nats_auth import CLIENT_ROLE, OPERATOR_ROLE, Credentials, inbox_prefix, render_authorization
 
 SERVICES = ("ingest", "extract", "embed", "retrieve", "sleep")
 DATABASE = "memoryd"
+#: The NATS port of ``memoryd up`` unless ``--nats-port`` says otherwise (NATS's own default).
+DEFAULT_NATS_PORT = 4222
 
 
 @dataclass
 class UpOptions:
     data_dir: Path
-    nats_port: int = 0
+    nats_port: int = DEFAULT_NATS_PORT  # 0: a free port (tests)
     pg_port: int = 0
     embed_processes: int = 1
     auth: bool = True  # per-service NATS users (embedded NATS only)
@@ -106,6 +112,19 @@ def credentials_file(data_dir: Path) -> Path:
     return data_dir / "credentials.json"
 
 
+def application_credentials(nats_url: str, creds: Credentials | None) -> ClientCredentials:
+    """What an application connects with: the ``client`` user (application role)."""
+    if creds is None:
+        return ClientCredentials(url=nats_url, role="application")
+    return ClientCredentials(
+        url=nats_url,
+        user=CLIENT_ROLE,
+        password=creds.passwords[CLIENT_ROLE],
+        inbox_prefix=inbox_prefix(CLIENT_ROLE),
+        role="application",
+    )
+
+
 def nats_dir(data_dir: Path) -> Path:
     return data_dir / "nats"
 
@@ -169,6 +188,8 @@ async def run_up(opts: UpOptions) -> int:
         await supervisor.start_all()
         await wait_for_discovery(operator_url, {f"memoryd-{n}" for n in opts.services})
         metrics = ",".join(c.metrics_url for c in supervisor.children)
+        app_creds = client_credentials_file(data_dir)
+        write_file(app_creds, application_credentials(nats_url, creds))
         write_private(
             runtime_file(data_dir),
             json.dumps(
@@ -181,7 +202,7 @@ async def run_up(opts: UpOptions) -> int:
                 }
             ),
         )
-        print(f"memoryd ready nats={nats_url} postgres={pg_dsn} metrics={metrics}", flush=True)
+        print(f"memoryd ready nats={nats_url} credentials={app_creds} postgres={pg_dsn} metrics={metrics}", flush=True)
         print(
             f"logs: {data_dir / 'logs'}  (Ctrl-C stops everything; data stays in {data_dir})",
             file=sys.stderr,
