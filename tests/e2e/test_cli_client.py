@@ -14,6 +14,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from memoryd.local.process import free_port
+
 MEMORYD = [sys.executable, "-m", "memoryd.cli.main"]
 pytestmark = pytest.mark.slow
 
@@ -52,7 +54,11 @@ def _wait_listed(data: Path, owner: str, n: int, timeout: float = 60.0) -> dict[
 def running(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     data = tmp_path_factory.mktemp("cli") / "data"
     proc = subprocess.Popen(
-        [*MEMORYD, "up", "--data-dir", str(data)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env()
+        [*MEMORYD, "up", "--data-dir", str(data), "--nats-port", str(free_port())],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
     )
     children: list[psutil.Process] = []
     try:

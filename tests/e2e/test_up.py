@@ -1,6 +1,7 @@
 """`memoryd up` as a user runs it: ready line, every service discoverable and healthy with a
-metrics page, clean Ctrl-C with no process left, a second start on the same data, and bad
-configuration failing fast with the setting named."""
+metrics page, clean Ctrl-C with no process left, a second start on the same data keeping the
+NATS URL and the application's credentials, and bad configuration failing fast with the
+setting named."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from memoryd.local.process import free_port
+
 MEMORYD = [sys.executable, "-m", "memoryd.cli.main"]
 SERVICES = ("ingest", "extract", "embed", "retrieve", "sleep")
 pytestmark = pytest.mark.slow
@@ -27,9 +30,9 @@ def _env(**extra: str) -> dict[str, str]:
     return env | extra
 
 
-def _start(data_dir: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+def _start(data_dir: Path, port: int, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [*MEMORYD, "up", "--data-dir", str(data_dir), *args],
+        [*MEMORYD, "up", "--data-dir", str(data_dir), "--nats-port", str(port), *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -90,7 +93,9 @@ async def _check_client_permissions(client_url: str, bare_url: str) -> None:
     import asyncio
 
     import nats
-    import nats.errors
+
+    from shared.bus.connect import connect
+    from shared.settings.env import NatsConfig
 
     errors: list[str] = []
 
@@ -99,8 +104,7 @@ async def _check_client_permissions(client_url: str, bare_url: str) -> None:
 
     with pytest.raises(Exception):  # noqa: B017 - no credentials: authorization violation
         await nats.connect(bare_url, allow_reconnect=False, max_reconnect_attempts=0, connect_timeout=2)
-    user = client_url.split("//", 1)[1].split(":", 1)[0]
-    nc = await nats.connect(client_url, error_cb=on_error, inbox_prefix=f"_INBOX.{user}")
+    nc = await connect(NatsConfig(url=client_url), "perm-check", on_error=on_error)  # inbox from the URL's user
     try:
         ack = await nc.jetstream().publish(
             "mem.v1.events.chat", b'{"type":"mem.v1.chat_event"}', headers={"Nats-Msg-Id": "perm-check"}
@@ -125,11 +129,6 @@ async def _check_bound_client(data: Path) -> None:
     for its owner only."""
     import asyncio
 
-    import nats
-
-    from shared.bus.rpc_client import call
-    from shared.schemas.retrieval import RetrieveRequest
-
     def credentials(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [*MEMORYD, "credentials", *args, "--data-dir", str(data)], capture_output=True, text=True, env=_env()
@@ -144,25 +143,14 @@ async def _check_bound_client(data: Path) -> None:
     refused = credentials("add-client", "app2", "--owner", "a.b")
     assert refused.returncode == 2 and "cannot be bound" in refused.stderr
 
-    errors: list[str] = []
-
-    async def on_error(exc: Exception) -> None:
-        errors.append(str(exc).lower())
+    from memoryd import Forbidden, MemoryClient
 
     await asyncio.sleep(0.5)  # the reload is asynchronous in nats-server
-    nc = await nats.connect(url, error_cb=on_error, inbox_prefix="_INBOX.app1")
-    try:
-        own = await call(nc, "retrieve", RetrieveRequest(owner="alice", query="x"), subject="mem.v1.rpc.retrieve.alice")
-        assert own.memories == []
-        await nc.publish("mem.v1.rpc.retrieve.bob", b"{}")
-        await nc.publish("mem.v1.rpc.retrieve", b"{}")
-        await nc.flush()
-        await asyncio.sleep(0.5)
-    finally:
-        await nc.close()
-    joined = " | ".join(errors)
-    assert 'permissions violation for publish to "mem.v1.rpc.retrieve.bob"' in joined, errors
-    assert 'permissions violation for publish to "mem.v1.rpc.retrieve"' in joined, errors
+    async with await MemoryClient.connect(url) as memory:
+        own = await memory.retrieve("alice", "x")
+        assert own.memories == [] and memory.access.role == "owner-bound"
+        with pytest.raises(Forbidden, match=r"may not publish to mem\.v1\.rpc\.retrieve\.bob"):
+            await memory.retrieve("bob", "x")
     assert credentials("remove-client", "app1").returncode == 0
     assert credentials("list").stdout.strip() == ""
 
@@ -171,12 +159,15 @@ def test_up_ready_healthy_and_clean_stop(tmp_path: Path) -> None:
     import asyncio
 
     data = tmp_path / "data"
+    port = free_port()
     started = time.monotonic()
-    proc = _start(data)
+    proc = _start(data, port)
     try:
         ready = _ready_line(proc)
         assert time.monotonic() - started < 30
-        assert ready["nats"].startswith("nats://127.0.0.1:")
+        assert ready["nats"] == f"nats://127.0.0.1:{port}"
+        assert ready["credentials"] == str((data / "client.json").resolve())
+        app_credentials = (data / "client.json").read_text()
         assert ready["postgres"].startswith("postgresql://postgres@127.0.0.1:")
         metrics = ready["metrics"].split(",")
         assert len(metrics) == len(SERVICES)
@@ -198,11 +189,14 @@ def test_up_ready_healthy_and_clean_stop(tmp_path: Path) -> None:
     assert _stop(proc, children) == 0
     assert not (data / "runtime.json").exists()
 
-    # a second start on the same data dir works and keeps the data
-    proc = _start(data)
+    # a second start on the same data dir keeps the data, the NATS URL and the application's credentials
+    proc = _start(data, port)
     try:
         ready2 = _ready_line(proc)
         children = _descendants(proc.pid)
+        assert ready2["nats"] == ready["nats"]
+        assert (data / "client.json").read_text() == app_credentials
+        asyncio.run(_check_application_after_restart(data / "client.json"))
     except BaseException:
         proc.kill()
         raise
@@ -210,12 +204,20 @@ def test_up_ready_healthy_and_clean_stop(tmp_path: Path) -> None:
     assert _stop(proc, children) == 0
 
 
+async def _check_application_after_restart(credentials: Path) -> None:
+    from memoryd import MemoryClient
+
+    async with await MemoryClient.connect(credentials=credentials) as memory:
+        assert (await memory.health()).status == "ok"
+        assert (await memory.list("nobody")).total == 0
+
+
 def test_port_in_use_fails_fast_naming_the_setting(tmp_path: Path) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         sock.listen()
         port = sock.getsockname()[1]
-        result = subprocess.run(
+        result = subprocess.run(  # a taken port is an error naming the flag, never another port
             [*MEMORYD, "up", "--data-dir", str(tmp_path), "--nats-port", str(port)],
             capture_output=True,
             text=True,
