@@ -14,7 +14,6 @@ timing out.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import re
 from collections.abc import Awaitable, Callable, Sequence
@@ -38,41 +37,48 @@ class Denied(Exception):
         self.subject = subject
 
 
+class _Waiter:
+    __slots__ = ("denied", "task")
+
+    def __init__(self, task: asyncio.Task[object] | None) -> None:
+        self.task = task
+        self.denied = False
+
+
 class PermissionWatch:
-    """Raises ``Denied`` for a call whose subject NATS reports as not permitted."""
+    """Raises ``Denied`` for a call whose subject NATS reports as not permitted.
+
+    The waiting task is cancelled when the error comes (no extra task per call: the guard
+    costs a set insertion on the hot path) and the cancellation becomes ``Denied``.
+    """
 
     def __init__(self) -> None:
-        self._waiters: dict[str, set[asyncio.Future[None]]] = {}
+        self._waiters: dict[str, set[_Waiter]] = {}
 
     async def on_error(self, exc: Exception) -> None:
         """The connection's error callback."""
         match = _DENIED.search(str(exc))
         if match:
             for waiter in self._waiters.get(match.group(1), ()):
-                if not waiter.done():
-                    waiter.set_result(None)
+                if not waiter.denied and waiter.task is not None:
+                    waiter.denied = True
+                    waiter.task.cancel()
 
     async def guard(self, subject: str, make: Callable[[], Awaitable[T]]) -> T:
         """``await make()``, or ``Denied`` as soon as NATS refuses ``subject``."""
-        denied: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        waiter = _Waiter(asyncio.current_task())
         waiters = self._waiters.setdefault(subject, set())
-        waiters.add(denied)
-        task = asyncio.ensure_future(make())
+        waiters.add(waiter)
         try:
-            await asyncio.wait((task, denied), return_when=asyncio.FIRST_COMPLETED)
+            return await make()
         except asyncio.CancelledError:
-            task.cancel()
-            raise
+            if waiter.denied and waiter.task is not None and waiter.task.uncancel() == 0:
+                raise Denied(subject) from None
+            raise  # cancelled by someone else too
         finally:
-            waiters.discard(denied)
+            waiters.discard(waiter)
             if not waiters:
                 self._waiters.pop(subject, None)
-        if task.done():
-            return task.result()
-        task.cancel()
-        with contextlib.suppress(BaseException):
-            await task
-        raise Denied(subject)
 
 
 class Access:
