@@ -45,9 +45,14 @@ async def _round_trip(memory: MemoryClient, owner: str) -> None:
     hits = await memory.retrieve(owner, "which programming language do I like?")
     assert any("TypeScript" in m.content for m in hits.memories)
 
-    injected = await memory.inject(owner, [{"role": "user", "content": "Which language should I use?"}])
+    question = [
+        {"type": "text", "text": "Which language should I use?"},
+        {"type": "image_url", "image_url": {"url": "x"}},
+    ]
+    injected = await memory.inject(owner, [{"role": "user", "content": question}])
     assert injected.placement == "system"
     assert injected.messages[0].role == "system" and "TypeScript" in injected.messages[0].text
+    assert injected.messages[1].content == question  # the request's own parts pass through unchanged
 
     listed = await memory.list(owner, q="TypeScript")
     user_turn = next(m for m in listed.memories if m.content.startswith("My favourite language"))
@@ -77,6 +82,8 @@ async def test_the_application_role_finds_memoryd_up_with_no_argument(
         await asyncio.gather(_round_trip(memory, first), _round_trip(memory, second))
         health = await memory.health()
         assert health.status == "ok"
+        with pytest.raises(Forbidden, match=r"NATS user client may not publish to mem\.v1\.rpc\.engine\.status"):
+            await memory.engine_status()  # an operator RPC: refused at once, not a timeout
 
 
 async def test_credentials_from_the_environment(stack: RunningUp, monkeypatch: pytest.MonkeyPatch) -> None:
