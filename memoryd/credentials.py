@@ -20,7 +20,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
-from urllib.parse import quote, unquote, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import msgspec
 
@@ -79,16 +79,6 @@ def split_url(url: str) -> tuple[str, str | None, str | None]:
             netloc = f"{netloc}:{parts.port}"
         bare.append(urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment)))
     return ",".join(bare), user, password
-
-
-def with_credentials(url: str, user: str, password: str | None) -> str:
-    """``nats://user:password@host:port`` (every URL of a comma-separated list)."""
-    secret = f"{quote(user, safe='')}" + (f":{quote(password, safe='')}" if password else "")
-    out = []
-    for server in split_url(url)[0].split(","):
-        scheme, _, rest = server.partition("://")
-        out.append(f"{scheme}://{secret}@{rest}")
-    return ",".join(out)
 
 
 def read_file(path: Path, setting: str = CREDENTIALS_ENV) -> ClientCredentials:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memoryd.access import Access, Denied, PermissionWatch
-from memoryd.credentials import ClientCredentials, read_file, resolve, split_url, with_credentials, write_file
+from memoryd.credentials import ClientCredentials, read_file, resolve, split_url, write_file
 from shared.errors import ConfigError, Forbidden
 
 
@@ -18,7 +18,6 @@ def test_split_url_takes_the_credentials_out_of_every_server() -> None:
     assert split_url("nats://app1:p%40ss@127.0.0.1:4222") == ("nats://127.0.0.1:4222", "app1", "p@ss")
     assert split_url("nats://a:b@h1:1,nats://h2:2") == ("nats://h1:1,nats://h2:2", "a", "b")
     assert split_url("nats://[::1]:4222") == ("nats://[::1]:4222", None, None)
-    assert with_credentials("nats://h:1,nats://x:y@h2:2", "u", "p/w") == "nats://u:p%2Fw@h:1,nats://u:p%2Fw@h2:2"
 
 
 def test_no_argument_reads_the_file_memoryd_up_wrote(tmp_path: Path) -> None:
