@@ -121,3 +121,12 @@ async def test_the_guard_returns_the_result_and_forgets_its_waiters() -> None:
     with pytest.raises(Denied) as err:
         await watch.guard("s", refused)
     assert err.value.subject == "s" and watch._waiters == {}
+
+
+def test_memoryd_up_listens_on_4222_unless_told_otherwise() -> None:
+    from memoryd.cli.commands_server import up
+    from memoryd.local.up import DEFAULT_NATS_PORT, UpOptions
+
+    assert DEFAULT_NATS_PORT == 4222 and UpOptions(data_dir=Path("d")).nats_port == 4222
+    option = next(p for p in up.params if p.name == "nats_port")
+    assert option.default == DEFAULT_NATS_PORT
