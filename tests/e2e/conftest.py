@@ -10,7 +10,7 @@ import pytest
 from tests.support.up import RunningUp, start_up
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")  # stopped when the e2e tests are done
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningUp]:
     up = start_up(tmp_path_factory.mktemp("up") / "data")
     try:
