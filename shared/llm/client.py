@@ -19,7 +19,6 @@ as ``len/4`` when the endpoint sends none).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -27,6 +26,7 @@ from typing import Any, Generic, TypeVar
 import asyncpg
 import httpx
 import msgspec
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_fixed
 
 from shared.settings.env import LlmConfig
 
@@ -231,32 +231,35 @@ class LlmClient:
         )
 
     async def _post(self, body: dict[str, Any]) -> bytes:
-        """POST ``/chat/completions``; one retry on timeout, network error or 5xx."""
+        """POST ``/chat/completions``; one retry (tenacity) on timeout, network error or 5xx."""
         url = f"{(self._cfg.base_url or '').rstrip('/')}/chat/completions"
         headers = {"content-type": "application/json"}
         if self._cfg.api_key:
             headers["authorization"] = f"Bearer {self._cfg.api_key}"
         payload = msgspec.json.encode(body)
-        for attempt in (1, 2):
-            try:
-                response = await self._http.post(url, content=payload, headers=headers, timeout=self._cfg.timeout_s)
-            except httpx.TimeoutException:
-                error = LlmUnavailable(f"LLM request timed out after {self._cfg.timeout_s} s")
-                retry = True
-            except (httpx.HTTPError, httpx.InvalidURL) as exc:
-                error = LlmUnavailable(f"cannot reach the LLM at {url}: {type(exc).__name__}: {exc}")
-                retry = True
-            else:
-                if 200 <= response.status_code < 300:
-                    return response.content
-                text = snippet(response.text)
-                error = LlmUnavailable(f"LLM answered HTTP {response.status_code}: {text}", status=response.status_code)
-                retry = response.status_code >= 500
-            if not retry or attempt == 2:
-                raise error
-            log.info("llm.retry", error=error.description)
-            await asyncio.sleep(self._retry_backoff_s)
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(2),
+            wait=wait_fixed(self._retry_backoff_s),
+            retry=retry_if_exception(_retryable),
+            before_sleep=_log_retry,
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                return await self._post_once(url, payload, headers)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _post_once(self, url: str, payload: bytes, headers: dict[str, str]) -> bytes:
+        try:
+            response = await self._http.post(url, content=payload, headers=headers, timeout=self._cfg.timeout_s)
+        except httpx.TimeoutException as exc:
+            raise LlmUnavailable(f"LLM request timed out after {self._cfg.timeout_s} s") from exc
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            raise LlmUnavailable(f"cannot reach the LLM at {url}: {type(exc).__name__}: {exc}") from exc
+        if 200 <= response.status_code < 300:
+            return response.content
+        text = snippet(response.text)
+        raise LlmUnavailable(f"LLM answered HTTP {response.status_code}: {text}", status=response.status_code)
 
     async def _finish(self, entry: budget.AuditEntry, outcome: str) -> None:
         """Count the call and write its audit row (a failed write is logged, never raised)."""
@@ -280,3 +283,13 @@ def _non_empty(content: str) -> str:
     if not content.strip():
         raise LlmBadReply("the model returned empty content")
     return content
+
+
+def _retryable(exc: BaseException) -> bool:
+    """A timeout, a network error or a 5xx is worth a second try; 429 and other answers are not."""
+    return isinstance(exc, LlmUnavailable) and (exc.status is None or exc.status >= 500)
+
+
+def _log_retry(state: RetryCallState) -> None:
+    error = state.outcome.exception() if state.outcome is not None else None
+    log.info("llm.retry", error=error.description if isinstance(error, LlmUnavailable) else repr(error))

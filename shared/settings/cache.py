@@ -4,15 +4,17 @@ Every replica of every service reads settings through one ``SettingsCache``. A w
 (``settings.put``) publishes ``mem.v1.settings.changed`` with the owner (``*`` for the
 global row); every cache drops that owner (or everything, for ``*``), so a change is
 visible everywhere within a round trip. A TTL bounds staleness if a notification is
-ever missed (e.g. during a reconnect).
+ever missed (e.g. during a reconnect). The entries are a ``cachetools.TTLCache``, bounded
+to ``max_owners`` owners (the least recently used beyond that are dropped), so a process
+serving many owners keeps a fixed amount of memory.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable
 
 import asyncpg
+from cachetools import TTLCache
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
@@ -23,12 +25,21 @@ from shared.subjects import SETTINGS_CHANGED
 
 Loader = Callable[[str], Awaitable[MemorySettings]]
 
+#: owners whose effective settings one process keeps (~1 KiB each)
+MAX_OWNERS = 10_000
+
 
 class SettingsCache:
-    def __init__(self, pool: asyncpg.Pool, *, ttl_s: float = 30.0, loader: Loader | None = None) -> None:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        *,
+        ttl_s: float = 30.0,
+        max_owners: int = MAX_OWNERS,
+        loader: Loader | None = None,
+    ) -> None:
         self._pool = pool
-        self._ttl = ttl_s
-        self._entries: dict[str, tuple[float, MemorySettings]] = {}
+        self._entries: TTLCache[str, MemorySettings] = TTLCache(max_owners, ttl_s)
         self._sub: Subscription | None = None
         self._loader = loader or (lambda owner: effective_settings(pool, owner))
 
@@ -54,11 +65,10 @@ class SettingsCache:
     async def get(self, owner: str) -> MemorySettings:
         """The owner's effective settings (cached)."""
         hit = self._entries.get(owner)
-        now = time.monotonic()
-        if hit is not None and now - hit[0] < self._ttl:
-            return hit[1]
+        if hit is not None:
+            return hit
         value = await self._loader(owner)
-        self._entries[owner] = (now, value)
+        self._entries[owner] = value
         return value
 
 

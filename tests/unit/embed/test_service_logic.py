@@ -137,7 +137,7 @@ def test_cache_lru_and_ttl() -> None:
     assert cache.get("a")[0] == 1  # type: ignore[index]
     clock.now = 10.0
     assert cache.get("a") is None  # expired
-    assert len(cache) == 1
+    assert len(cache) == 0  # c, stored at the same time, expired too
     assert (cache.hits, cache.misses) == (2, 2)
     off = VectorCache(0, ttl_s=1)
     off.put("a", _vec(1))
