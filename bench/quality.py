@@ -14,8 +14,9 @@ session of each conversation is yesterday: LoCoMo's 2022-2023 dates would otherw
 outside ``retentionDays`` (at most 365) and be filtered out. The text keeps its real dates.
 
 Variants change the engine through its own knobs: runtime settings (``rrfK``, ``rrfDepth``,
-``fusion``, put globally and announced on ``mem.v1.settings.changed``) and the retrieve
-service's ``MEMORYD_RETRIEVE_*`` environment (the service is restarted with it).
+``fusion``, ``ftsWeight``/``vecWeight``, ``sessionBoost``/``neighbourBoost``, put globally and
+announced on ``mem.v1.settings.changed``) and, for deployment knobs such as timeouts, the
+retrieve service's ``MEMORYD_RETRIEVE_*`` environment (the service is restarted with it).
 """
 
 from __future__ import annotations
@@ -95,26 +96,22 @@ BUILTIN_VARIANTS: dict[str, Variant] = {
         Variant("fusion-score-depth-200", {"fusion": "score", "rrfDepth": 200}),
         Variant(
             "fusion-score-depth-100-fts-0.3",
-            {"fusion": "score", "rrfDepth": 100},
-            {"MEMORYD_RETRIEVE_FTS_WEIGHT": "0.3", "MEMORYD_RETRIEVE_VEC_WEIGHT": "0.7"},
+            {"fusion": "score", "rrfDepth": 100, "ftsWeight": 0.3, "vecWeight": 0.7},
         ),
         Variant(
             "fusion-score-depth-100-fts-0.7",
-            {"fusion": "score", "rrfDepth": 100},
-            {"MEMORYD_RETRIEVE_FTS_WEIGHT": "0.7", "MEMORYD_RETRIEVE_VEC_WEIGHT": "0.3"},
+            {"fusion": "score", "rrfDepth": 100, "ftsWeight": 0.7, "vecWeight": 0.3},
         ),
-        Variant("session-boost-0.2", retrieve_env={"MEMORYD_RETRIEVE_SESSION_BOOST": "0.2"}),
+        Variant("session-boost-0.2", {"sessionBoost": 0.2}),
         Variant(
             "fusion-score-depth-100-session-0.2",
-            {"fusion": "score", "rrfDepth": 100},
-            {"MEMORYD_RETRIEVE_SESSION_BOOST": "0.2"},
+            {"fusion": "score", "rrfDepth": 100, "sessionBoost": 0.2},
         ),
-        Variant("neighbour-boost-0.1", retrieve_env={"MEMORYD_RETRIEVE_NEIGHBOUR_BOOST": "0.1"}),
-        Variant("no-neighbour-boost", retrieve_env={"MEMORYD_RETRIEVE_NEIGHBOUR_BOOST": "0"}),
+        Variant("neighbour-boost-0.1", {"neighbourBoost": 0.1}),
+        Variant("no-neighbour-boost", {"neighbourBoost": 0}),
         Variant(
             "no-boosts-rrf-depth-20",
-            {"fusion": "rrf", "rrfDepth": 20},
-            {"MEMORYD_RETRIEVE_NEIGHBOUR_BOOST": "0", "MEMORYD_RETRIEVE_SESSION_BOOST": "0"},
+            {"fusion": "rrf", "rrfDepth": 20, "neighbourBoost": 0, "sessionBoost": 0},
         ),
         Variant("turns-only", types=("episodic",)),
     )
@@ -234,7 +231,15 @@ async def apply_variant(stack: ServiceStack, variant: Variant, previous: Variant
 def engine_defaults() -> dict[str, Any]:
     """The engine-relevant defaults (camelCase), so a variant never inherits the previous one's."""
     d = MemorySettings()
-    return {"rrfK": d.rrf_k, "rrfDepth": d.rrf_depth, "fusion": d.fusion}
+    return {
+        "rrfK": d.rrf_k,
+        "rrfDepth": d.rrf_depth,
+        "fusion": d.fusion,
+        "sessionBoost": d.session_boost,
+        "neighbourBoost": d.neighbour_boost,
+        "ftsWeight": d.fts_weight,
+        "vecWeight": d.vec_weight,
+    }
 
 
 def dia_map(convs: Sequence[locomo.Conversation]) -> dict[str, str]:

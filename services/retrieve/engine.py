@@ -6,8 +6,9 @@
 2. ``plan_logic.plan`` picks the tiers; hybrid runs full-text and (embed -> vector store)
    concurrently; the vector side tries the stores in order (Qdrant, then pgvector) and
    each failure degrades to the next, then to full-text, then to newest-first;
-3. ranked lists are fused (RRF or score fusion), the candidates' rows fetched in one query,
-   optional session/neighbour boosts applied, then limit and token budget;
+3. ranked lists are fused (RRF or score fusion with the owner's ``ftsWeight``/``vecWeight``),
+   the candidates' rows fetched in one query, the owner's session/neighbour boosts applied,
+   then limit and token budget;
 4. returned memories are queued for the ``last_accessed_at`` touch (not on ``dry_run``).
 
 A degraded tier is never an error: it appears as a ``TierReport`` with its reason and a
@@ -89,10 +90,6 @@ class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
     touch_granularity_s: NonNegative = 600.0  # a memory's last_accessed_at moves only this far at least
     breaker_threshold: Annotated[int, msgspec.Meta(ge=1)] = 3
     breaker_cooldown_s: NonNegative = 5.0
-    session_boost: NonNegative = 0.3  # hybrid only: share of the best score in a result's session (LoCoMo: +0.014 R@10)
-    neighbour_boost: NonNegative = 0.3  # hybrid only: share of the neighbouring turns' scores (LoCoMo: +0.046 R@10)
-    fts_weight: NonNegative = 0.5  # score fusion weights
-    vec_weight: NonNegative = 0.5
     no_system_providers: str = ""  # comma-separated; empty = injection's built-in list
     keyword_max_candidates: Annotated[int, msgspec.Meta(ge=0)] = 2000  # newest matches ranked per query; 0 = all
     keyword_match_budget: Annotated[int, msgspec.Meta(ge=0)] = 1000  # expected matches before pruning; 0 = off
@@ -157,9 +154,9 @@ class Engine:
         run = _Run(self, vis, query)
         ranked, vector_tier, recent_only = await run.rank(strategy, req.limit, settings)
         boost = strategy is Strategy.HYBRID and not recent_only
-        rows = await self._rows(vis, ranked, turns=boost and self.config.neighbour_boost > 0)
+        rows = await self._rows(vis, ranked, turns=boost and settings.neighbour_boost > 0)
         if boost:
-            ranked = self._boost(ranked, rows)
+            ranked = self._boost(ranked, rows, settings)
         fallbacks = fallback_labels(run.attempts)
         if settings.rerank and not recent_only and self.reranker is not None:
             ranked, skipped = await self.reranker.rerank(req.owner, query, ranked, rows, settings.rerank_depth)
@@ -204,17 +201,16 @@ class Engine:
         except _PG_ERRORS as exc:
             raise DependencyDown(f"postgres unavailable: {type(exc).__name__}") from exc
 
-    def _boost(self, ranked: list[Fused], rows: dict[str, MemoryRow]) -> list[Fused]:
+    def _boost(self, ranked: list[Fused], rows: dict[str, MemoryRow], s: MemorySettings) -> list[Fused]:
         """Hybrid re-scoring: a share of the best score of a result's session, and of the scores
-        of its neighbouring turns (shares in ``EngineConfig``; 0 turns one off)."""
-        cfg = self.config
-        if cfg.session_boost > 0:
-            ranked = session_boost(ranked, {i: r.session_id for i, r in rows.items()}, cfg.session_boost)
+        of its neighbouring turns (the owner's ``sessionBoost``/``neighbourBoost``; 0 turns one off)."""
+        if s.session_boost > 0:
+            ranked = session_boost(ranked, {i: r.session_id for i, r in rows.items()}, s.session_boost)
         positions = {
             i: (r.session_id, r.turn) for i, r in rows.items() if r.session_id is not None and r.turn is not None
         }
         if positions:
-            ranked = neighbour_boost(ranked, positions, cfg.neighbour_boost)
+            ranked = neighbour_boost(ranked, positions, s.neighbour_boost)
         return ranked
 
     def _observe(self, strategy: Strategy, attempts: list[Attempt], total_ms: float, results: int) -> None:
@@ -273,7 +269,7 @@ class _Run:
 
     def _fuse(self, lists: dict[str, RankedList], s: MemorySettings) -> list[Fused]:
         if s.fusion == "score":
-            weights = {"fts": self.e.config.fts_weight, "vec": self.e.config.vec_weight}
+            weights = {"fts": s.fts_weight, "vec": s.vec_weight}
             return score_fuse(lists, weights, s.rrf_depth)
         return rrf_fuse(lists, s.rrf_k, s.rrf_depth)
 

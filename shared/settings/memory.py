@@ -22,6 +22,8 @@ T = TypeVar("T")
 
 GLOBAL_OWNER = "*"
 
+Share = Annotated[float, msgspec.Meta(ge=0, le=10)]
+
 
 class MemorySettings(msgspec.Struct, frozen=True, kw_only=True, rename="camel", forbid_unknown_fields=True):
     """The memory behaviour a user can change at run time (camelCase on the wire)."""
@@ -41,6 +43,14 @@ class MemorySettings(msgspec.Struct, frozen=True, kw_only=True, rename="camel", 
     #: LLM listwise rerank of the fused top ``rerank_depth`` (needs an LLM; else the fused order, said so)
     rerank: bool = False
     rerank_depth: Annotated[int, msgspec.Meta(ge=2, le=50)] = 20
+    #: hybrid only: a result gains this share of the best score in its session (0 = off; LoCoMo: +0.014 R@10)
+    session_boost: Share = 0.3
+    #: hybrid only: a result gains this share of its neighbouring turns' scores (0 = off; LoCoMo: +0.046 R@10)
+    neighbour_boost: Share = 0.3
+    #: score fusion: weight of the full-text list
+    fts_weight: Share = 0.5
+    #: score fusion: weight of the vector list
+    vec_weight: Share = 0.5
 
 
 def setting_names() -> set[str]:

@@ -12,9 +12,7 @@ from nats.aio.client import Client
 from shared.bus.rpc_client import call
 from shared.schemas.retrieval import RetrieveRequest, RetrieveResult
 from shared.service import ServiceContext
-from shared.settings.env import ServiceConfig
 from shared.settings.store import put_values
-from tests.support.stack import run_services
 
 from .conftest import ScriptedEmbed, owner, put, unit
 
@@ -156,31 +154,26 @@ async def test_disabled_by_setting_or_request(pool: asyncpg.Pool, nc: Client, re
 
 
 @pytest.mark.parametrize(
-    ("env", "order", "scores"),
+    ("values", "order", "scores"),
     [
         ({}, "DAC", [1 / 61, 1 / 62, 1 / 63]),
         # neighbours at distance 1 weigh 1.0, at 2 weigh 0.5; B (between A and C) did not match
-        ({"NEIGHBOUR_BOOST": "1"}, "ACD", [1 / 62 + 0.5 / 63, 1 / 63 + 0.5 / 62, 1 / 61]),
+        ({"neighbourBoost": 1}, "ACD", [1 / 62 + 0.5 / 63, 1 / 63 + 0.5 / 62, 1 / 61]),
         # each result gains the best score of its session (its own included)
-        ({"SESSION_BOOST": "1"}, "DAC", [2 / 61, 2 / 62, 1 / 63 + 1 / 62]),
+        ({"sessionBoost": 1}, "DAC", [2 / 61, 2 / 62, 1 / 63 + 1 / 62]),
     ],
 )
 async def test_hybrid_boosts_hand_checked(
     pool: asyncpg.Pool,
     nc: Client,
-    config: ServiceConfig,
-    monkeypatch: pytest.MonkeyPatch,
-    env: dict[str, str],
+    retrieve_svc: ServiceContext,
+    values: dict[str, float],
     order: str,
     scores: list[float],
 ) -> None:
-    # both boosts default to 0.3: check each one alone
-    monkeypatch.setenv("MEMORYD_RETRIEVE_SESSION_BOOST", "0")
-    monkeypatch.setenv("MEMORYD_RETRIEVE_NEIGHBOUR_BOOST", "0")
-    for key, value in env.items():
-        monkeypatch.setenv(f"MEMORYD_RETRIEVE_{key}", value)
+    # both boosts default to 0.3: check each one alone (runtime settings of this owner)
     who = owner()
-    await put_values(pool, who, {"fusion": "rrf", "rrfDepth": 20})
+    await put_values(pool, who, {"fusion": "rrf", "rrfDepth": 20, "sessionBoost": 0, "neighbourBoost": 0, **values})
     t0 = datetime.now(UTC) - timedelta(hours=1)
     turn = {"source": "chat_turn", "memory_type": "episodic"}
     ids = {
@@ -190,7 +183,20 @@ async def test_hybrid_boosts_hand_checked(
         "D": await put(pool, who, "kiwi kiwi kiwi", session_id="s2", created_at=t0, **turn),
     }
     name = {v: k for k, v in ids.items()}
-    async with run_services(["retrieve"], config):  # no embed service: keyword ranks only (D, A, C)
-        res = await retrieve(nc, owner=who, query="kiwi", strategy="hybrid")
+    res = await retrieve(nc, owner=who, query="kiwi", strategy="hybrid")  # keyword ranks only (D, A, C)
     assert "".join(name[m.id] for m in res.memories) == order
     assert [m.score for m in res.memories] == pytest.approx(scores, rel=1e-12)
+
+
+async def test_score_fusion_weights_are_per_owner(pool: asyncpg.Pool, nc: Client, retrieve_svc: ServiceContext) -> None:
+    # keyword ranks only (no embed service): the best full-text match normalises to 1.0, times ftsWeight
+    tops: dict[float, float] = {}
+    for weight in (0.5, 0.8):
+        who = owner()
+        values = {"fusion": "score", "sessionBoost": 0, "neighbourBoost": 0}
+        await put_values(pool, who, {**values, **({"ftsWeight": weight} if weight != 0.5 else {})})
+        await put(pool, who, "kiwi kiwi kiwi")
+        await put(pool, who, "kiwi")
+        res = await retrieve(nc, owner=who, query="kiwi", strategy="hybrid")
+        tops[weight] = res.memories[0].score
+    assert tops == pytest.approx({0.5: 0.5, 0.8: 0.8})

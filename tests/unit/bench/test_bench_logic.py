@@ -11,6 +11,7 @@ import pytest
 from bench import latency, quality, synth
 from bench.__main__ import bench
 from bench.locomo import parse_sample
+from shared.settings.memory import validate
 
 from .test_locomo import SAMPLE
 
@@ -51,19 +52,32 @@ def test_dia_of_prefers_metadata_then_event_id() -> None:
 
 def test_parse_variant() -> None:
     assert quality.parse_variant("default") is quality.BUILTIN_VARIANTS["default"]
-    v = quality.parse_variant("mine:rrfDepth=30,fusion=score,MEMORYD_RETRIEVE_SESSION_BOOST=0.2,types=episodic+factual")
+    v = quality.parse_variant(
+        "mine:rrfDepth=30,sessionBoost=0.2,MEMORYD_RETRIEVE_EMBED_TIMEOUT_S=5,types=episodic+factual"
+    )
     assert v.name == "mine"
-    assert v.settings == {"rrfDepth": 30, "fusion": "score"}
-    assert v.retrieve_env == {"MEMORYD_RETRIEVE_SESSION_BOOST": "0.2"}
+    assert v.settings == {"rrfDepth": 30, "sessionBoost": 0.2}
+    assert v.retrieve_env == {"MEMORYD_RETRIEVE_EMBED_TIMEOUT_S": "5"}
     assert v.types == ("episodic", "factual")
     with pytest.raises(ValueError, match="not one of"):
         quality.parse_variant("nope")
+    for builtin in quality.BUILTIN_VARIANTS.values():  # tuning is runtime settings, valid ones
+        assert not builtin.retrieve_env
+        validate({**quality.engine_defaults(), **builtin.settings})
     with pytest.raises(ValueError, match="key=value"):
         quality.parse_variant("x:rrfDepth")
 
 
 def test_engine_defaults_reset_every_engine_setting() -> None:
-    assert quality.engine_defaults() == {"rrfK": 60, "rrfDepth": 50, "fusion": "score"}  # MemorySettings defaults
+    assert quality.engine_defaults() == {  # MemorySettings defaults
+        "rrfK": 60,
+        "rrfDepth": 50,
+        "fusion": "score",
+        "sessionBoost": 0.3,
+        "neighbourBoost": 0.3,
+        "ftsWeight": 0.5,
+        "vecWeight": 0.5,
+    }
 
 
 def test_synthetic_text_is_deterministic_and_varied() -> None:

@@ -1,11 +1,16 @@
-"""The per-process settings cache: bounded to a number of owners (LRU), TTL, invalidation."""
+"""Runtime settings: the per-process cache (bounded to a number of owners, LRU; TTL;
+invalidation) and the retrieval shares that are runtime settings per owner."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+import pytest
+
+from shared.errors import ValidationFailed
 from shared.settings.cache import SettingsCache
-from shared.settings.memory import GLOBAL_OWNER, MemorySettings
+from shared.settings.memory import GLOBAL_OWNER, MemorySettings, validate, validate_update
 
 
 class CountingLoader:
@@ -53,3 +58,18 @@ async def test_ttl_zero_reads_every_time() -> None:
     await cache.get("a")
     await cache.get("a")
     assert loader.loads == ["a", "a"]
+
+
+@pytest.mark.parametrize(
+    ("key", "bad"), [("sessionBoost", -0.1), ("neighbourBoost", 11), ("ftsWeight", "high"), ("vecWeight", -1)]
+)
+def test_retrieval_shares_are_runtime_settings_validated_by_name(key: str, bad: object) -> None:
+    d = MemorySettings()
+    assert (d.session_boost, d.neighbour_boost, d.fts_weight, d.vec_weight) == (0.3, 0.3, 0.5, 0.5)
+    assert validate({key: 1.5}) == msgspec.structs.replace(d, **{_snake(key): 1.5})
+    with pytest.raises(ValidationFailed, match=rf"`\$\.{key}`"):
+        validate_update({}, {}, {key: bad})
+
+
+def _snake(camel: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in camel)
