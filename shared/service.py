@@ -17,9 +17,10 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import asyncpg
+import msgspec
 from nats.aio.client import Client
 from nats.js import JetStreamContext
 
@@ -38,6 +39,9 @@ from .schemas.ops import HealthResult
 log = get_logger(__name__)
 
 HealthCheck = Callable[[], Awaitable[str]]
+S = TypeVar("S", bound=msgspec.Struct)
+#: a service's ``load_settings``: its own frozen Struct from the environment (``ConfigError`` on a bad value)
+LoadSettings = Callable[[Mapping[str, str]], msgspec.Struct]
 
 
 @dataclass
@@ -56,6 +60,13 @@ class ServiceContext:
     deep_checks: dict[str, HealthCheck] = field(default_factory=dict)  # only for ``health`` with deep=True
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    settings: msgspec.Struct | None = None  # the service's own Struct, read once by ``main``
+
+    def own(self, cls: type[S]) -> S:
+        """The service's own settings (``MEMORYD_<SERVICE>_*``), read from the environment by ``main``."""
+        if not isinstance(self.settings, cls):
+            raise TypeError(f"service {self.name} was started without its {cls.__name__} (serve(settings=...))")
+        return self.settings
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> None:
         """Run a background loop until ``stop``; its crash is logged and stops the service."""
@@ -111,8 +122,10 @@ async def serve(
     db_session_state: bool = True,
     stop: asyncio.Event | None = None,
     on_ready: Callable[[ServiceContext], None] | None = None,
+    settings: msgspec.Struct | None = None,
 ) -> None:
-    """Run one service until SIGINT/SIGTERM (or until ``stop`` is set, for in-process use)."""
+    """Run one service until SIGINT/SIGTERM (or until ``stop`` is set, for in-process use);
+    ``settings`` is the service's own Struct (``ServiceContext.own``)."""
     if stop is None:
         configure(name, config.log)
         stop = asyncio.Event()
@@ -132,7 +145,15 @@ async def serve(
             raise ConfigError("MEMORYD_NATS_URL", f"JetStream unavailable at {config.nats.url}: {exc}") from exc
         rpc = RpcServer(nc, name, __version__)
         ctx = ServiceContext(
-            name=name, config=config, nc=nc, js=js, rpc=rpc, stop=stop, pool=pool, metrics_port=metrics_port
+            name=name,
+            config=config,
+            nc=nc,
+            js=js,
+            rpc=rpc,
+            stop=stop,
+            pool=pool,
+            metrics_port=metrics_port,
+            settings=settings,
         )
         await rpc.start()
         service_ctx = ctx
@@ -182,15 +203,20 @@ def main(
     *,
     needs_db: bool = True,
     db_session_state: bool = True,
+    load_settings: LoadSettings | None = None,
     env: Mapping[str, str] | None = None,
 ) -> int:
     """Entry point of ``python -m services.<name>``: exit 0 after a clean stop, 2 on bad config.
 
+    The environment is read here, once: the shared ``ServiceConfig`` and, with
+    ``load_settings``, the service's own Struct; nothing below reads it again.
     ``db_session_state=False``: the service's queries leave no session state, so its pool
     skips the reset query (``db.pool.create_pool``)."""
     try:
-        config = load_service_config(os.environ if env is None else env)
-        asyncio.run(serve(name, config, setup, needs_db=needs_db, db_session_state=db_session_state))
+        environ = os.environ if env is None else env
+        config = load_service_config(environ)
+        settings = load_settings(environ) if load_settings is not None else None
+        asyncio.run(serve(name, config, setup, needs_db=needs_db, db_session_state=db_session_state, settings=settings))
     except ConfigError as exc:
         print(f"memoryd {name}: configuration error: {exc.description}", file=sys.stderr, flush=True)
         return 2

@@ -17,14 +17,16 @@
 from __future__ import annotations
 
 import asyncio
-import os
+from collections.abc import Mapping
+
+import msgspec
 
 from services.embed.engine_switch import EngineSwitch, locations, source_info, startup_engine
 from shared.bus.consumer import ConsumerSpec, PullConsumer
 from shared.schemas import RPC_OPS, EmbedJob
 from shared.service import ServiceContext
 from shared.settings.engine import EMBED_ENV_PREFIX
-from shared.settings.env import load
+from shared.settings.env import DATA_ENV_PREFIX, DataConfig, load
 from shared.settings.memory import GLOBAL_OWNER
 from shared.settings.store import read_values
 from shared.settings.watch import follow_global_settings
@@ -39,15 +41,30 @@ from .sources import Inference, build_source
 from .sweep import sweep_lost_jobs
 
 NEEDS_DB = True
+#: the variables of this process, by prefix (``services.configuration`` documents them)
+ENV = {EMBED_ENV_PREFIX: EmbedSettings, DATA_ENV_PREFIX: DataConfig}
+
+
+class EmbedEnv(msgspec.Struct, frozen=True, kw_only=True):
+    """What the embed process reads from its environment beyond ``ServiceConfig``."""
+
+    embed: EmbedSettings = EmbedSettings()
+    data: DataConfig = DataConfig()
+
+
+def load_settings(env: Mapping[str, str]) -> EmbedEnv:
+    """``MEMORYD_EMBED_*`` and ``MEMORYD_DATA_DIR`` (``ConfigError`` naming a bad one)."""
+    return EmbedEnv(embed=load(EmbedSettings, EMBED_ENV_PREFIX, env), data=load(DataConfig, DATA_ENV_PREFIX, env))
 
 
 async def setup(ctx: ServiceContext) -> None:
     """Register the embed service's endpoints and consumers (health comes from the runtime)."""
-    env_settings = load(EmbedSettings, EMBED_ENV_PREFIX, os.environ)
+    own = ctx.own(EmbedEnv)
+    env_settings = own.embed
     global_row = await read_values(ctx.db, GLOBAL_OWNER)
     choice = startup_engine(env_settings, ctx.config.qdrant, global_row)
     settings = choice.embedding
-    cache_dir = settings.cache_dir(os.environ.get("MEMORYD_DATA_DIR"))
+    cache_dir = settings.cache_dir(own.data.data_dir)
     inference = Inference()
     ctx.closers.append(lambda: asyncio.to_thread(inference.shutdown))
     source = await asyncio.to_thread(build_source, settings, inference, cache_dir)

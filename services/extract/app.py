@@ -9,7 +9,7 @@ once), ``SETTINGS_TTL_S`` (runtime-settings cache).
 
 from __future__ import annotations
 
-import os
+from collections.abc import Mapping
 from typing import Annotated
 
 import msgspec
@@ -37,9 +37,19 @@ class ExtractSettings(msgspec.Struct, frozen=True, kw_only=True):
     settings_ttl_s: Annotated[float, msgspec.Meta(ge=0)] = 30.0
 
 
+EXTRACT_ENV_PREFIX = "MEMORYD_EXTRACT_"
+#: the variables of this process, by prefix (``services.configuration`` documents them)
+ENV = {EXTRACT_ENV_PREFIX: ExtractSettings}
+
+
+def load_settings(env: Mapping[str, str]) -> ExtractSettings:
+    """``MEMORYD_EXTRACT_*`` (``ConfigError`` naming a bad one)."""
+    return load(ExtractSettings, EXTRACT_ENV_PREFIX, env)
+
+
 async def setup(ctx: ServiceContext) -> None:
     """Start the extract consumer (health comes from the runtime, plus an ``llm`` check)."""
-    settings = load(ExtractSettings, "MEMORYD_EXTRACT_", os.environ)
+    settings = ctx.own(ExtractSettings)
     cache = SettingsCache(ctx.db, ttl_s=settings.settings_ttl_s)
     await cache.start(ctx.nc)
     ctx.closers.append(cache.stop)

@@ -10,7 +10,7 @@ period, one replica at a time; 0 = only on request).
 
 from __future__ import annotations
 
-import os
+from collections.abc import Mapping
 from typing import Annotated
 
 import msgspec
@@ -29,7 +29,7 @@ from shared.schemas import RPC_OPS
 from shared.schemas.events import ChatEvent
 from shared.service import ServiceContext
 from shared.settings.cache import SettingsCache
-from shared.settings.engine import environment_engine
+from shared.settings.engine import EMBED_ENV_PREFIX, EmbeddingConfig, EngineChoice
 from shared.settings.env import load
 from shared.settings.memory import GLOBAL_OWNER
 from shared.settings.store import read_values
@@ -46,9 +46,30 @@ class IngestSettings(msgspec.Struct, frozen=True, kw_only=True):
     cleanup_interval_s: Annotated[float, msgspec.Meta(ge=0)] = 3600.0  # 0 = no periodic cleanup
 
 
+class IngestEnv(msgspec.Struct, frozen=True, kw_only=True):
+    """What the ingest process reads from its environment beyond ``ServiceConfig``: its own
+    knobs and the embedding source the settings API shows as the engine defaults."""
+
+    ingest: IngestSettings = IngestSettings()
+    embedding: EmbeddingConfig = EmbeddingConfig()
+
+
+INGEST_ENV_PREFIX = "MEMORYD_INGEST_"
+#: the variables of this process, by prefix (``services.configuration`` documents them)
+ENV = {INGEST_ENV_PREFIX: IngestSettings, EMBED_ENV_PREFIX: EmbeddingConfig}
+
+
+def load_settings(env: Mapping[str, str]) -> IngestEnv:
+    """``MEMORYD_INGEST_*`` and the ``MEMORYD_EMBED_*`` source fields (``ConfigError`` naming a bad one)."""
+    return IngestEnv(
+        ingest=load(IngestSettings, INGEST_ENV_PREFIX, env), embedding=load(EmbeddingConfig, EMBED_ENV_PREFIX, env)
+    )
+
+
 async def setup(ctx: ServiceContext) -> None:
     """Register the memory API endpoints and start the chat-event consumer."""
-    settings = load(IngestSettings, "MEMORYD_INGEST_", os.environ)
+    own = ctx.own(IngestEnv)
+    settings = own.ingest
     kv = await ensure_activity_bucket(ctx.js)
     publisher = Publisher(ctx.nc, ctx.js, kv, ActivityThrottle(settings.activity_interval_s))
     global_row = await read_values(ctx.db, GLOBAL_OWNER)
@@ -74,7 +95,7 @@ async def setup(ctx: ServiceContext) -> None:
     await ctx.rpc.add(RPC_OPS["memory.restore"], lifecycle.restore)
     await ctx.rpc.add(RPC_OPS["summarize"], lifecycle.summarize)
     await ctx.rpc.add(RPC_OPS["cleanup"], lifecycle.cleanup)
-    settings_api = SettingsApi(ctx.db, ctx.nc, environment_engine(os.environ, ctx.config.qdrant))
+    settings_api = SettingsApi(ctx.db, ctx.nc, EngineChoice(embedding=own.embedding, qdrant=ctx.config.qdrant))
     await follow_global_settings(ctx, follow_stores, global_row)
     await ctx.rpc.add(RPC_OPS["settings.get"], settings_api.get)
     await ctx.rpc.add(RPC_OPS["settings.put"], settings_api.put)

@@ -2,7 +2,8 @@
 
 Endpoints (queue group ``memoryd-retrieve``): ``retrieve``, ``inject``, ``engine.status``.
 Health: one check per vector store, and with ``deep=True`` a create -> retrieve -> delete
-round trip. Settings come from ``MEMORYD_RETRIEVE_*`` (``EngineConfig``) and, per owner,
+round trip. Settings come from ``MEMORYD_RETRIEVE_*`` (``EngineConfig``, read once by
+``__main__`` through ``load_settings``) and, per owner,
 from the runtime settings (cached, dropped on ``mem.v1.settings.changed``). The vector stores
 follow the engine settings of the global row at run time (``live.py``); the optional LLM
 rerank (``rerank.py``, ``MEMORYD_RETRIEVE_RERANK_*``) uses the LLM of ``MEMORYD_LLM_*``.
@@ -10,7 +11,9 @@ rerank (``rerank.py``, ``MEMORYD_RETRIEVE_RERANK_*``) uses the LLM of ``MEMORYD_
 
 from __future__ import annotations
 
-import os
+from collections.abc import Mapping
+
+import msgspec
 
 from services.retrieve.adapters.postgres_touch import Toucher
 from services.retrieve.logic import injection
@@ -19,7 +22,7 @@ from shared.llm import LlmClient
 from shared.schemas import RPC_OPS
 from shared.service import ServiceContext
 from shared.settings.cache import SettingsCache
-from shared.settings.env import load
+from shared.settings.env import load, refuse_retired
 from shared.settings.memory import GLOBAL_OWNER
 from shared.settings.store import read_values
 from shared.settings.watch import follow_global_settings
@@ -35,10 +38,38 @@ NEEDS_DB = True
 #: lock or cursor outlives it, so the pool skips its reset query (``db.pool.create_pool``).
 DB_SESSION_STATE = False
 
+ENGINE_ENV_PREFIX = "MEMORYD_RETRIEVE_"
+RERANK_ENV_PREFIX = "MEMORYD_RETRIEVE_RERANK_"
+#: the variables of this process, by prefix (``services.configuration`` documents them)
+ENV = {ENGINE_ENV_PREFIX: EngineConfig, RERANK_ENV_PREFIX: RerankConfig}
+#: variables that became runtime settings per owner
+RETIRED = {
+    "MEMORYD_RETRIEVE_SESSION_BOOST": "sessionBoost",
+    "MEMORYD_RETRIEVE_NEIGHBOUR_BOOST": "neighbourBoost",
+    "MEMORYD_RETRIEVE_FTS_WEIGHT": "ftsWeight",
+    "MEMORYD_RETRIEVE_VEC_WEIGHT": "vecWeight",
+}
+
+
+class RetrieveEnv(msgspec.Struct, frozen=True, kw_only=True):
+    """What the retrieve process reads from its environment beyond ``ServiceConfig``."""
+
+    engine: EngineConfig = EngineConfig()
+    rerank: RerankConfig = RerankConfig()
+
+
+def load_settings(env: Mapping[str, str]) -> RetrieveEnv:
+    """``MEMORYD_RETRIEVE_*`` and ``MEMORYD_RETRIEVE_RERANK_*`` (``ConfigError`` naming a bad one)."""
+    refuse_retired(env, RETIRED)
+    return RetrieveEnv(
+        engine=load(EngineConfig, ENGINE_ENV_PREFIX, env), rerank=load(RerankConfig, RERANK_ENV_PREFIX, env)
+    )
+
 
 async def setup(ctx: ServiceContext) -> None:
     """Register the retrieve service's endpoints, checks and background loops."""
-    config = load(EngineConfig, "MEMORYD_RETRIEVE_", os.environ)
+    own = ctx.own(RetrieveEnv)
+    config = own.engine
     settings = SettingsCache(ctx.db, ttl_s=config.settings_ttl_s)
     await settings.start(ctx.nc)
     ctx.closers.append(settings.stop)
@@ -55,7 +86,7 @@ async def setup(ctx: ServiceContext) -> None:
     llm = LlmClient(ctx.config.llm, ctx.db) if ctx.config.llm.configured else None
     if llm is not None:
         ctx.closers.append(llm.close)
-    engine.reranker = Reranker(llm, load(RerankConfig, "MEMORYD_RETRIEVE_RERANK_", os.environ), engine.fallbacks)
+    engine.reranker = Reranker(llm, own.rerank, engine.fallbacks)
     follower = StoreFollower(ctx, engine, live)
     follower.use(live.current)  # the health checks of the stores
     ctx.spawn(follower.run(ctx.stop), "retrieve-store-follower")

@@ -8,7 +8,7 @@ state changes in its payload; the Qdrant in use follows the engine settings at r
 
 from __future__ import annotations
 
-import os
+from collections.abc import Mapping
 
 from services.sleep.adapters.activity_kv import ActivityReader
 from services.sleep.config import SleepServiceConfig
@@ -29,6 +29,14 @@ from shared.subjects import SLEEP_CONSUMER, SLEEP_JOBS, SLEEP_STREAM
 from shared.vectors.open_stores import LiveStores
 
 NEEDS_DB = True
+SLEEP_ENV_PREFIX = "MEMORYD_SLEEP_"
+#: the variables of this process, by prefix (``services.configuration`` documents them)
+ENV = {SLEEP_ENV_PREFIX: SleepServiceConfig}
+
+
+def load_settings(env: Mapping[str, str]) -> SleepServiceConfig:
+    """``MEMORYD_SLEEP_*`` (``ConfigError`` naming a bad one)."""
+    return load(SleepServiceConfig, SLEEP_ENV_PREFIX, env)
 
 
 def consumer_spec(cfg: SleepServiceConfig, max_deliver: int) -> ConsumerSpec:
@@ -47,7 +55,7 @@ def consumer_spec(cfg: SleepServiceConfig, max_deliver: int) -> ConsumerSpec:
 
 async def setup(ctx: ServiceContext) -> None:
     """Register the sleep RPCs, start the job consumer and (unless disabled) the scheduler."""
-    cfg = load(SleepServiceConfig, "MEMORYD_SLEEP_", os.environ)
+    cfg = ctx.own(SleepServiceConfig)
     kv = await ensure_activity_bucket(ctx.js)
     llm = LlmClient(ctx.config.llm, ctx.db)
     ctx.closers.append(llm.close)

@@ -1,8 +1,9 @@
 """Engine settings: where vectors come from and which vector store serves, one definition.
 
 The process environment gives the defaults (``MEMORYD_EMBED_SOURCE|QUANTIZATION|REMOTE_*``,
-``MEMORYD_QDRANT_*``); the global settings row (owner ``*``) overrides them at run time.
-They are infrastructure, so they are global only: an owner row naming one is refused.
+``MEMORYD_QDRANT_*``, read by each service's ``load_settings``); the global settings row
+(owner ``*``) overrides them at run time. They are infrastructure, so they are global only:
+an owner row naming one is refused.
 
 ``effective_engine`` is the one merge (environment <- global row) used by the embed and
 retrieve services, and by the settings API to validate and show the values. ``check_engine``
@@ -21,7 +22,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from shared.errors import ValidationFailed
-from shared.settings.env import QdrantConfig, load
+from shared.settings.env import QdrantConfig
 
 EmbeddingSource = Literal["auto", "local", "remote"]
 Quantization = Literal["none", "dynamic-int8"]
@@ -120,11 +121,6 @@ def qdrant_location(cfg: QdrantConfig) -> str:
 
 
 EMBED_ENV_PREFIX = "MEMORYD_EMBED_"
-
-
-def environment_engine(env: Mapping[str, str], qdrant: QdrantConfig) -> EngineChoice[EmbeddingConfig]:
-    """The engine the environment alone describes: the defaults the global row overrides."""
-    return EngineChoice(embedding=load(EmbeddingConfig, EMBED_ENV_PREFIX, env), qdrant=qdrant)
 
 
 def reattached(details: Mapping[str, Any], location: str) -> bool:

@@ -3,8 +3,14 @@
 ``load(NatsConfig, env)`` reads ``MEMORYD_NATS_<FIELD>`` for every field (``url`` ->
 ``MEMORYD_NATS_URL``), converts strings to the field types and raises ``ConfigError``
 naming the variable on any bad value. Nothing here reads the environment at import
-time; ``__main__`` modules call ``load`` with ``os.environ`` (and CLI overrides).
-Runtime memory settings (per owner, in Postgres) live in ``memory_settings``.
+time: ``shared.service.main`` reads ``os.environ`` once, into ``ServiceConfig`` and the
+service's own Struct (its ``load_settings``), and passes them down.
+
+The rule: process environment holds *deployment* knobs (addresses, credentials, pool sizes,
+ports, worker counts, timeouts of infrastructure); what changes the answers a user gets
+(boosts, weights, depths, strategies, budgets) is a runtime setting per owner
+(``shared.settings.memory``). ``docs/configuration.md`` lists both, generated from the
+Structs and their field comments (``python -m services.configuration``).
 """
 
 from __future__ import annotations
@@ -74,6 +80,16 @@ class QdrantConfig(msgspec.Struct, frozen=True, kw_only=True):
         return bool(self.url)
 
 
+class DataConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """Where ``memoryd up`` keeps its state (``MEMORYD_DATA_DIR``)."""
+
+    #: state directory of ``memoryd up`` (embedded servers, runtime.json, the built model variant); default ``.memoryd``
+    data_dir: str | None = None
+
+
+DATA_ENV_PREFIX = "MEMORYD_"
+
+
 class ServiceConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Everything a service process needs, one Struct per concern."""
 
@@ -119,6 +135,14 @@ def load(cls: type[T], prefix: str, env: Mapping[str, str], overrides: Mapping[s
         match = _PATH.search(str(exc))
         setting = env_name(prefix, match.group(1)) if match else prefix.rstrip("_")
         raise ConfigError(setting, str(exc).split(" - at ")[0]) from exc
+
+
+def refuse_retired(env: Mapping[str, str], retired: Mapping[str, str]) -> None:
+    """A variable that became a runtime setting stops the process, naming the setting to use
+    instead (silently ignoring it would change answers without a word)."""
+    for name, instead in retired.items():
+        if env.get(name, "") != "":
+            raise ConfigError(name, f"no longer read: set the runtime setting {instead} (memoryd settings set)")
 
 
 def load_service_config(

@@ -2,7 +2,8 @@
 
 - ``fresh_database``: a new database on a running PostgreSQL, migrated, dropped after.
 - ``run_services``: start services as asyncio tasks in this process (fast, same code
-  path as ``python -m services.<name>`` except signals), stopped on exit.
+  path as ``python -m services.<name>`` except signals: each service's own settings are
+  read from ``os.environ`` when it starts, as its ``__main__`` does), stopped on exit.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import os
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
@@ -83,6 +85,7 @@ async def run_services(
                 db_session_state=session_state,
                 stop=stop,
                 on_ready=on_ready,
+                settings=app.load_settings(os.environ),
             ),
             name=f"svc-{name}",
         )

@@ -4,6 +4,7 @@ a stopping worker hands its run back to the queue."""
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -134,7 +135,7 @@ async def test_a_stopping_worker_requeues_its_run_and_another_finishes_it(
     llm.phases["conflict"] = slow
     stop = asyncio.Event()
     config = sleep_config(nats_server, pg_dsn, llm)
-    worker = asyncio.create_task(serve("sleep", config, app.setup, stop=stop))
+    worker = asyncio.create_task(serve("sleep", config, app.setup, stop=stop, settings=app.load_settings(os.environ)))
     queued = await _eventually(lambda: call(nc, "sleep.run", SleepRunRequest(owner="o1")))
     await asyncio.wait_for(entered.wait(), 30)
     stop.set()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 from collections import Counter
 from typing import Any
 
@@ -53,7 +54,12 @@ async def test_three_workers_never_overlap_fifty_runs(
     config = sleep_config(nats_server, pg_dsn, llm)
     stops = [asyncio.Event() for _ in range(3)]
     ready: list[ServiceContext] = []
-    tasks = [asyncio.create_task(serve("sleep", config, app.setup, stop=stop, on_ready=ready.append)) for stop in stops]
+    tasks = [
+        asyncio.create_task(
+            serve("sleep", config, app.setup, stop=stop, on_ready=ready.append, settings=app.load_settings(os.environ))
+        )
+        for stop in stops
+    ]
     try:
         for _ in range(600):
             if len(ready) == 3:

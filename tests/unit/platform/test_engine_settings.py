@@ -13,9 +13,9 @@ from shared.errors import ValidationFailed
 from shared.settings.engine import (
     REDACTED,
     EmbeddingConfig,
+    EngineChoice,
     effective_engine,
     engine_view,
-    environment_engine,
     qdrant_in_use,
     reattached,
     usable_engine,
@@ -95,7 +95,7 @@ def test_usable_combinations() -> None:
 
 
 def test_api_keys_are_shown_redacted() -> None:
-    env = environment_engine({"MEMORYD_EMBED_REMOTE_API_KEY": "sk-env"}, ENV_QDRANT)
+    env = EngineChoice(embedding=EmbeddingConfig(remote_api_key="sk-env"), qdrant=ENV_QDRANT)
     view = engine_view(effective_engine(env.embedding, env.qdrant, {"qdrantApiKey": "q-secret"}))
     assert view["embeddingApiKey"] == REDACTED and view["qdrantApiKey"] == REDACTED
     assert "sk-env" not in repr(view) and "q-secret" not in repr(view)
