@@ -5,7 +5,7 @@ BIN    := $(abspath $(VENV))/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: run test lint chaos fuzz bench bench-embed bench-quality bench-latency bench-ingest bench-sleep readme-tables schemas clean
+.PHONY: run test lint chaos fuzz bench bench-embed bench-quality bench-latency bench-ingest bench-sleep readme-tables schemas config-docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,9 @@ fuzz: $(STAMP)  ## hypothesis fuzzing of every subject and RPC, 500 payloads eac
 
 schemas: $(STAMP)  ## regenerate deploy/schemas from the wire messages
 	$(BIN)/memoryd schemas --out deploy/schemas
+
+config-docs: $(STAMP)  ## regenerate docs/configuration.md from the settings Structs
+	$(BIN)/python -m services.configuration > docs/configuration.md
 
 # Each benchmark saves bench-results/<name>.json; `make readme-tables` renders them into README.md.
 bench: bench-embed bench-ingest bench-latency bench-quality bench-sleep readme-tables

@@ -30,26 +30,44 @@ class EmbedSettings(EmbeddingConfig, frozen=True, kw_only=True):
     """`EmbeddingConfig` (source, quantization, remote URL/model/dim/key: also runtime engine
     settings, see `shared.settings.engine`) plus this service's tuning."""
 
-    model_cache_dir: str | None = None  # where the dynamic-int8 variant is built once
-    threads: Annotated[int, msgspec.Meta(ge=1, le=64)] = 1  # intra-op threads (scale with processes)
+    #: where the dynamic-int8 variant is built once; default `<MEMORYD_DATA_DIR>/models`, else
+    #: `~/.cache/memoryd/models`
+    model_cache_dir: str | None = None
+    #: ONNX intra-op threads per process (scale with processes instead)
+    threads: Annotated[int, msgspec.Meta(ge=1, le=64)] = 1
 
-    batch_max: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 16  # measured: best texts/s of 8, 16, 32 (bench embed)
-    batch_max_tokens: Annotated[int, msgspec.Meta(ge=1)] = 4096  # texts x longest per inference call (memory bound)
+    #: embed jobs per inference call (16: the best texts/s of 8, 16 and 32 in the embed benchmark)
+    batch_max: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 16
+    #: padded tokens (texts x longest) per inference call, which bounds its memory
+    batch_max_tokens: Annotated[int, msgspec.Meta(ge=1)] = 4096
+    #: a batch that is not full leaves after this long
     batch_wait_ms: Annotated[float, msgspec.Meta(ge=0, le=10_000)] = 10.0
+    #: batches in flight at once (the next is read while one is in inference)
     pipeline: Annotated[int, msgspec.Meta(ge=1, le=8)] = 2
+    #: query embeddings that leave together while inference is busy
     query_batch_max: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 64
+    #: how long a query waits for others to batch with (0: an idle service answers at once)
     query_wait_ms: Annotated[float, msgspec.Meta(ge=0, le=10_000)] = 0.0
+    #: query vectors kept per process (LRU; 0 = no cache)
     cache_size: Annotated[int, msgspec.Meta(ge=0)] = 10_000
+    #: seconds a cached query vector stays valid
     cache_ttl_s: Annotated[float, msgspec.Meta(gt=0)] = 3600.0
 
+    #: seconds per request to the remote embedding endpoint
     remote_timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 30.0
-    remote_send_dimensions: bool = False  # pass `dimensions` (OpenAI text-embedding-3 can shorten)
+    #: pass `dimensions` to the remote endpoint (OpenAI text-embedding-3 can shorten vectors)
+    remote_send_dimensions: bool = False
+    #: requests in flight to the remote embedding endpoint
     remote_concurrency: Annotated[int, msgspec.Meta(ge=1, le=64)] = 4
 
-    meta_poll_s: Annotated[float, msgspec.Meta(gt=0)] = 2.0  # how often a pending signature change is checked
-    retire_grace_s: Annotated[float, msgspec.Meta(ge=0)] = 60.0  # old vectors dropped this long after a switch
-    sweep_interval_s: Annotated[float, msgspec.Meta(ge=0)] = 300.0  # lost-job sweep period (sweep.py); 0 = off
-    sweep_min_age_s: Annotated[float, msgspec.Meta(ge=0)] = 600.0  # a memory waiting this long lost its job
+    #: how often a pending signature change is checked
+    meta_poll_s: Annotated[float, msgspec.Meta(gt=0)] = 2.0
+    #: old vectors are dropped this long after a signature switch
+    retire_grace_s: Annotated[float, msgspec.Meta(ge=0)] = 60.0
+    #: period of the lost-job sweep (0 = off)
+    sweep_interval_s: Annotated[float, msgspec.Meta(ge=0)] = 300.0
+    #: a memory without a vector this long is taken to have lost its embed job
+    sweep_min_age_s: Annotated[float, msgspec.Meta(ge=0)] = 600.0
 
     def cache_dir(self, data_dir: str | None) -> Path:
         """`model_cache_dir`, else `<data_dir>/models` (`MEMORYD_DATA_DIR`), else `~/.cache/memoryd/models`."""

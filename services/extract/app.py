@@ -30,10 +30,15 @@ NEEDS_DB = True
 
 
 class ExtractSettings(msgspec.Struct, frozen=True, kw_only=True):
+    #: use the LLM extractor when an LLM endpoint is configured (else the rules alone)
     llm: bool = True
+    #: conversation text sent to the LLM, cut to its tail
     llm_max_input_bytes: Annotated[int, msgspec.Meta(ge=256, le=1_048_576)] = MAX_INPUT_BYTES
+    #: reply token limit of one extraction call
     llm_max_tokens: Annotated[int, msgspec.Meta(ge=16, le=32_768)] = 1024
+    #: extract jobs fetched and handled at once
     batch: Annotated[int, msgspec.Meta(ge=1, le=256)] = 32
+    #: how long an owner's runtime settings are cached (announced changes apply at once)
     settings_ttl_s: Annotated[float, msgspec.Meta(ge=0)] = 30.0
 
 

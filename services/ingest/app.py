@@ -40,10 +40,15 @@ NEEDS_DB = True
 
 
 class IngestSettings(msgspec.Struct, frozen=True, kw_only=True):
+    #: chat events fetched and handled concurrently per pull
     batch: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 32
+    #: at most one activity announcement per owner per interval (the sleep scheduler counts idleness in minutes)
     activity_interval_s: Annotated[float, msgspec.Meta(ge=0)] = 1.0
+    #: how long an owner's runtime settings are cached (changes announced on `mem.v1.settings.changed` apply at
+    #: once)
     settings_ttl_s: Annotated[float, msgspec.Meta(ge=0)] = 30.0
-    cleanup_interval_s: Annotated[float, msgspec.Meta(ge=0)] = 3600.0  # 0 = no periodic cleanup
+    #: period of the retention cleanup, one replica at a time (0 = only on request)
+    cleanup_interval_s: Annotated[float, msgspec.Meta(ge=0)] = 3600.0
 
 
 class IngestEnv(msgspec.Struct, frozen=True, kw_only=True):

@@ -82,18 +82,31 @@ Positive = Annotated[float, msgspec.Meta(gt=0)]
 class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Service settings, ``MEMORYD_RETRIEVE_<FIELD>`` (per-owner behaviour is in runtime settings)."""
 
+    #: seconds a retrieval waits for the query vector before it searches without vectors
     embed_timeout_s: Positive = 1.0
+    #: seconds one vector store may take before the next one (or full text) serves
     store_timeout_s: Positive = 2.0
+    #: how long an owner's runtime settings are cached (announced changes apply at once)
     settings_ttl_s: NonNegative = 5.0
+    #: how often the vector stores' metadata (active signature, pending switch) is re-read
     meta_ttl_s: NonNegative = 5.0
+    #: how often the queued `last_accessed_at` updates are written
     touch_interval_s: Positive = 1.0
-    touch_granularity_s: NonNegative = 600.0  # a memory's last_accessed_at moves only this far at least
+    #: a memory's `last_accessed_at` is written only when it moves at least this far
+    touch_granularity_s: NonNegative = 600.0
+    #: consecutive failures of the embed service or a store before it is skipped
     breaker_threshold: Annotated[int, msgspec.Meta(ge=1)] = 3
+    #: seconds a tripped dependency is skipped before it is tried again
     breaker_cooldown_s: NonNegative = 5.0
-    no_system_providers: str = ""  # comma-separated; empty = injection's built-in list
-    keyword_max_candidates: Annotated[int, msgspec.Meta(ge=0)] = 2000  # newest matches ranked per query; 0 = all
-    keyword_match_budget: Annotated[int, msgspec.Meta(ge=0)] = 1000  # expected matches before pruning; 0 = off
-    term_stats_ttl_s: NonNegative = 60.0  # how often the pg_stats lexeme/owner frequencies are re-read
+    #: comma-separated providers (or models) that reject the `system` role, so injected memories go into a user
+    #: message; empty = the built-in list
+    no_system_providers: str = ""
+    #: newest full-text matches ranked per query (0 = all)
+    keyword_max_candidates: Annotated[int, msgspec.Meta(ge=0)] = 2000
+    #: expected full-text matches before rare-term pruning starts (0 = off)
+    keyword_match_budget: Annotated[int, msgspec.Meta(ge=0)] = 1000
+    #: how often the planner's term and owner frequencies behind pruning are re-read
+    term_stats_ttl_s: NonNegative = 60.0
 
 
 SettingsGetter = Callable[[str], Awaitable[MemorySettings]]

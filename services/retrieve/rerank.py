@@ -31,9 +31,12 @@ log = get_logger(__name__)
 class RerankConfig(msgspec.Struct, frozen=True, kw_only=True):
     """``MEMORYD_RETRIEVE_RERANK_<FIELD>``."""
 
+    #: seconds the LLM rerank may take before the fused order stands
     timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 5.0
-    max_chars: Annotated[int, msgspec.Meta(ge=50)] = 600  # of each candidate shown to the model
-    max_tokens: Annotated[int, msgspec.Meta(ge=16)] = 512  # of the reply
+    #: characters of each candidate shown to the LLM
+    max_chars: Annotated[int, msgspec.Meta(ge=50)] = 600
+    #: reply token limit of one rerank call
+    max_tokens: Annotated[int, msgspec.Meta(ge=16)] = 512
 
 
 class Reranker:

@@ -43,11 +43,17 @@ Dim = Annotated[int, msgspec.Meta(ge=1, le=MAX_DIM)]
 class EmbeddingConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Where vectors come from (``MEMORYD_EMBED_*``); the embed service's settings extend it."""
 
+    #: `local` ONNX model, `remote` OpenAI-compatible embeddings, or `auto` (remote when a remote URL is set)
     source: EmbeddingSource = "auto"
-    quantization: Quantization = "none"  # local only
-    remote_url: str | None = None  # OpenAI-compatible base URL, e.g. http://host:11434/v1
+    #: `dynamic-int8` builds a faster int8 variant of the local model once (local source only)
+    quantization: Quantization = "none"
+    #: remote OpenAI-compatible base URL, e.g. `http://host:11434/v1`
+    remote_url: str | None = None
+    #: embedding model name at the remote endpoint
     remote_model: str | None = None
+    #: dimension of the remote model's vectors
     remote_dim: Dim | None = None
+    #: bearer token for the remote endpoint
     remote_api_key: str | None = None
 
     @property
@@ -62,16 +68,27 @@ class EngineValues(msgspec.Struct, frozen=True, kw_only=True, rename="camel", fo
     ``null`` is accepted where "none" is meaningful (no remote URL, no API key, no Qdrant).
     """
 
+    #: `local`, `remote` or `auto` (remote when a URL is set)
     embedding_source: EmbeddingSource | UnsetType = UNSET
+    #: remote embedding model (required for a remote source)
     embedding_model: ModelName | UnsetType = UNSET
+    #: remote OpenAI-compatible base URL (required for a remote source)
     embedding_url: HttpUrl | UnsetType | None = UNSET
+    #: dimension of the remote model's vectors (required for a remote source)
     embedding_dim: Dim | UnsetType = UNSET
+    #: bearer token of the remote endpoint (write-only)
     embedding_api_key: Secret | UnsetType | None = UNSET
+    #: `none`, or `dynamic-int8` (local model only)
     embedding_quantization: Quantization | UnsetType = UNSET
+    #: `auto`: Qdrant first when configured; `qdrant`: Qdrant first, required; `pgvector`: pgvector only
     vector_store: VectorStoreChoice | UnsetType = UNSET
+    #: Qdrant server URL, `:memory:` or an absolute path (local mode); null = none
     qdrant_url: QdrantLocation | UnsetType | None = UNSET
+    #: Qdrant API key (write-only)
     qdrant_api_key: Secret | UnsetType | None = UNSET
+    #: collection name prefix in Qdrant
     qdrant_collection: Collection | UnsetType = UNSET
+    #: int8 scalar quantization with rescoring in Qdrant
     qdrant_quantization: bool | UnsetType = UNSET
 
 
@@ -79,7 +96,7 @@ ENGINE_KEYS: frozenset[str] = frozenset(EngineValues.__struct_encode_fields__)
 SECRET_KEYS: frozenset[str] = frozenset({"embeddingApiKey", "qdrantApiKey"})
 
 #: engine key -> (part of the effective engine, field of that part)
-_TARGET: dict[str, tuple[str, str]] = {
+ENGINE_TARGETS: dict[str, tuple[str, str]] = {
     "embeddingSource": ("embedding", "source"),
     "embeddingModel": ("embedding", "remote_model"),
     "embeddingUrl": ("embedding", "remote_url"),
@@ -92,7 +109,7 @@ _TARGET: dict[str, tuple[str, str]] = {
     "qdrantCollection": ("qdrant", "collection"),
     "qdrantQuantization": ("qdrant", "quantization"),
 }
-assert set(_TARGET) == ENGINE_KEYS
+assert set(ENGINE_TARGETS) == ENGINE_KEYS
 
 E = TypeVar("E", bound=EmbeddingConfig)
 
@@ -151,7 +168,7 @@ def effective_engine(embedding: E, qdrant: QdrantConfig, global_values: Mapping[
         value = getattr(parsed, name)
         if value is UNSET:
             continue
-        part, field = _TARGET[key]
+        part, field = ENGINE_TARGETS[key]
         parts[part][field] = value
     return EngineChoice(
         embedding=msgspec.structs.replace(embedding, **parts["embedding"]),
@@ -193,7 +210,7 @@ def check_engine(choice: EngineChoice[Any]) -> None:
 def engine_view(choice: EngineChoice[Any]) -> dict[str, Any]:
     """Every engine key's effective value (camelCase), API keys redacted."""
     out: dict[str, Any] = {}
-    for key, (part, field) in _TARGET.items():
+    for key, (part, field) in ENGINE_TARGETS.items():
         holder: Any = choice if part == "engine" else getattr(choice, part)
         value = getattr(holder, field)
         out[key] = (REDACTED if value else None) if key in SECRET_KEYS else value

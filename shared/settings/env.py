@@ -28,40 +28,62 @@ PositiveInt = Annotated[int, msgspec.Meta(ge=1)]
 
 
 class NatsConfig(msgspec.Struct, frozen=True, kw_only=True):
+    #: NATS server URL(s), comma-separated; `memoryd up` starts an embedded server unless set
     url: str = "nats://127.0.0.1:4222"
+    #: NATS user (with NATS authorization on)
     user: str | None = None
+    #: NATS password
     password: str | None = None
+    #: seconds to wait for NATS at start before the process gives up
     connect_timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 3.0
+    #: per-stream limit of unprocessed events and jobs (-1 = none); at the limit new messages are rejected, nothing
+    #: accepted is dropped
     stream_max_bytes: Annotated[int, msgspec.Meta(ge=-1)] = 1 << 30
+    #: per-stream age limit of unprocessed messages (the dead-letter stream keeps 30 days)
     stream_max_age_days: Annotated[float, msgspec.Meta(gt=0)] = 7.0
+    #: deliveries before a failing message goes to the dead-letter stream `MEM_DLQ` (transient failures never do)
     max_deliver: Annotated[int, msgspec.Meta(ge=1, le=100)] = 5
+    #: redelivery timeout of a job consumer; long work sends `in_progress`
     ack_wait_s: Annotated[float, msgspec.Meta(gt=0)] = 30.0
 
 
 class PgConfig(msgspec.Struct, frozen=True, kw_only=True):
+    #: PostgreSQL (with pgvector) to use; `memoryd up` starts an embedded one unless set
     dsn: str = "postgresql://postgres@127.0.0.1:5432/memoryd"
+    #: connections each process keeps open
     pool_min: Annotated[int, msgspec.Meta(ge=0)] = 1
+    #: most connections one process opens
     pool_max: PositiveInt = 10
+    #: seconds to wait for one PostgreSQL connection
     connect_timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 5.0
 
 
 class MetricsConfig(msgspec.Struct, frozen=True, kw_only=True):
-    port: Port = 0  # 0 = a free port, printed at start
+    #: port of the Prometheus endpoint; 0 = a free port, printed at start
+    port: Port = 0
+    #: address the Prometheus endpoint listens on
     host: str = "127.0.0.1"
 
 
 class LogConfig(msgspec.Struct, frozen=True, kw_only=True):
+    #: least severe log level written (structlog, on stderr)
     level: Literal["debug", "info", "warning", "error"] = "info"
+    #: `json` lines, or `console` for people
     format: Literal["json", "console"] = "json"
 
 
 class LlmConfig(msgspec.Struct, frozen=True, kw_only=True):
     """An OpenAI-compatible chat endpoint; none configured is a normal state."""
 
+    #: OpenAI-compatible endpoint, e.g. `http://host:11434/v1`; unset = no LLM (a normal state: LLM work is skipped)
     base_url: str | None = None
+    #: chat model name sent to the endpoint
     model: str | None = None
+    #: bearer token for the endpoint
     api_key: str | None = None
+    #: seconds per LLM request (one retry on a timeout, network error or 5xx)
     timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 30.0
+    #: LLM tokens one owner may spend per UTC day (0 = unlimited)
     daily_token_budget: Annotated[int, msgspec.Meta(ge=0)] = 200_000
 
     @property
@@ -70,9 +92,14 @@ class LlmConfig(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class QdrantConfig(msgspec.Struct, frozen=True, kw_only=True):
-    url: str | None = None  # http(s)://host:6333, or ":memory:" / a path for local mode
+    #: Qdrant server URL (`http(s)://host:6333`), or `:memory:` / an absolute path for qdrant-client's local mode;
+    #: unset = no Qdrant
+    url: str | None = None
+    #: Qdrant API key
     api_key: str | None = None
+    #: collection name prefix in Qdrant
     collection: str = "memoryd"
+    #: int8 scalar quantization with rescoring in Qdrant
     quantization: bool = False
 
     @property
@@ -83,7 +110,7 @@ class QdrantConfig(msgspec.Struct, frozen=True, kw_only=True):
 class DataConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Where ``memoryd up`` keeps its state (``MEMORYD_DATA_DIR``)."""
 
-    #: state directory of ``memoryd up`` (embedded servers, runtime.json, the built model variant); default ``.memoryd``
+    #: state directory of `memoryd up` (embedded servers, runtime.json, the built model variant); default `.memoryd`
     data_dir: str | None = None
 
 
@@ -101,7 +128,7 @@ class ServiceConfig(msgspec.Struct, frozen=True, kw_only=True):
     qdrant: QdrantConfig = QdrantConfig()
 
 
-_PREFIXES: dict[str, str] = {
+SERVICE_ENV_PREFIXES: dict[str, str] = {
     "nats": "MEMORYD_NATS_",
     "pg": "MEMORYD_PG_",
     "metrics": "MEMORYD_METRICS_",
@@ -152,6 +179,6 @@ def load_service_config(
     overrides = overrides or {}
     parts = {
         name: load(type(getattr(ServiceConfig(), name)), prefix, env, overrides.get(name))
-        for name, prefix in _PREFIXES.items()
+        for name, prefix in SERVICE_ENV_PREFIXES.items()
     }
     return ServiceConfig(**parts)

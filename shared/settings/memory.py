@@ -28,20 +28,32 @@ Share = Annotated[float, msgspec.Meta(ge=0, le=10)]
 class MemorySettings(msgspec.Struct, frozen=True, kw_only=True, rename="camel", forbid_unknown_fields=True):
     """The memory behaviour a user can change at run time (camelCase on the wire)."""
 
+    #: memory on for this owner: false stores nothing new and retrieves nothing
     enabled: bool = True
+    #: retrieval strategy when a request names none
     strategy: Literal["exact", "recent", "semantic", "hybrid"] = "hybrid"
+    #: token budget of one retrieval's results when a request asks for none (requests are clamped to it)
     max_tokens: Annotated[int, msgspec.Meta(ge=0, le=16_000)] = 2000
+    #: memories older than this are not retrieved and are removed by the retention cleanup
     retention_days: Annotated[int, msgspec.Meta(ge=1, le=365)] = 365
+    #: keep each chat turn as an episodic memory (extraction runs either way)
     store_turns: bool = True
+    #: extract facts and preferences from assistant messages too, not only the user's
     extract_assistant: bool = False
+    #: the k of reciprocal rank fusion (`fusion=rrf`)
     rrf_k: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 60
-    #: candidates per list for either fusion. 50: LoCoMo hybrid R@10 0.736 (100: 0.759), but at 100k
-    #: memories of one owner the vector search alone takes ~7.5 ms for 100 against ~3.6 ms for 50
+    # 50: LoCoMo hybrid R@10 0.736 (100: 0.759), but at 100k memories of one owner the vector search
+    # alone takes ~7.5 ms for 100 against ~3.6 ms for 50
+    #: candidates per list for either fusion (100 recalls more on LoCoMo but doubles the vector search of a large
+    #: owner)
     rrf_depth: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 50
-    #: score fusion measured better than RRF through the services on LoCoMo (R@10 0.699 vs 0.675)
+    # score fusion measured better than RRF through the services on LoCoMo (R@10 0.699 vs 0.675)
+    #: `score`: weighted min-max scores (`ftsWeight`, `vecWeight`); `rrf`: reciprocal rank fusion (`rrfK`)
     fusion: Literal["rrf", "score"] = "score"
-    #: LLM listwise rerank of the fused top ``rerank_depth`` (needs an LLM; else the fused order, said so)
+    #: LLM listwise rerank of the fused top `rerankDepth` (needs an LLM; else the fused order stands, said in
+    #: `fallbacks`)
     rerank: bool = False
+    #: fused candidates the LLM rerank orders (`rerank=true`)
     rerank_depth: Annotated[int, msgspec.Meta(ge=2, le=50)] = 20
     #: hybrid only: a result gains this share of the best score in its session (0 = off; LoCoMo: +0.014 R@10)
     session_boost: Share = 0.3

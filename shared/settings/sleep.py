@@ -26,23 +26,41 @@ Positive = Annotated[int, msgspec.Meta(ge=1)]
 class SleepSettings(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     """Settings of the sleep worker; 0 means "unlimited" for the two conflict pair caps."""
 
+    #: run sleep (consolidation) for this owner when due
     sleep_mode_enabled: bool = False
+    #: a run becomes due only after the owner has been idle this long
     sleep_idle_minutes: NonNegative = 5
+    #: at least this long between two runs of one owner
     sleep_min_interval_hours: Positive = 8
+    #: double the interval per consecutive failed run, capped at max(sleepMinIntervalHours, 24 h)
     sleep_failure_backoff: bool = False
+    #: similarity threshold of conflict candidates: gentle 0.92, normal 0.85, aggressive 0.75
     sleep_conflict_strictness: StrictnessName = "normal"
+    #: conflict pairs judged in one LLM call (0 = all in one)
     sleep_conflict_max_pairs: NonNegative = 12
+    #: conflict pairs judged per run (0 = unlimited)
     sleep_conflict_max_pairs_per_run: NonNegative = 60
+    #: conflict decisions allowed: `default`, or `full` (adds supersede and differentiate)
     sleep_action_set: ActionSetName = "default"
+    #: a memory not accessed this long is demoted to a summary (its original kept, restorable)
     sleep_archive_days: Positive = 30
+    #: a memory not accessed this long is archived (>= sleepArchiveDays)
     sleep_compress_days: Positive = 90
+    #: pattern discovery runs only for an owner with at least this many recent memories
     sleep_pattern_min_memories: NonNegative = 100
+    #: pattern discovery looks at memories of this many days
     sleep_pattern_lookback_days: Positive = 30
+    #: patterns written per run
     sleep_max_pattern_per_run: NonNegative = 3
+    #: run affective attribution (emotion edges between entities); opt-in
     sleep_affective_enabled: bool = False
+    #: distinct sessions of evidence a trait needs (else it is an occasion)
     sleep_affective_trait_min_sessions: Annotated[int, msgspec.Meta(ge=2, le=10)] = 3
+    #: emotion edges written per run
     sleep_affective_max_relations_per_run: Annotated[int, msgspec.Meta(ge=0, le=50)] = 10
+    #: reply token limit of one sleep LLM call
     sleep_max_tokens: Annotated[int, msgspec.Meta(ge=256)] = 8192
+    #: model of the sleep LLM calls; unset = `MEMORYD_LLM_MODEL`
     sleep_llm_model: Annotated[str, msgspec.Meta(min_length=1)] | None = None
 
     def __post_init__(self) -> None:
