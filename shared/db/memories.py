@@ -118,8 +118,11 @@ async def upsert_by_key(
 ) -> tuple[MemoryRecord, bool, bool]:
     """Insert, or update the owner's memory with this key, merging metadata.
 
-    Returns ``(record, created, content_changed)``; a changed content sets
-    ``needs_reindex`` (the caller publishes an ``EmbedJob``).
+    Metadata merges shallowly: keys only in the stored row stay (user tags, pins), the new
+    keys win, except ``first_extracted_at``: when the fact was first extracted, set from the
+    first ``extracted_at`` and kept by every later upsert (a row written before this key
+    existed takes its stored ``extracted_at``). Returns ``(record, created, content_changed)``;
+    a changed content sets ``needs_reindex`` (the caller publishes an ``EmbedJob``).
     """
     digest = content_hash(content)
     row = await conn.fetchrow(
@@ -127,11 +130,17 @@ async def upsert_by_key(
         WITH prev AS (SELECT content_hash FROM memories WHERE owner = $2 AND key = $5)
         INSERT INTO memories (id, owner, session_id, type, key, content, metadata, source, scope, expires_at,
                               content_hash)
-        VALUES ($1,$2,$3,$4,$5,$6,$7::jsonb,$8,$9,$10,$11)
+        VALUES ($1,$2,$3,$4,$5,$6,
+                $7::jsonb || jsonb_strip_nulls(jsonb_build_object(
+                    'first_extracted_at', coalesce($7::jsonb -> 'first_extracted_at', $7::jsonb -> 'extracted_at'))),
+                $8,$9,$10,$11)
         ON CONFLICT (owner, key) WHERE key IS NOT NULL DO UPDATE SET
             content = EXCLUDED.content,
             type = EXCLUDED.type,
-            metadata = memories.metadata || EXCLUDED.metadata,
+            metadata = memories.metadata || EXCLUDED.metadata || jsonb_strip_nulls(jsonb_build_object(
+                'first_extracted_at', coalesce(memories.metadata -> 'first_extracted_at',
+                                               memories.metadata -> 'extracted_at',
+                                               EXCLUDED.metadata -> 'first_extracted_at'))),
             session_id = coalesce(EXCLUDED.session_id, memories.session_id),
             expires_at = EXCLUDED.expires_at,
             content_hash = EXCLUDED.content_hash,

@@ -2,6 +2,11 @@
 
 Files ``migrations/NNNN_name.sql`` are applied in name order, each in its own
 transaction, under an advisory lock so concurrent starts apply each file once.
+
+There is no ``0002``: the number was set aside and never written. The others keep their
+numbers, because ``schema_migrations`` of existing databases records each by its version:
+renumbering would apply them again. A gap is harmless (only the order counts); a new
+migration takes the next number after the highest, never a free lower one.
 """
 
 from __future__ import annotations

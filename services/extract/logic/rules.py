@@ -265,19 +265,3 @@ def fact_metadata(fact: Fact, *, extracted_at: str, source: str = "rule") -> dic
         "polarity": fact.polarity,
         "subject": fact.subject,
     }
-
-
-def merge_metadata(existing: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """Metadata for an upsert hitting an existing `(owner, key)`; inputs are not modified.
-
-    Shallow merge: keys only in `existing` are preserved (user tags, pins), keys in `new`
-    (including `category`, `extracted_at`, `source`) win. `first_extracted_at` keeps when
-    the fact was first seen: the existing one, else the existing `extracted_at`.
-    """
-    merged = {**existing, **new}
-    first_seen = existing.get("first_extracted_at", existing.get("extracted_at"))
-    if first_seen is not None:
-        merged["first_extracted_at"] = first_seen
-    elif "extracted_at" in new:
-        merged["first_extracted_at"] = new["extracted_at"]
-    return merged

@@ -12,7 +12,7 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 import msgspec
 
@@ -216,12 +216,6 @@ def neighbour_boost(
         )
 
     return _rescored(fused, share, gain)
-
-
-class TokenCounter(Protocol):
-    """Counts the tokens of a text; ``estimate_tokens`` or a real tokenizer's wrapper."""
-
-    def __call__(self, text: str, /) -> int: ...
 
 
 def apply_budget(items: Sequence[T], tokens_of: Callable[[T], int], max_tokens: int) -> list[T]:

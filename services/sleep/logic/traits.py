@@ -38,10 +38,6 @@ class TraitPattern(msgspec.Struct, frozen=True, kw_only=True):
     memory_id: str | None = None
     previous_content: str | None = None
 
-    @property
-    def is_refresh(self) -> bool:
-        return self.memory_id is not None
-
 
 def trait_key(person_id: str, target_id: str, emotion: str) -> str:
     """The memory upsert key of a trait pattern."""

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 
 import asyncpg
+import msgspec
 from nats.aio.client import Client
 
+from shared.db import memories
 from shared.schemas.events import Turn
 from shared.settings.cache import announce_change
 from shared.settings.env import ServiceConfig
@@ -42,7 +45,7 @@ async def test_four_facts_entities_and_embed_jobs(config: ServiceConfig, nc: Cli
         assert meta["polarity"] == polarity and meta["source"] == "rule"
         assert meta["category"] == key.split(":")[0]
         assert meta["event_id"] == extract_job.event_id
-        assert meta["extracted_at"] == "2026-11-30T12:00:00+00:00"
+        assert meta["extracted_at"] == meta["first_extracted_at"] == "2026-11-30T12:00:00+00:00"
     assert sorted((j.memory_id, j.content_hash, j.reason) for j, _ in jobs) == sorted(
         (str(r["id"]), r["content_hash"], "new") for r in stored.values()
     )
@@ -84,7 +87,10 @@ async def test_a_changed_fact_is_updated_in_place_and_re_embedded(
     carol = owner()
     js = nc.jetstream()
     first = job(carol, Turn(role="user", content="I like Python."))
-    second = job(carol, Turn(role="user", content="Actually, I don't like Python."))
+    second = msgspec.structs.replace(
+        job(carol, Turn(role="user", content="Actually, I don't like Python.")),
+        occurred_at=first.occurred_at + timedelta(days=3),
+    )
     async with run_services(["extract"], config):
         await publish(js, first)
         await wait_done(pool, js, first)
@@ -100,6 +106,11 @@ async def test_a_changed_fact_is_updated_in_place_and_re_embedded(
     assert (before["content"], after["content"]) == ("User likes Python", "User does not like Python")
     assert after["metadata"]["polarity"] == "negative" and after["metadata"]["pinned"] is True
     assert after["metadata"]["event_id"] == second.event_id
+    # the later extraction time, and the first one kept (written by the upsert, in SQL)
+    assert after["metadata"]["extracted_at"] == second.occurred_at.isoformat()
+    assert (
+        after["metadata"]["first_extracted_at"] == before["metadata"]["extracted_at"] == first.occurred_at.isoformat()
+    )
     assert [(j.memory_id, j.content_hash, j.reason) for j, _ in jobs] == [
         (str(before["id"]), before["content_hash"], "new"),
         (str(after["id"]), after["content_hash"], "update"),
@@ -158,3 +169,38 @@ async def test_owners_are_isolated(config: ServiceConfig, nc: Client, pool: asyn
         " JOIN memories m ON m.id = em.memory_id WHERE e.owner <> m.owner"
     )
     assert cross == 0
+
+
+async def test_first_extraction_time_survives_every_upsert(pool: asyncpg.Pool) -> None:
+    """``shared.db.memories.upsert_by_key`` keeps ``first_extracted_at`` (rows from before it too)."""
+    who = owner()
+
+    async def upsert(key: str, content: str, metadata: dict[str, object]) -> dict[str, object]:
+        record, _created, _changed = await memories.upsert_by_key(
+            pool, owner=who, key=key, memory_type="factual", content=content, source="rule", metadata=metadata
+        )
+        return dict(record.metadata)
+
+    assert await upsert("k", "one", {"extracted_at": "t1", "tag": "a"}) == {
+        "extracted_at": "t1",
+        "first_extracted_at": "t1",
+        "tag": "a",
+    }
+    assert await upsert("k", "two", {"extracted_at": "t2"}) == {
+        "extracted_at": "t2",
+        "first_extracted_at": "t1",
+        "tag": "a",
+    }
+    assert await upsert("k", "two", {"first_extracted_at": "t0", "extracted_at": "t3"}) == {
+        "extracted_at": "t3",
+        "first_extracted_at": "t1",  # the stored one wins
+        "tag": "a",
+    }
+    # a row written before the key existed: its extraction time is the first one
+    await upsert("old", "x", {})
+    await pool.execute(
+        "UPDATE memories SET metadata = '{\"extracted_at\": \"t-old\"}'::jsonb WHERE owner = $1 AND key = 'old'", who
+    )
+    assert (await upsert("old", "y", {"extracted_at": "t4"}))["first_extracted_at"] == "t-old"
+    # metadata without an extraction time (API writes, sleep patterns) gains no such key
+    assert await upsert("api", "z", {"pinned": True}) == {"pinned": True}

@@ -15,7 +15,6 @@ from services.extract.logic.rules import (
     extract_facts,
     fact_key,
     fact_metadata,
-    merge_metadata,
     normalize_content,
 )
 
@@ -227,28 +226,6 @@ def test_fact_metadata() -> None:
     }
     assert fact_metadata(fact, extracted_at="t", source="llm")["source"] == "llm"
 
-
-def test_merge_metadata_updates_managed_keys_and_preserves_the_rest() -> None:
-    existing = {"category": "preference", "extracted_at": "t1", "source": "api", "pinned": True}
-    new = {"category": "decision", "extracted_at": "t2", "source": "rule", "polarity": "negative"}
-    before = (dict(existing), dict(new))
-    assert merge_metadata(existing, new) == {
-        "category": "decision",
-        "extracted_at": "t2",
-        "source": "rule",
-        "pinned": True,
-        "polarity": "negative",
-        "first_extracted_at": "t1",
-    }
-    assert (existing, new) == before  # pure: inputs untouched
-
-
-def test_merge_metadata_keeps_the_first_extraction_time() -> None:
-    once = merge_metadata({}, {"extracted_at": "t1"})
-    assert once == {"extracted_at": "t1", "first_extracted_at": "t1"}
-    twice = merge_metadata(once, {"extracted_at": "t2"})
-    assert twice == {"extracted_at": "t2", "first_extracted_at": "t1"}
-    assert merge_metadata({"tag": "x"}, {}) == {"tag": "x"}
 
 
 def test_fact_is_frozen() -> None:

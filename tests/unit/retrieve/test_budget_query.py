@@ -13,7 +13,6 @@ from services.retrieve.logic.fusion import (
     MAX_QUERY_CHARS,
     Candidate,
     Strategy,
-    TokenCounter,
     apply_budget,
     clamp_max_tokens,
     keyword_query_is_usable,
@@ -77,9 +76,8 @@ def test_apply_budget_with_a_pluggable_counter_and_precomputed_pairs() -> None:
     def words(text: str, /) -> int:
         return len(text.split())
 
-    counter: TokenCounter = words
     texts = ["one two", "three four five", "six"]
-    pairs = [(t, counter(t)) for t in texts]
+    pairs = [(t, words(t)) for t in texts]
     kept = apply_budget(pairs, lambda p: p[1], 5)
     assert kept == [("one two", 2), ("three four five", 3)]
 

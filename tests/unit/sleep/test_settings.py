@@ -3,7 +3,9 @@
 import msgspec
 import pytest
 
-from services.sleep.logic.settings import SleepSettings, decode_settings, resolve_settings, strictness_threshold
+from services.sleep.logic.settings import SleepSettings, strictness_threshold
+from shared.errors import ValidationFailed
+from shared.settings.memory import effective_sleep
 
 DEFAULTS = {
     "sleepModeEnabled": False,
@@ -32,8 +34,8 @@ def test_defaults_encode_with_the_camel_case_names_of_the_issue() -> None:
 
 
 def test_decode_reads_camel_case_and_ignores_other_services_keys() -> None:
-    settings = decode_settings(
-        b'{"sleepModeEnabled": true, "sleepIdleMinutes": 10, "maxTokens": 2000, "sleepLlmModel": "gpt-x"}'
+    settings = effective_sleep(
+        {"sleepModeEnabled": True, "sleepIdleMinutes": 10, "maxTokens": 2000, "sleepLlmModel": "gpt-x"}, {}
     )
     assert settings.sleep_mode_enabled is True
     assert settings.sleep_idle_minutes == 10
@@ -58,9 +60,9 @@ def test_decode_reads_camel_case_and_ignores_other_services_keys() -> None:
     ],
 )
 def test_out_of_range_value_names_the_field(field: str, value: object) -> None:
-    with pytest.raises(msgspec.ValidationError) as info:
-        resolve_settings({field: value})
-    assert f"$.{field}" in str(info.value)
+    with pytest.raises(ValidationFailed) as info:
+        effective_sleep({field: value}, {})
+    assert f"$.{field}" in info.value.description
 
 
 @pytest.mark.parametrize(
@@ -73,18 +75,18 @@ def test_out_of_range_value_names_the_field(field: str, value: object) -> None:
     ],
 )
 def test_range_bounds_are_inclusive(field: str, value: int) -> None:
-    assert msgspec.to_builtins(resolve_settings({field: value}))[field] == value
+    assert msgspec.to_builtins(effective_sleep({field: value}, {}))[field] == value
 
 
 def test_compress_days_below_archive_days_is_rejected_naming_both() -> None:
-    with pytest.raises(msgspec.ValidationError) as info:
-        decode_settings(b'{"sleepArchiveDays": 30, "sleepCompressDays": 10}')
-    assert "sleepCompressDays (10)" in str(info.value)
-    assert "sleepArchiveDays (30)" in str(info.value)
+    with pytest.raises(ValidationFailed) as info:
+        effective_sleep({"sleepArchiveDays": 30, "sleepCompressDays": 10}, {})
+    assert "sleepCompressDays (10)" in info.value.description
+    assert "sleepArchiveDays (30)" in info.value.description
 
 
 def test_owner_layer_overrides_global_key_by_key() -> None:
-    settings = resolve_settings(
+    settings = effective_sleep(
         {"sleepModeEnabled": True, "sleepIdleMinutes": 15, "sleepLlmModel": "global-model"},
         {"sleepIdleMinutes": 2, "sleepLlmModel": None},
     )
