@@ -35,13 +35,13 @@ hash is still the embedded one.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 import asyncpg
 import numpy as np
+from cachetools import TTLCache
 from msgspec import UNSET, UnsetType
 from pgvector import Vector
 
@@ -70,6 +70,7 @@ DEFAULT_EXACT_MAX_ROWS = 5_000
 _WRITE_CHUNK = 500
 _PROBE_CHUNK = 128
 _SIZE_TTL_S = 60.0
+_SIZE_OWNERS = 10_000  # (signature, owner) sizes kept per process, least recently used dropped
 _BUILD_TIMEOUT_S = 6 * 3600.0  # an HNSW build over a large table takes minutes (35-60 s per 100k rows)
 
 _CONNECTION_ERRORS = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, TimeoutError)
@@ -95,7 +96,7 @@ class PgVectorStore:
         self.ef_search = ef_search
         self.max_scan_tuples = max_scan_tuples
         self._dims: dict[str, int] = {}
-        self._large: dict[tuple[str, str], tuple[bool, float]] = {}
+        self._large: TTLCache[tuple[str, str], bool] = TTLCache(_SIZE_OWNERS, _SIZE_TTL_S)
         self._sessions_tuned: bool | None = None  # the pool's connections carry session_settings?
 
     # -- preparation ------------------------------------------------------------------
@@ -314,15 +315,12 @@ class PgVectorStore:
         """Whether the owner has more than ``exact_max_rows`` vectors (bounded count, cached 60 s)."""
         key = (signature, owner)
         cached = self._large.get(key)
-        now = time.monotonic()
-        if cached is not None and now - cached[1] < _SIZE_TTL_S:
-            return cached[0]
+        if cached is not None:
+            return cached
         async with self._conn() as conn:
             n = await conn.fetchval(sql.BOUNDED_COUNT, signature, owner, self.exact_max_rows + 1)
         large = int(n) > self.exact_max_rows
-        if len(self._large) > 10_000:
-            self._large.clear()
-        self._large[key] = (large, now)
+        self._large[key] = large
         return large
 
     async def _hnsw_fetch(self, conn: asyncpg.Connection, text: str, *args: Any) -> list[asyncpg.Record]:
