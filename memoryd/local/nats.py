@@ -10,7 +10,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from memoryd.local.process import free_port, port_in_use, spawn, stop_process, wait_for_port
+from memoryd.local.process import free_port, port_in_use, spawn, start_on_free_port, stop_process, wait_for_port
 from shared.errors import ConfigError
 
 MAX_PAYLOAD = 16 * 1024 * 1024  # lets oversize requests reach the services, which answer 413
@@ -75,7 +75,8 @@ class EmbeddedNats:
         self.store_dir.mkdir(parents=True, exist_ok=True)
         if self.requested_port and port_in_use(self.host, self.requested_port):
             raise ConfigError("--nats-port", f"port {self.requested_port} on {self.host} is already in use")
-        for _attempt in range(3):
+
+        def start_once() -> bool:
             self.port = self.requested_port or free_port(self.host)
             conf = self.store_dir / "nats.conf"
             conf.write_text(self.config_text())
@@ -83,10 +84,12 @@ class EmbeddedNats:
             proc = spawn([str(nats_server_binary()), "-c", str(conf)], stdout=log, stderr=log)
             self._proc = proc
             if wait_for_port(self.host, self.port, timeout, proc):
-                return self.url
+                return True
             stop_process(proc)
-            if self.requested_port:
-                break
+            return False
+
+        if start_on_free_port(start_once, fixed_port=bool(self.requested_port)):
+            return self.url
         raise ConfigError("nats-server", f"did not start; see {self.store_dir / 'nats.log'}")
 
     def stop(self) -> None:

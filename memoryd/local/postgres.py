@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memoryd.local.process import free_port, port_in_use, spawn, stop_process, wait_for_port
+from memoryd.local.process import free_port, port_in_use, spawn, start_on_free_port, stop_process, wait_for_port
 from shared.errors import ConfigError
 
 SYSTEM_USER = "embedded_postgres"
@@ -105,7 +105,8 @@ class EmbeddedPostgres:
         if self.requested_port and port_in_use(self.host, self.requested_port):
             raise ConfigError("--pg-port", f"port {self.requested_port} on {self.host} is already in use")
         stale = self.pgdata / "postmaster.pid"
-        for _attempt in range(3):
+
+        def start_once() -> bool:
             self.port = self.requested_port or free_port(self.host)
             argv = [
                 str(_bin_dir() / "postgres"),
@@ -128,10 +129,12 @@ class EmbeddedPostgres:
             proc = spawn(argv, death_signal=signal.SIGINT, stdout=log, stderr=log, **self._user_kwargs())
             self._proc = proc
             if wait_for_port(self.host, self.port, timeout, proc) and self._wait_ready(timeout, proc):
-                return self.dsn()
+                return True
             stop_process(proc, signal.SIGINT)
-            if self.requested_port:
-                break
+            return False
+
+        if start_on_free_port(start_once, fixed_port=bool(self.requested_port)):
+            return self.dsn()
         tail = (self.pgdata / "server.log").read_text(errors="replace")[-2000:]
         raise ConfigError("postgres", f"did not start (stale {stale.name}: {stale.exists()}); log tail:\n{tail}")
 

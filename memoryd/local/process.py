@@ -1,4 +1,4 @@
-"""Child processes that die with their parent, and waiting for a TCP port."""
+"""Child processes that die with their parent, waiting for a TCP port, starting on a free one."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import subprocess
 import time
 from collections.abc import Callable
 from typing import Any
+
+from tenacity import Retrying, retry_if_result, stop_after_attempt
 
 _PR_SET_PDEATHSIG = 1
 
@@ -76,3 +78,15 @@ def stop_process(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM, timeo
             proc.kill()
             proc.wait(5)
     return proc.returncode
+
+
+def start_on_free_port(start_once: Callable[[], bool], *, fixed_port: bool, attempts: int = 3) -> bool:
+    """Call ``start_once`` until it reports a started server: up to ``attempts`` times, since a
+    port found free can be taken before the server binds it (each call picks a new one), or
+    once for a port the user asked for. False when no attempt started it."""
+    retrying = Retrying(
+        stop=stop_after_attempt(1 if fixed_port else attempts),
+        retry=retry_if_result(lambda started: not started),
+        retry_error_callback=lambda _state: False,
+    )
+    return bool(retrying(start_once))

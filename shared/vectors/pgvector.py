@@ -159,7 +159,9 @@ class PgVectorStore:
                 dim,
                 signature,
             )
-            for attempt in (1, 2):  # a memory deleted between the join and the FK check
+            # a memory deleted between the join and the FK check: one immediate re-run (kept by hand:
+            # the embed write path, no backoff to wait out)
+            for attempt in (1, 2):
                 try:
                     async with self._conn() as conn:
                         written += len(await conn.fetch(statement, *args))
