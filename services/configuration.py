@@ -17,7 +17,14 @@ import msgspec
 from msgspec import inspect as mi
 
 from shared.settings import engine as engine_settings
-from shared.settings.env import DATA_ENV_PREFIX, SERVICE_ENV_PREFIXES, DataConfig, ServiceConfig, env_name
+from shared.settings.env import (
+    DATA_ENV_PREFIX,
+    SERVICE_ENV_PREFIXES,
+    ClientConfig,
+    DataConfig,
+    ServiceConfig,
+    env_name,
+)
 from shared.settings.memory import MemorySettings
 from shared.settings.reference import Row, rows, table
 from shared.settings.sleep import SleepSettings
@@ -68,14 +75,16 @@ def _environment() -> list[str]:
         shared += _env_rows(type(getattr(ServiceConfig(), part)), prefix)
     out += ["", table(shared), ""]
     seen = {r.name: "every service" for r in shared}
-    data = _env_rows(DataConfig, DATA_ENV_PREFIX)
-    out += ["### The `memoryd` command", ""]
+    data = _env_rows(DataConfig, DATA_ENV_PREFIX) + _env_rows(ClientConfig, DATA_ENV_PREFIX)
+    out += ["### Applications and the `memoryd` command", ""]
     out.append(
-        "`memoryd up` keeps its state here; the client commands find a running stack through it "
-        "(or `MEMORYD_NATS_URL` above)."
+        "`memoryd up` keeps its state in the data directory. Without arguments, an application's "
+        "`MemoryClient.connect()` and the client commands find a running stack through "
+        "`MEMORYD_NATS_CREDENTIALS` and/or `MEMORYD_NATS_URL` (above; the URL wins over the file's), "
+        "else the data directory's `client.json`."
     )
     out += ["", table(data), ""]
-    seen.update((r.name, "the `memoryd` command") for r in data)
+    seen.update((r.name, "applications and the `memoryd` command") for r in data)
     for name, env in service_env().items():
         own: list[Row] = []
         again: list[str] = []

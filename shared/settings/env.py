@@ -117,6 +117,14 @@ class DataConfig(msgspec.Struct, frozen=True, kw_only=True):
 DATA_ENV_PREFIX = "MEMORYD_"
 
 
+class ClientConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """How an application's ``MemoryClient.connect()`` finds NATS without arguments
+    (``memoryd.credentials`` reads it, with ``MEMORYD_NATS_URL`` and the data directory)."""
+
+    #: a credentials file (JSON url, user, password, inbox prefix, owners), e.g. `<data-dir>/client.json`
+    nats_credentials: str | None = None
+
+
 class ServiceConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Everything a service process needs, one Struct per concern."""
 
