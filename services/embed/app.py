@@ -22,7 +22,7 @@ from collections.abc import Mapping
 import msgspec
 
 from services.embed.engine_switch import EngineSwitch, locations, source_info, startup_engine
-from shared.bus.consumer import ConsumerSpec, PullConsumer
+from shared.bus.consumer import PullConsumer, consumer_spec
 from shared.schemas import RPC_OPS, EmbedJob
 from shared.service import ServiceContext
 from shared.settings.engine import EMBED_ENV_PREFIX
@@ -30,7 +30,6 @@ from shared.settings.env import DATA_ENV_PREFIX, DataConfig, load
 from shared.settings.memory import GLOBAL_OWNER
 from shared.settings.store import read_values
 from shared.settings.watch import follow_global_settings
-from shared.subjects import EMBED_CONSUMER, EMBED_JOBS, JOBS_STREAM
 from shared.vectors.open_stores import open_for
 
 from .cache import VectorCache
@@ -117,15 +116,7 @@ async def setup(ctx: ServiceContext) -> None:
 
     await ctx.rpc.add(RPC_OPS["embed"], queries.embed)
     await ctx.rpc.add(RPC_OPS["reindex"], sigs.reindex)
-    spec = ConsumerSpec(
-        stage="embed",
-        stream=JOBS_STREAM,
-        durable=EMBED_CONSUMER,
-        subject=EMBED_JOBS,
-        max_deliver=ctx.config.nats.max_deliver,
-        ack_wait_s=ctx.config.nats.ack_wait_s,
-        batch=settings.batch_max,
-    )
+    spec = consumer_spec("embed", ctx.config.nats, batch=settings.batch_max)
     for i in range(settings.pipeline):
         ctx.spawn(PullConsumer(ctx.js, spec, EmbedJob, jobs.handle).run(ctx.stop), f"embed-jobs-{i}")
     ctx.spawn(sigs.watch(ctx.stop, settings.meta_poll_s, engine.tick), "embed-signatures")

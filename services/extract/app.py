@@ -16,13 +16,12 @@ import msgspec
 
 from services.extract.adapters.llm import LlmExtractor
 from services.extract.logic.llm_facts import MAX_INPUT_BYTES
-from shared.bus.consumer import ConsumerSpec, JobContext, PullConsumer
+from shared.bus.consumer import JobContext, PullConsumer, consumer_spec
 from shared.llm import LlmClient
 from shared.schemas import ExtractJob
 from shared.service import ServiceContext
 from shared.settings.cache import SettingsCache
 from shared.settings.env import load
-from shared.subjects import EXTRACT_CONSUMER, EXTRACT_JOBS, JOBS_STREAM
 
 from .handlers import ExtractDeps, handle_extract
 
@@ -78,13 +77,5 @@ async def setup(ctx: ServiceContext) -> None:
     async def handle(job: ExtractJob, _job_ctx: JobContext) -> None:
         await handle_extract(job, deps)
 
-    spec = ConsumerSpec(
-        stage="extract",
-        stream=JOBS_STREAM,
-        durable=EXTRACT_CONSUMER,
-        subject=EXTRACT_JOBS,
-        max_deliver=ctx.config.nats.max_deliver,
-        ack_wait_s=ctx.config.nats.ack_wait_s,
-        batch=settings.batch,
-    )
+    spec = consumer_spec("extract", ctx.config.nats, batch=settings.batch)
     ctx.spawn(PullConsumer(ctx.js, spec, ExtractJob, handle).run(ctx.stop), "extract-consumer")

@@ -22,8 +22,8 @@ from services.ingest.handlers.lifecycle import LifecycleApi
 from services.ingest.handlers.memory import MemoryApi
 from services.ingest.handlers.settings import SettingsApi
 from services.ingest.logic.chat import ActivityThrottle
-from shared.bus.consumer import PullConsumer
-from shared.bus.provision import ensure_activity_bucket, ingest_consumer
+from shared.bus.consumer import PullConsumer, consumer_spec
+from shared.bus.provision import ensure_activity_bucket
 from shared.llm import LlmClient
 from shared.schemas import RPC_OPS
 from shared.schemas.events import ChatEvent
@@ -89,7 +89,7 @@ async def setup(ctx: ServiceContext) -> None:
             stores.external = opened.external
 
     await MemoryApi(stores, publisher).register(ctx.rpc)
-    spec = ingest_consumer(ctx.config.nats, settings.batch)
+    spec = consumer_spec("ingest", ctx.config.nats, batch=settings.batch)
     cache = SettingsCache(ctx.db, ttl_s=settings.settings_ttl_s)
     await cache.start(ctx.nc)
     ctx.closers.append(cache.stop)

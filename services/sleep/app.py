@@ -15,7 +15,7 @@ from services.sleep.config import SleepServiceConfig
 from services.sleep.context import Deps
 from services.sleep.handlers import SleepApi
 from services.sleep.scheduler import Scheduler
-from shared.bus.consumer import ConsumerSpec, PullConsumer
+from shared.bus.consumer import PullConsumer, consumer_spec
 from shared.bus.provision import ensure_activity_bucket
 from shared.llm import LlmClient
 from shared.schemas import RPC_OPS
@@ -25,7 +25,6 @@ from shared.settings.env import load
 from shared.settings.memory import GLOBAL_OWNER
 from shared.settings.store import read_values
 from shared.settings.watch import follow_global_settings
-from shared.subjects import SLEEP_CONSUMER, SLEEP_JOBS, SLEEP_STREAM
 from shared.vectors.open_stores import LiveStores
 
 NEEDS_DB = True
@@ -37,20 +36,6 @@ ENV = {SLEEP_ENV_PREFIX: SleepServiceConfig}
 def load_settings(env: Mapping[str, str]) -> SleepServiceConfig:
     """``MEMORYD_SLEEP_*`` (``ConfigError`` naming a bad one)."""
     return load(SleepServiceConfig, SLEEP_ENV_PREFIX, env)
-
-
-def consumer_spec(cfg: SleepServiceConfig, max_deliver: int) -> ConsumerSpec:
-    """One durable consumer, one job in flight across every replica."""
-    return ConsumerSpec(
-        stage="sleep",
-        stream=SLEEP_STREAM,
-        durable=SLEEP_CONSUMER,
-        subject=SLEEP_JOBS,
-        max_deliver=max_deliver,
-        ack_wait_s=cfg.ack_wait_s,
-        max_ack_pending=1,
-        batch=1,
-    )
 
 
 async def setup(ctx: ServiceContext) -> None:
@@ -84,7 +69,9 @@ async def setup(ctx: ServiceContext) -> None:
     api = SleepApi(deps)
     await ctx.rpc.add(RPC_OPS["sleep.run"], api.run)
     await ctx.rpc.add(RPC_OPS["sleep.status"], api.status)
-    consumer = PullConsumer(ctx.js, consumer_spec(cfg, ctx.config.nats.max_deliver), SleepRun, api.on_job)
+    # one durable consumer, one job in flight across every replica
+    spec = consumer_spec("sleep", ctx.config.nats, batch=1, ack_wait_s=cfg.ack_wait_s, max_ack_pending=1)
+    consumer = PullConsumer(ctx.js, spec, SleepRun, api.on_job)
     ctx.spawn(consumer.run(ctx.stop), "sleep-consumer")
     if cfg.scheduler:
         ctx.spawn(Scheduler(deps).run(ctx.stop), "sleep-scheduler")

@@ -29,11 +29,13 @@ from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
+from .. import subjects as s
 from ..codec import decode, encode
 from ..errors import DependencyDown, TooLarge, ValidationFailed
 from ..observability.logging import get_logger
 from ..observability.metrics import DLQ_MESSAGES, JOB_SECONDS, JOBS, QUEUE_LAG
 from ..schemas import DeadLetter
+from ..settings.env import NatsConfig
 from ..subjects import dlq_subject
 
 log = get_logger(__name__)
@@ -77,6 +79,40 @@ class ConsumerSpec:
     ack_wait_s: float = 30.0
     max_ack_pending: int = 1000
     batch: int = 32
+
+
+#: Where each stage's durable consumer reads: (stream, durable, filter subject).
+STAGES: dict[str, tuple[str, str, str]] = {
+    # mem.v1.events.chat and the owner-bound mem.v1.events.chat.<owner>
+    "ingest": (s.EVENTS_STREAM, s.INGEST_CONSUMER, s.EVENTS_SUBJECTS[0]),
+    "extract": (s.JOBS_STREAM, s.EXTRACT_CONSUMER, s.EXTRACT_JOBS),
+    "embed": (s.JOBS_STREAM, s.EMBED_CONSUMER, s.EMBED_JOBS),
+    "sleep": (s.SLEEP_STREAM, s.SLEEP_CONSUMER, s.SLEEP_JOBS),
+}
+
+
+def consumer_spec(
+    stage: str,
+    nats: NatsConfig,
+    *,
+    batch: int = 32,
+    ack_wait_s: float | None = None,
+    max_ack_pending: int = 1000,
+) -> ConsumerSpec:
+    """The durable consumer of ``stage``: its stream, durable and subject, the process's delivery policy.
+
+    ``ack_wait_s`` defaults to ``MEMORYD_NATS_ACK_WAIT_S``; a stage whose jobs run long passes its own."""
+    stream, durable, subject = STAGES[stage]
+    return ConsumerSpec(
+        stage=stage,
+        stream=stream,
+        durable=durable,
+        subject=subject,
+        max_deliver=nats.max_deliver,
+        ack_wait_s=nats.ack_wait_s if ack_wait_s is None else ack_wait_s,
+        max_ack_pending=max_ack_pending,
+        batch=batch,
+    )
 
 
 def consumer_config(spec: ConsumerSpec) -> ConsumerConfig:

@@ -27,7 +27,7 @@ from nats.js.kv import KeyValue
 from shared.settings.env import NatsConfig
 
 from .. import subjects as s
-from .consumer import ConsumerSpec, consumer_config
+from .consumer import consumer_config, consumer_spec
 
 DAY = 86_400.0
 
@@ -65,19 +65,6 @@ def stream_configs(cfg: NatsConfig) -> list[StreamConfig]:
     ]
 
 
-def ingest_consumer(cfg: NatsConfig, batch: int = 32) -> ConsumerSpec:
-    """Ingest's durable consumer of chat events (plain and owner-bound subjects)."""
-    return ConsumerSpec(
-        stage="ingest",
-        stream=s.EVENTS_STREAM,
-        durable=s.INGEST_CONSUMER,
-        subject=s.EVENTS_SUBJECTS[0],  # mem.v1.events.chat and owner-bound mem.v1.events.chat.<owner>
-        max_deliver=cfg.max_deliver,
-        ack_wait_s=cfg.ack_wait_s,
-        batch=batch,
-    )
-
-
 async def ensure_streams(js: JetStreamContext, cfg: NatsConfig) -> None:
     """Create each stream, or update it to the desired configuration; then ingest's consumer."""
     for conf in stream_configs(cfg):
@@ -91,7 +78,7 @@ async def ensure_streams(js: JetStreamContext, cfg: NatsConfig) -> None:
             except BadRequestError:  # created concurrently by another service
                 pass
         await js.update_stream(conf)
-    spec = ingest_consumer(cfg)
+    spec = consumer_spec("ingest", cfg)
     try:
         await js.consumer_info(spec.stream, spec.durable)
     except NotFoundError:
