@@ -49,6 +49,13 @@ class PhaseResult(msgspec.Struct, kw_only=True, rename="camel"):
         self.batches_failed = 1
         self.status, self.reason = "failed", f"LLM batch failed: {exc}"[:500]
 
+    def add(self, counts: Self) -> None:
+        """Add the counters of ``counts`` (what a phase's pure plan counted) to this accumulator."""
+        for name in counts.__struct_fields__:
+            value = getattr(counts, name)
+            if isinstance(value, int) and not isinstance(value, bool):
+                setattr(self, name, getattr(self, name) + value)
+
     def inputs(self) -> int:
         return 0
 

@@ -33,6 +33,7 @@ import msgspec
 from services.sleep.logic.llm_reply import convert_items, decode_llm_json, reply_items
 from services.sleep.logic.relations import Entity
 from services.sleep.logic.traits import ExistingTrait, TraitPattern, plan_trait, trait_key
+from services.sleep.receipt import AffectiveResult
 
 OCCASION: Final = "occasion"
 TRAIT: Final = "trait"
@@ -103,18 +104,7 @@ class AffectivePlan(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     edge_updates: tuple[AffectiveEdgeUpdate, ...]
     trait_patterns: tuple[TraitPattern, ...]
     dropped: tuple[DroppedCandidate, ...]
-    candidates: int = 0
-    fake_evidence: int = 0
-    downgraded: int = 0
-    merged: int = 0
-    merge_unchanged: int = 0
-    combined: int = 0
-    created: int = 0
-    cap_skipped: int = 0
-    traits_created: int = 0
-    traits_refreshed: int = 0
-    traits_unchanged: int = 0
-    promoted: int = 0
+    counts: AffectiveResult  # every counter but entities and malformed (the phase counts those)
 
 
 @dataclass
@@ -370,16 +360,19 @@ def _plan(
         edge_updates=updates,
         trait_patterns=tuple(patterns),
         dropped=tuple(dropped),
-        candidates=candidates,
-        fake_evidence=tally["fake"],
-        downgraded=tally["downgraded"],
-        merged=tally["merged"],
-        merge_unchanged=tally["unchanged"],
-        combined=tally["combined"],
-        created=tally["created"],
-        cap_skipped=tally["capped"],
-        traits_created=len(patterns) - len(refreshed),
-        traits_refreshed=len(refreshed),
-        traits_unchanged=sum(1 for p in refreshed if p.previous_content is None),
-        promoted=promoted,
+        counts=AffectiveResult(
+            candidates=candidates,
+            dropped=len(dropped),
+            fake_evidence=tally["fake"],
+            downgraded=tally["downgraded"],
+            merged=tally["merged"],
+            merge_unchanged=tally["unchanged"],
+            combined=tally["combined"],
+            created=tally["created"],
+            cap_skipped=tally["capped"],
+            traits_created=len(patterns) - len(refreshed),
+            traits_refreshed=len(refreshed),
+            traits_unchanged=sum(1 for p in refreshed if p.previous_content is None),
+            promoted=promoted,
+        ),
     )

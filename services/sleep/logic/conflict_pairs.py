@@ -24,6 +24,8 @@ from datetime import datetime, timedelta
 
 import msgspec
 
+from services.sleep.receipt import ConflictResult
+
 PairKey = tuple[str, str]
 
 
@@ -70,14 +72,9 @@ class PairSelection(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     """Selected pairs split into batches, with a counter for every step."""
 
     batches: tuple[tuple[ConflictPair, ...], ...]
-    candidates: int = 0
-    below_threshold: int = 0
-    missing: int = 0
-    suppressed: int = 0
-    ledger_skipped: int = 0
-    dedupe_skipped: int = 0
-    per_run_skipped: int = 0
-    pairs: int = 0
+    #: candidates, below_threshold, missing, suppressed, ledger_skipped, dedupe_skipped,
+    #: per_run_skipped, pairs: the phase's receipt counters, filled here
+    counts: ConflictResult
     #: Pairs that passed every filter but wait for a later run: lost to the one-pair-per-memory
     #: rule or past the per-run cap (the caller may keep them for the next run).
     leftovers: tuple[ConflictPair, ...] = ()
@@ -175,14 +172,16 @@ def select_pairs(
         chosen = chosen[:max_pairs_per_run]
     return PairSelection(
         batches=_chunks(chosen, max_pairs_per_batch),
-        candidates=len(folded),
-        per_run_skipped=per_run_skipped,
-        pairs=len(chosen),
-        below_threshold=counts["below_threshold"],
-        missing=counts["missing"],
-        suppressed=counts["suppressed"],
-        ledger_skipped=counts["ledger_skipped"],
-        dedupe_skipped=counts["dedupe_skipped"],
+        counts=ConflictResult(
+            candidates=len(folded),
+            per_run_skipped=per_run_skipped,
+            pairs=len(chosen),
+            below_threshold=counts["below_threshold"],
+            missing=counts["missing"],
+            suppressed=counts["suppressed"],
+            ledger_skipped=counts["ledger_skipped"],
+            dedupe_skipped=counts["dedupe_skipped"],
+        ),
         leftovers=tuple(leftovers),
     )
 

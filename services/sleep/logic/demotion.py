@@ -19,6 +19,8 @@ from typing import Final
 
 import msgspec
 
+from services.sleep.receipt import DemotionResult
+
 ACTIVE: Final = "active"
 SUMMARY: Final = "summary"
 ARCHIVED: Final = "archived"
@@ -51,8 +53,7 @@ class DemotionPlan(msgspec.Struct, frozen=True, kw_only=True):
 
     to_summary: tuple[SummaryDemotion, ...]
     to_archive: tuple[str, ...]
-    scanned: int = 0
-    global_skipped: int = 0
+    counts: DemotionResult  # scanned, global_skipped
 
 
 def short_summary(content: str, limit: int = SUMMARY_CHARS) -> str:
@@ -102,8 +103,7 @@ def demotion_plan(
     return DemotionPlan(
         to_summary=tuple(to_summary),
         to_archive=tuple(to_archive),
-        scanned=scanned,
-        global_skipped=global_skipped,
+        counts=DemotionResult(scanned=scanned, global_skipped=global_skipped),
     )
 
 

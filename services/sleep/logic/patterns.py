@@ -20,6 +20,7 @@ from typing import Final
 import msgspec
 
 from services.sleep.logic.llm_reply import convert_items, decode_llm_json, reply_items
+from services.sleep.receipt import PatternResult
 
 PATTERN_KEY_PREFIX: Final = "pattern:"
 
@@ -74,13 +75,8 @@ class PatternRefresh(msgspec.Struct, frozen=True, kw_only=True):
 class PatternPlan(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     creates: tuple[PatternCreate, ...]
     refreshes: tuple[PatternRefresh, ...]
-    proposed: int = 0
-    dropped_invalid: int = 0
-    dropped_no_evidence: int = 0
-    evidence_filtered: int = 0
-    duplicate_title: int = 0
-    cap_skipped: int = 0
-    unchanged: int = 0
+    #: proposed, dropped_*, evidence_filtered, duplicate_title, cap_skipped, unchanged
+    counts: PatternResult
 
 
 def title_key(title: str) -> str:
@@ -165,11 +161,13 @@ def validate_patterns(
     return PatternPlan(
         creates=tuple(creates),
         refreshes=tuple(refreshes),
-        proposed=proposed,
-        dropped_invalid=dropped_invalid,
-        dropped_no_evidence=dropped_no_evidence,
-        evidence_filtered=filtered,
-        duplicate_title=duplicates,
-        cap_skipped=capped,
-        unchanged=sum(1 for r in refreshes if not r.text_changed),
+        counts=PatternResult(
+            proposed=proposed,
+            dropped_invalid=dropped_invalid,
+            dropped_no_evidence=dropped_no_evidence,
+            evidence_filtered=filtered,
+            duplicate_title=duplicates,
+            cap_skipped=capped,
+            unchanged=sum(1 for r in refreshes if not r.text_changed),
+        ),
     )

@@ -17,6 +17,8 @@ from typing import Final
 
 import msgspec
 
+from services.sleep.receipt import RelationResult
+
 RELATED_TO: Final = "related_to"
 PART_OF: Final = "part_of"
 DEPENDS_ON: Final = "depends_on"
@@ -57,15 +59,7 @@ class NewEdge(msgspec.Struct, frozen=True, kw_only=True):
 
 class RelationPlan(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     new_edges: tuple[NewEdge, ...]
-    entities: int = 0
-    orphans: int = 0
-    co_occurrences: int = 0
-    unknown_entity: int = 0
-    below_min: int = 0
-    not_orphan: int = 0
-    duplicate: int = 0
-    capped: int = 0
-    cycle_downgraded: int = 0
+    counts: RelationResult  # every counter but `created` (the phase counts the rows it wrote)
 
 
 def reaches(graph: Mapping[str, set[str]], start: str, goal: str) -> bool:
@@ -141,15 +135,17 @@ def complete_relations(
             added[end] = added.get(end, 0) + 1
     return RelationPlan(
         new_edges=tuple(new_edges),
-        entities=len(ids),
-        orphans=len(orphans),
-        co_occurrences=counts["co"],
-        unknown_entity=counts["unknown"],
-        below_min=counts["below"],
-        not_orphan=counts["not_orphan"],
-        duplicate=counts["duplicate"],
-        capped=counts["capped"],
-        cycle_downgraded=counts["cycle"],
+        counts=RelationResult(
+            entities=len(ids),
+            orphans=len(orphans),
+            co_occurrences=counts["co"],
+            unknown_entity=counts["unknown"],
+            below_min=counts["below"],
+            not_orphan=counts["not_orphan"],
+            duplicate=counts["duplicate"],
+            capped=counts["capped"],
+            cycle_downgraded=counts["cycle"],
+        ),
     )
 
 

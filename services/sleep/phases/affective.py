@@ -70,25 +70,6 @@ async def _prompt_entities(rc: RunContext, entities: list[Entity], pool: list[Po
     return [PromptEntity(id=e.id, name=e.name, kind=e.kind) for e in chosen[:MAX_PROMPT_ENTITIES]]
 
 
-def _count(result: AffectiveResult, plan: AffectivePlan) -> None:
-    result.dropped = len(plan.dropped)
-    for name in (
-        "candidates",
-        "fake_evidence",
-        "downgraded",
-        "merged",
-        "merge_unchanged",
-        "combined",
-        "created",
-        "cap_skipped",
-        "traits_created",
-        "traits_refreshed",
-        "traits_unchanged",
-        "promoted",
-    ):
-        setattr(result, name, getattr(plan, name))
-
-
 async def _apply(rc: RunContext, plan: AffectivePlan) -> list[Embed]:
     embeds: list[Embed] = []
     run_id = uuid.UUID(rc.run_id)
@@ -196,5 +177,5 @@ async def run(rc: RunContext, result: AffectiveResult) -> None:
         trait_min_sessions=settings.sleep_affective_trait_min_sessions,
         max_relations_per_run=settings.sleep_affective_max_relations_per_run,
     )
-    _count(result, plan)
+    result.add(plan.counts)
     await rc.publish_embeds(await _apply(rc, plan))

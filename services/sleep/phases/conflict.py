@@ -96,9 +96,7 @@ async def run(rc: RunContext, result: ConflictResult) -> None:
         max_pairs_per_run=settings.sleep_conflict_max_pairs_per_run,
         max_pairs_per_batch=settings.sleep_conflict_max_pairs,
     )
-    for name in ("candidates", "below_threshold", "missing", "suppressed", "ledger_skipped", "dedupe_skipped"):
-        setattr(result, name, getattr(selection, name))
-    result.per_run_skipped, result.pairs = selection.per_run_skipped, selection.pairs
+    result.add(selection.counts)
     later: list[ConflictPair] = list(selection.leftovers)
     errors: list[str] = []
     for batch in selection.batches:

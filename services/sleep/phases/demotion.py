@@ -96,8 +96,7 @@ async def run(rc: RunContext, result: DemotionResult) -> None:
         plan = demotion_plan(
             _candidates(rows), rc.snapshot_at, settings.sleep_archive_days, settings.sleep_compress_days
         )
-        result.scanned += plan.scanned
-        result.global_skipped += plan.global_skipped
+        result.add(plan.counts)
         summarized, archived, recalled = await apply_plan(rc, plan)
         result.summarized += len(summarized)
         result.archived += len(archived)

@@ -58,16 +58,7 @@ async def run(rc: RunContext, result: PatternResult) -> None:
         return
     plan = validate_patterns(reply.proposals, {m.id for m in pool}, settings.sleep_max_pattern_per_run, existing)
     result.malformed = reply.malformed
-    for name in (
-        "proposed",
-        "dropped_invalid",
-        "dropped_no_evidence",
-        "evidence_filtered",
-        "duplicate_title",
-        "cap_skipped",
-        "unchanged",
-    ):
-        setattr(result, name, getattr(plan, name))
+    result.add(plan.counts)
     embeds: list[Embed] = []
     async with rc.pool.acquire() as conn, conn.transaction():
         for create in plan.creates:

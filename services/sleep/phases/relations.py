@@ -76,18 +76,7 @@ async def run(rc: RunContext, result: RelationResult) -> None:
         min_count=rc.cfg.relation_min_count,
         max_edges_per_entity=rc.cfg.relation_max_edges,
     )
-    for name in (
-        "entities",
-        "orphans",
-        "co_occurrences",
-        "unknown_entity",
-        "below_min",
-        "not_orphan",
-        "duplicate",
-        "capped",
-        "cycle_downgraded",
-    ):
-        setattr(result, name, getattr(plan, name))
+    result.add(plan.counts)
     if not plan.new_edges:
         return
     await rc.checkpoint()

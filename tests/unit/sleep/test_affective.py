@@ -121,8 +121,8 @@ def test_candidates_need_real_entities_evidence_and_emotion() -> None:
     (edge,) = plan.new_edges
     assert edge.evidence == ("m1",)
     assert (edge.person_id, edge.target_id, edge.emotion) == ("e-alice", "e-deploy", "anxiety")
-    assert plan.fake_evidence == 3
-    assert plan.candidates == 6
+    assert plan.counts.fake_evidence == 3
+    assert plan.counts.candidates == 6
 
 
 def test_entities_resolve_by_id_or_case_insensitive_name() -> None:
@@ -132,7 +132,7 @@ def test_entities_resolve_by_id_or_case_insensitive_name() -> None:
 
 def test_trait_spanning_two_sessions_is_downgraded_with_min_three() -> None:
     plan = run([cand("trait", ("m1", "m2", "m3"))])  # sessions s1, s2
-    assert plan.downgraded == 1
+    assert plan.counts.downgraded == 1
     assert plan.trait_patterns == ()
     (edge,) = plan.new_edges
     assert edge.session_count == 2
@@ -141,14 +141,14 @@ def test_trait_spanning_two_sessions_is_downgraded_with_min_three() -> None:
 
 def test_trait_with_min_two_is_confirmed_for_the_same_evidence() -> None:
     plan = run([cand("trait", ("m1", "m3"))], min_sessions=2)
-    assert plan.downgraded == 0
+    assert plan.counts.downgraded == 0
     (pattern,) = plan.trait_patterns
     assert pattern.session_count == 2
 
 
 def test_sessionless_memories_add_no_session() -> None:
     plan = run([cand("trait", ("m1", "m3", "n1"))])
-    assert plan.downgraded == 1
+    assert plan.counts.downgraded == 1
     assert plan.new_edges[0].session_count == 2
 
 
@@ -169,7 +169,7 @@ def test_occasion_merges_into_edge_whose_sessions_intersect() -> None:
     assert update.sessions == ("s1", "s2")
     assert update.session_count == 2
     assert update.last_merged_run_id == "run-7"
-    assert plan.merged == 1
+    assert plan.counts.merged == 1
 
 
 def test_occasion_with_disjoint_sessions_or_other_emotion_is_a_new_edge() -> None:
@@ -182,7 +182,7 @@ def test_occasion_with_disjoint_sessions_or_other_emotion_is_a_new_edge() -> Non
         sessions=("s1",),
     )
     plan = run([cand(evidence=("m5",)), cand(evidence=("m1",), emotion="joy")], [existing])
-    assert plan.merged == 0
+    assert plan.counts.merged == 0
     assert [(e.emotion, e.sessions) for e in plan.new_edges] == [
         ("anxiety", ("s3",)),
         ("joy", ("s1",)),
@@ -207,10 +207,10 @@ def test_merges_happen_before_the_per_run_cap() -> None:
         [existing],
         cap=1,
     )
-    assert plan.merged == 1
+    assert plan.counts.merged == 1
     assert [e.emotion for e in plan.new_edges] == ["joy"]
-    assert plan.cap_skipped == 1
-    assert plan.created == 1
+    assert plan.counts.cap_skipped == 1
+    assert plan.counts.created == 1
 
 
 def test_zero_cap_still_merges() -> None:
@@ -223,9 +223,9 @@ def test_zero_cap_still_merges() -> None:
         sessions=("s1",),
     )
     plan = run([cand(evidence=("m2",)), cand(evidence=("m6",), emotion="joy")], [existing], cap=0)
-    assert plan.merged == 1
+    assert plan.counts.merged == 1
     assert plan.new_edges == ()
-    assert plan.cap_skipped == 1
+    assert plan.counts.cap_skipped == 1
 
 
 def test_confirmed_trait_becomes_pattern_naming_target_and_promotes_occasions() -> None:
@@ -250,8 +250,8 @@ def test_confirmed_trait_becomes_pattern_naming_target_and_promotes_occasions() 
     assert update.trait_session_count == 3
     assert update.session_count == 1  # unchanged
     assert update.evidence == ("m1",)
-    assert plan.promoted == 1
-    assert plan.traits_created == 1
+    assert plan.counts.promoted == 1
+    assert plan.counts.traits_created == 1
     assert plan.new_edges == ()
 
 
@@ -267,7 +267,7 @@ def test_one_person_two_targets_over_threshold_yields_two_patterns() -> None:
         "Alice feels frustration about Flaky tests",
     ]
     assert len({p.key for p in plan.trait_patterns}) == 2
-    assert plan.traits_created == 2
+    assert plan.counts.traits_created == 2
 
 
 def test_replay_with_shuffled_evidence_creates_no_second_edge_and_refreshes() -> None:
@@ -277,7 +277,7 @@ def test_replay_with_shuffled_evidence_creates_no_second_edge_and_refreshes() ->
         cand("trait", ("m2", "m4", "m6"), target="Flaky tests", emotion="frustration"),
     ]
     first = run(batch, run_id="run-1")
-    assert (first.created, first.traits_created) == (2, 1)
+    assert (first.counts.created, first.counts.traits_created) == (2, 1)
     edges, traits = stored(first, []), stored_traits(first, [])
 
     rng = random.Random(7)
@@ -285,10 +285,10 @@ def test_replay_with_shuffled_evidence_creates_no_second_edge_and_refreshes() ->
         shuffled = [msgspec.structs.replace(c, evidence=rng.sample(c.evidence, len(c.evidence))) for c in batch]
         plan = run(shuffled, edges, traits, run_id=f"run-{replay + 2}")
         assert plan.new_edges == ()
-        assert plan.created == 0
-        assert plan.merge_unchanged == 2
-        assert plan.merged == 0
-        assert (plan.traits_created, plan.traits_refreshed, plan.traits_unchanged) == (0, 1, 1)
+        assert plan.counts.created == 0
+        assert plan.counts.merge_unchanged == 2
+        assert plan.counts.merged == 0
+        assert (plan.counts.traits_created, plan.counts.traits_refreshed, plan.counts.traits_unchanged) == (0, 1, 1)
         assert plan.trait_patterns[0].previous_content is None
         edges, traits = stored(plan, edges), stored_traits(plan, traits)
         assert len(edges) == 2
@@ -301,7 +301,7 @@ def test_duplicate_candidates_in_one_reply_fold_into_one_edge() -> None:
     (edge,) = plan.new_edges
     assert edge.evidence == ("m1", "m2", "m3")
     assert edge.session_count == 2
-    assert plan.combined == 1
+    assert plan.counts.combined == 1
 
 
 def test_trait_with_new_evidence_refreshes_text_and_keeps_old_in_history() -> None:
@@ -317,7 +317,7 @@ def test_trait_with_new_evidence_refreshes_text_and_keeps_old_in_history() -> No
     assert pattern.previous_content == "Alice feels anxiety about Friday deploys. old reason"
     assert pattern.content == "Alice feels anxiety about Friday deploys. new reason"
     assert pattern.evidence == ("m1", "m3", "m5", "m6")
-    assert (plan.traits_refreshed, plan.traits_unchanged) == (1, 0)
+    assert (plan.counts.traits_refreshed, plan.counts.traits_unchanged) == (1, 0)
 
 
 def test_parse_reply() -> None:

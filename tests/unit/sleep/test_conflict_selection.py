@@ -65,8 +65,8 @@ def test_threshold_is_inclusive_and_counts_the_rest() -> None:
         memories("a", "b", "c", "d"),
     )
     assert keys(sel) == [("a", "b")]
-    assert sel.candidates == 2
-    assert sel.below_threshold == 1
+    assert sel.counts.candidates == 2
+    assert sel.counts.below_threshold == 1
 
 
 def test_both_directions_and_self_hits_fold_into_one_pair() -> None:
@@ -78,7 +78,7 @@ def test_both_directions_and_self_hits_fold_into_one_pair() -> None:
         ],
         memories("a", "b"),
     )
-    assert sel.candidates == 1
+    assert sel.counts.candidates == 1
     assert [(p.a_id, p.b_id, p.similarity) for p in sel.batches[0]] == [("a", "b", 0.93)]
 
 
@@ -89,7 +89,7 @@ def test_differentiated_pair_with_unchanged_hashes_is_suppressed() -> None:
         differentiated={("a", "b"): ("h-a", "h-b")},
     )
     assert keys(sel) == []
-    assert sel.suppressed == 1
+    assert sel.counts.suppressed == 1
 
 
 def test_differentiated_row_stored_reversed_still_matches() -> None:
@@ -98,14 +98,14 @@ def test_differentiated_row_stored_reversed_still_matches() -> None:
         memories("a", "b"),
         differentiated={("b", "a"): ("h-b", "h-a")},
     )
-    assert sel.suppressed == 1
+    assert sel.counts.suppressed == 1
 
 
 def test_differentiated_pair_with_a_changed_hash_comes_back() -> None:
     mems = {"a": mem("a", content_hash="h-a-edited"), "b": mem("b")}
     sel = select([CandidatePair("a", "b", 0.95)], mems, differentiated={("a", "b"): ("h-a", "h-b")})
     assert keys(sel) == [("a", "b")]
-    assert sel.suppressed == 0
+    assert sel.counts.suppressed == 0
 
 
 def test_ledger_skips_pair_when_neither_side_updated_after_judged_at() -> None:
@@ -113,7 +113,7 @@ def test_ledger_skips_pair_when_neither_side_updated_after_judged_at() -> None:
     mems = {"a": mem("a", T0), "b": mem("b", judged)}  # equal to judged_at is not after
     sel = select([CandidatePair("a", "b", 0.9)], mems, ledger={("b", "a"): judged})
     assert keys(sel) == []
-    assert sel.ledger_skipped == 1
+    assert sel.counts.ledger_skipped == 1
 
 
 def test_ledger_pair_is_rejudged_when_one_side_updated_after_judged_at() -> None:
@@ -121,7 +121,7 @@ def test_ledger_pair_is_rejudged_when_one_side_updated_after_judged_at() -> None
     mems = {"a": mem("a", T0), "b": mem("b", judged + timedelta(microseconds=1))}
     sel = select([CandidatePair("a", "b", 0.9)], mems, ledger={("a", "b"): judged})
     assert keys(sel) == [("a", "b")]
-    assert sel.ledger_skipped == 0
+    assert sel.counts.ledger_skipped == 0
 
 
 def test_ledger_skip_happens_before_the_one_pair_per_memory_dedupe() -> None:
@@ -133,8 +133,8 @@ def test_ledger_skip_happens_before_the_one_pair_per_memory_dedupe() -> None:
         ledger={("a", "b"): T0 + timedelta(days=1)},
     )
     assert keys(sel) == [("a", "c")]
-    assert sel.ledger_skipped == 1
-    assert sel.dedupe_skipped == 0
+    assert sel.counts.ledger_skipped == 1
+    assert sel.counts.dedupe_skipped == 0
 
 
 def test_one_pair_per_memory_highest_similarity_first() -> None:
@@ -149,8 +149,8 @@ def test_one_pair_per_memory_highest_similarity_first() -> None:
         memories("a", "b", "c", "d", "e", "f"),
     )
     assert keys(sel) == [("a", "c"), ("b", "d"), ("e", "f")]
-    assert sel.dedupe_skipped == 2
-    assert sel.pairs == 3
+    assert sel.counts.dedupe_skipped == 2
+    assert sel.counts.pairs == 3
     assert [(p.a_id, p.b_id, p.similarity) for p in sel.leftovers] == [("b", "c", 0.95), ("a", "b", 0.90)]
 
 
@@ -164,15 +164,15 @@ def test_similarity_ties_break_by_ids_deterministically() -> None:
 def test_unknown_memory_is_dropped_and_counted() -> None:
     sel = select([CandidatePair("a", "gone", 0.9)], memories("a"))
     assert keys(sel) == []
-    assert sel.missing == 1
+    assert sel.counts.missing == 1
 
 
 def test_per_run_cap_counts_leftovers_and_batches_split_the_rest() -> None:
     cands = [CandidatePair(f"m{i:02d}a", f"m{i:02d}b", 0.99 - i / 1000) for i in range(10)]
     mems = {m: mem(m) for c in cands for m in (c.a_id, c.b_id)}
     sel = select(cands, mems, per_run=7, per_batch=3)
-    assert sel.pairs == 7
-    assert sel.per_run_skipped == 3
+    assert sel.counts.pairs == 7
+    assert sel.counts.per_run_skipped == 3
     assert [len(b) for b in sel.batches] == [3, 3, 1]
     assert keys(sel)[0] == ("m00a", "m00b")
     assert keys(sel)[-1] == ("m06a", "m06b")
@@ -183,15 +183,15 @@ def test_zero_caps_mean_unlimited() -> None:
     cands = [CandidatePair(f"x{i}", f"y{i}", 0.9) for i in range(20)]
     mems = {m: mem(m) for c in cands for m in (c.a_id, c.b_id)}
     sel = select(cands, mems, per_run=0, per_batch=0)
-    assert sel.pairs == 20
-    assert sel.per_run_skipped == 0
+    assert sel.counts.pairs == 20
+    assert sel.counts.per_run_skipped == 0
     assert [len(b) for b in sel.batches] == [20]
 
 
 def test_nothing_selected_gives_no_batches() -> None:
     sel = select([], {})
     assert sel.batches == ()
-    assert (sel.candidates, sel.pairs) == (0, 0)
+    assert (sel.counts.candidates, sel.counts.pairs) == (0, 0)
 
 
 def test_selected_pair_carries_hashes_and_updated_at_in_normalised_order() -> None:

@@ -45,7 +45,7 @@ def test_thresholds_are_inclusive_and_pick_the_right_state() -> None:
     )
     assert [s.id for s in plan.to_summary] == ["warm", "old"]
     assert list(plan.to_archive) == ["cold", "frozen"]
-    assert plan.scanned == 5
+    assert plan.counts.scanned == 5
     warm = plan.to_summary[0]
     assert warm.full_content == LONG
     assert warm.summary == short_summary(LONG)
@@ -77,8 +77,8 @@ def test_archived_and_global_memories_are_never_touched() -> None:
     )
     assert plan.to_summary == ()
     assert plan.to_archive == ()
-    assert plan.global_skipped == 1
-    assert plan.scanned == 2
+    assert plan.counts.global_skipped == 1
+    assert plan.counts.scanned == 2
 
 
 def test_short_text_is_its_own_summary() -> None:

@@ -45,15 +45,15 @@ def test_fake_evidence_is_filtered_and_patterns_without_real_evidence_dropped() 
         [],
     )
     assert [(c.title, c.evidence) for c in plan.creates] == [("Morning coder", ("m1", "m2"))]
-    assert plan.dropped_no_evidence == 1
-    assert plan.evidence_filtered == 3
-    assert plan.proposed == 2
+    assert plan.counts.dropped_no_evidence == 1
+    assert plan.counts.evidence_filtered == 3
+    assert plan.counts.proposed == 2
 
 
 def test_at_most_max_per_run_patterns() -> None:
     plan = validate_patterns([proposal(f"P{i}", f"text {i}", f"m{i}") for i in range(5)], POOL, 3, [])
     assert [c.title for c in plan.creates] == ["P0", "P1", "P2"]
-    assert plan.cap_skipped == 2
+    assert plan.counts.cap_skipped == 2
 
 
 def test_empty_title_or_content_and_repeated_titles_are_dropped() -> None:
@@ -69,8 +69,8 @@ def test_empty_title_or_content_and_repeated_titles_are_dropped() -> None:
         [],
     )
     assert [c.content for c in plan.creates] == ["Drinks tea"]
-    assert plan.dropped_invalid == 2
-    assert plan.duplicate_title == 1
+    assert plan.counts.dropped_invalid == 2
+    assert plan.counts.duplicate_title == 1
 
 
 def test_same_title_refreshes_in_place_with_old_text_to_history() -> None:
@@ -84,7 +84,7 @@ def test_same_title_refreshes_in_place_with_old_text_to_history() -> None:
     assert refresh.previous_content == "Drinks tea"
     assert refresh.evidence == ("m1", "m2")
     assert refresh.text_changed is True
-    assert plan.unchanged == 0
+    assert plan.counts.unchanged == 0
 
 
 def test_same_text_is_an_unchanged_refresh() -> None:
@@ -105,7 +105,7 @@ def test_replaying_the_same_evidence_three_times_leaves_the_text_unchanged() -> 
         (refresh,) = plan.refreshes
         assert refresh.content == "Works late"
         assert refresh.previous_content is None
-        assert plan.unchanged == 1
+        assert plan.counts.unchanged == 1
         store = existing_from(plan)
     assert store[0].content == "Works late"
     assert store[0].evidence == ("m1", "m3")
@@ -121,7 +121,7 @@ def test_refreshes_count_towards_the_cap() -> None:
     )
     assert [r.title for r in plan.refreshes] == ["A"]
     assert [c.title for c in plan.creates] == ["B"]
-    assert plan.cap_skipped == 1
+    assert plan.counts.cap_skipped == 1
 
 
 def test_keys_and_titles_ignore_case_and_spacing() -> None:

@@ -38,9 +38,9 @@ def test_only_orphans_get_edges_with_inferred_types() -> None:
         ("d", "a", "depends_on"),
         ("b", "e", "related_to"),
     ]
-    assert plan.orphans == 4
-    assert plan.not_orphan == 1
-    assert plan.entities == 6
+    assert plan.counts.orphans == 4
+    assert plan.counts.not_orphan == 1
+    assert plan.counts.entities == 6
     assert [e.weight for e in plan.new_edges] == [5, 4, 2]
 
 
@@ -53,7 +53,7 @@ def test_cycle_attempt_is_downgraded_to_related_to() -> None:
     )
     got = edges_of(plan.new_edges)
     assert got == [("a", "b", "part_of"), ("b", "c", "depends_on"), ("a", "c", "related_to")]
-    assert plan.cycle_downgraded == 1
+    assert plan.counts.cycle_downgraded == 1
     assert not has_cycle(got)
 
 
@@ -65,14 +65,14 @@ def test_cycle_through_existing_edges_is_refused() -> None:
     plan = complete_relations(ENTITIES, existing, [co("c", "d", 5, "part_of"), co("d", "a", 4, "part_of")])
     got = edges_of(plan.new_edges)
     assert got == [("c", "d", "part_of"), ("a", "d", "related_to")]
-    assert plan.cycle_downgraded == 1
+    assert plan.counts.cycle_downgraded == 1
     assert not has_cycle([(e.source_id, e.target_id, e.relation) for e in existing] + got)
 
 
 def test_two_way_hint_between_orphans_keeps_one_edge() -> None:
     plan = complete_relations(ENTITIES, [], [co("e", "f", 3, "part_of"), co("f", "e", 3, "part_of")])
     assert edges_of(plan.new_edges) == [("e", "f", "part_of")]
-    assert plan.duplicate == 1
+    assert plan.counts.duplicate == 1
 
 
 def test_unknown_entities_min_count_and_per_entity_cap() -> None:
@@ -90,16 +90,16 @@ def test_unknown_entities_min_count_and_per_entity_cap() -> None:
         ("a", "d", "related_to"),
         ("a", "e", "related_to"),
     ]
-    assert plan.unknown_entity == 1
-    assert plan.below_min == 1
-    assert plan.capped == 0
+    assert plan.counts.unknown_entity == 1
+    assert plan.counts.below_min == 1
+    assert plan.counts.capped == 0
 
 
 def test_cap_applies_when_every_orphan_endpoint_is_full() -> None:
     existing = [Edge(source_id="b", target_id="c", relation="related_to")]
     plan = complete_relations(ENTITIES, existing, [co("a", "b", 5), co("a", "c", 4)], max_edges_per_entity=1)
     assert edges_of(plan.new_edges) == [("a", "b", "related_to")]
-    assert plan.capped == 1
+    assert plan.counts.capped == 1
 
 
 def test_result_is_independent_of_input_order() -> None:
