@@ -15,7 +15,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -33,7 +33,7 @@ from .bus.rpc import RpcServer
 from .db.pool import create_pool
 from .errors import ConfigError
 from .observability.logging import configure, get_logger
-from .observability.metrics import UP, serve_metrics
+from .observability.metrics import UP, Collector, serve_metrics, service_registry
 from .schemas.ops import HealthResult
 
 log = get_logger(__name__)
@@ -123,16 +123,19 @@ async def serve(
     stop: asyncio.Event | None = None,
     on_ready: Callable[[ServiceContext], None] | None = None,
     settings: msgspec.Struct | None = None,
+    metrics: Iterable[Collector] = (),
 ) -> None:
     """Run one service until SIGINT/SIGTERM (or until ``stop`` is set, for in-process use);
-    ``settings`` is the service's own Struct (``ServiceContext.own``)."""
+    ``settings`` is the service's own Struct (``ServiceContext.own``), ``metrics`` its own
+    metric families (its ``app.METRICS``), served with the runtime collectors and the
+    families every service has."""
     if stop is None:
         configure(name, config.log)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-    metrics_port = serve_metrics(config.metrics.host, config.metrics.port)
+    metrics_port = serve_metrics(config.metrics.host, config.metrics.port, service_registry(metrics))
     nc = await connect(config.nats, f"memoryd-{name}")
     pool: asyncpg.Pool | None = None
     ctx: ServiceContext | None = None
@@ -205,6 +208,7 @@ def main(
     db_session_state: bool = True,
     load_settings: LoadSettings | None = None,
     env: Mapping[str, str] | None = None,
+    metrics: Iterable[Collector] = (),
 ) -> int:
     """Entry point of ``python -m services.<name>``: exit 0 after a clean stop, 2 on bad config.
 
@@ -216,7 +220,17 @@ def main(
         environ = os.environ if env is None else env
         config = load_service_config(environ)
         settings = load_settings(environ) if load_settings is not None else None
-        asyncio.run(serve(name, config, setup, needs_db=needs_db, db_session_state=db_session_state, settings=settings))
+        asyncio.run(
+            serve(
+                name,
+                config,
+                setup,
+                needs_db=needs_db,
+                db_session_state=db_session_state,
+                settings=settings,
+                metrics=metrics,
+            )
+        )
     except ConfigError as exc:
         print(f"memoryd {name}: configuration error: {exc.description}", file=sys.stderr, flush=True)
         return 2

@@ -23,6 +23,7 @@ import msgspec
 
 from services.embed.engine_switch import EngineSwitch, locations, source_info, startup_engine
 from shared.bus.consumer import PullConsumer, consumer_spec
+from shared.observability.metrics import CONSUMER, EMBED_BATCH, EMBED_CACHE, EMBED_SECONDS, EMBED_SKIPPED, EMBED_TEXTS
 from shared.schemas import RPC_OPS, EmbedJob
 from shared.service import ServiceContext
 from shared.settings.engine import EMBED_ENV_PREFIX
@@ -40,6 +41,8 @@ from .sources import Inference, build_source
 from .sweep import sweep_lost_jobs
 
 NEEDS_DB = True
+#: Metric families served besides the runtime and RPC ones (consumes embed jobs).
+METRICS = (*CONSUMER, EMBED_BATCH, EMBED_SECONDS, EMBED_TEXTS, EMBED_SKIPPED, EMBED_CACHE)
 #: the variables of this process, by prefix (``services.configuration`` documents them)
 ENV = {EMBED_ENV_PREFIX: EmbedSettings, DATA_ENV_PREFIX: DataConfig}
 

@@ -18,6 +18,7 @@ from services.extract.adapters.llm import LlmExtractor
 from services.extract.logic.llm_facts import MAX_INPUT_BYTES
 from shared.bus.consumer import JobContext, PullConsumer, consumer_spec
 from shared.llm import LlmClient
+from shared.observability.metrics import CONSUMER, EXTRACT_LLM_SKIPPED, FACTS, LLM
 from shared.schemas import ExtractJob
 from shared.service import ServiceContext
 from shared.settings.cache import SettingsCache
@@ -26,6 +27,8 @@ from shared.settings.env import load
 from .handlers import ExtractDeps, handle_extract
 
 NEEDS_DB = True
+#: Metric families served besides the runtime and RPC ones (consumes extract jobs; the LLM extractor).
+METRICS = (*CONSUMER, *LLM, FACTS, EXTRACT_LLM_SKIPPED)
 
 
 class ExtractSettings(msgspec.Struct, frozen=True, kw_only=True):

@@ -25,6 +25,7 @@ from services.ingest.logic.chat import ActivityThrottle
 from shared.bus.consumer import PullConsumer, consumer_spec
 from shared.bus.provision import ensure_activity_bucket
 from shared.llm import LlmClient
+from shared.observability.metrics import CONSUMER, EVENTS, LLM, TURNS
 from shared.schemas import RPC_OPS
 from shared.schemas.events import ChatEvent
 from shared.service import ServiceContext
@@ -37,6 +38,8 @@ from shared.settings.watch import follow_global_settings
 from shared.vectors.open_stores import LiveStores
 
 NEEDS_DB = True
+#: Metric families served besides the runtime and RPC ones (consumes chat events; summarize asks the LLM).
+METRICS = (*CONSUMER, *LLM, EVENTS, TURNS)
 
 
 class IngestSettings(msgspec.Struct, frozen=True, kw_only=True):

@@ -2,9 +2,16 @@
 
 from shared.service import main
 
-from .app import DB_SESSION_STATE, NEEDS_DB, load_settings, setup
+from .app import DB_SESSION_STATE, METRICS, NEEDS_DB, load_settings, setup
 
 if __name__ == "__main__":
     raise SystemExit(
-        main("retrieve", setup, needs_db=NEEDS_DB, db_session_state=DB_SESSION_STATE, load_settings=load_settings)
+        main(
+            "retrieve",
+            setup,
+            needs_db=NEEDS_DB,
+            db_session_state=DB_SESSION_STATE,
+            load_settings=load_settings,
+            metrics=METRICS,
+        )
     )

@@ -19,6 +19,7 @@ from services.retrieve.adapters.postgres_touch import Toucher
 from services.retrieve.logic import injection
 from services.retrieve.store_follow import StoreFollower, search_order
 from shared.llm import LlmClient
+from shared.observability.metrics import LLM, QUEUE_LAG, RETRIEVE_FALLBACKS, RETRIEVE_RESULTS, RETRIEVE_SECONDS
 from shared.schemas import RPC_OPS
 from shared.service import ServiceContext
 from shared.settings.cache import SettingsCache
@@ -34,6 +35,8 @@ from .rerank import RerankConfig, Reranker
 from .status import round_trip
 
 NEEDS_DB = True
+#: Metric families served besides the runtime and RPC ones (engine.status reports queue lag; rerank asks the LLM).
+METRICS = (*LLM, QUEUE_LAG, RETRIEVE_SECONDS, RETRIEVE_FALLBACKS, RETRIEVE_RESULTS)
 #: Every query is a single statement or a closed transaction: no session SET, LISTEN, advisory
 #: lock or cursor outlives it, so the pool skips its reset query (``db.pool.create_pool``).
 DB_SESSION_STATE = False

@@ -2,7 +2,7 @@
 
 from shared.service import main
 
-from .app import NEEDS_DB, load_settings, setup
+from .app import METRICS, NEEDS_DB, load_settings, setup
 
 if __name__ == "__main__":
-    raise SystemExit(main("sleep", setup, needs_db=NEEDS_DB, load_settings=load_settings))
+    raise SystemExit(main("sleep", setup, needs_db=NEEDS_DB, load_settings=load_settings, metrics=METRICS))

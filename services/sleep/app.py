@@ -18,6 +18,7 @@ from services.sleep.scheduler import Scheduler
 from shared.bus.consumer import PullConsumer, consumer_spec
 from shared.bus.provision import ensure_activity_bucket
 from shared.llm import LlmClient
+from shared.observability.metrics import CONSUMER, LLM, SLEEP_RUNS
 from shared.schemas import RPC_OPS
 from shared.schemas.events import SleepRun
 from shared.service import ServiceContext
@@ -28,6 +29,8 @@ from shared.settings.watch import follow_global_settings
 from shared.vectors.open_stores import LiveStores
 
 NEEDS_DB = True
+#: Metric families served besides the runtime and RPC ones (consumes sleep jobs; the LLM phases).
+METRICS = (*CONSUMER, *LLM, SLEEP_RUNS)
 SLEEP_ENV_PREFIX = "MEMORYD_SLEEP_"
 #: the variables of this process, by prefix (``services.configuration`` documents them)
 ENV = {SLEEP_ENV_PREFIX: SleepServiceConfig}

@@ -1,14 +1,31 @@
 """Every ``memoryd_*`` Prometheus metric, defined once, and the per-service HTTP endpoint.
 
-Each service process serves the default registry (process and platform collectors
-included) on its own port; port 0 picks a free one, reported back to the caller.
+A metric is defined here once; the service that owns it registers it. Each service serves
+its own registry (``service_registry``): the process, platform and GC collectors, the
+families every service has (``SERVICE``: up, RPCs), the groups it uses (``CONSUMER`` for a
+JetStream stage, ``LLM`` for a service that calls the LLM) and its own families, listed
+as ``METRICS`` in ``services/<name>/app.py``. So ``job="ingest"`` carries no embed metric.
+The definitions also stay in prometheus_client's default registry, which no endpoint
+serves: in-process tests read values there whatever service counted them.
+Port 0 picks a free port, reported back to the caller.
 """
 
 from __future__ import annotations
 
 import errno
+from collections.abc import Iterable
 
-from prometheus_client import Counter, Gauge, Histogram, start_http_server
+from prometheus_client import (
+    GC_COLLECTOR,
+    PLATFORM_COLLECTOR,
+    PROCESS_COLLECTOR,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    start_http_server,
+)
+from prometheus_client.registry import Collector
 
 from ..errors import ConfigError
 
@@ -46,10 +63,28 @@ SLEEP_RUNS = Counter("memoryd_sleep_runs_total", "Sleep runs by status", ["statu
 DLQ_MESSAGES = Counter("memoryd_dlq_total", "Messages sent to the DLQ", ["stage"])
 
 
-def serve_metrics(host: str, port: int) -> int:
-    """Start the metrics HTTP server; return the bound port (useful with port 0)."""
+#: Families every service has.
+SERVICE: tuple[Collector, ...] = (UP, RPC_REQUESTS, RPC_SECONDS)
+#: Families of a service with a JetStream pull consumer (``shared.bus.consumer``).
+CONSUMER: tuple[Collector, ...] = (JOBS, JOB_SECONDS, DLQ_MESSAGES, QUEUE_LAG)
+#: Families of a service that calls the LLM (``shared.llm.LlmClient``).
+LLM: tuple[Collector, ...] = (LLM_CALLS, LLM_TOKENS)
+#: The process and runtime collectors every page carries.
+RUNTIME: tuple[Collector, ...] = (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR)
+
+
+def service_registry(own: Iterable[Collector] = ()) -> CollectorRegistry:
+    """A registry with the runtime collectors, ``SERVICE`` and the service's ``own`` families."""
+    registry = CollectorRegistry(auto_describe=True)
+    for collector in dict.fromkeys((*RUNTIME, *SERVICE, *own)):  # a group may repeat a family
+        registry.register(collector)
+    return registry
+
+
+def serve_metrics(host: str, port: int, registry: CollectorRegistry) -> int:
+    """Serve ``registry`` over HTTP; return the bound port (useful with port 0)."""
     try:
-        server, _thread = start_http_server(port, addr=host)
+        server, _thread = start_http_server(port, addr=host, registry=registry)
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
             raise ConfigError("MEMORYD_METRICS_PORT", f"port {port} on {host} is already in use") from exc

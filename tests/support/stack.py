@@ -83,6 +83,7 @@ async def run_services(
                 app.setup,
                 needs_db=app.NEEDS_DB,
                 db_session_state=session_state,
+                metrics=app.METRICS,
                 stop=stop,
                 on_ready=on_ready,
                 settings=app.load_settings(os.environ),
