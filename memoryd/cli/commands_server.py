@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from memoryd.cli.common import CONTEXT_SETTINGS, data_dir, run
+from memoryd.local.scrape import DEFAULT_METRICS_PORT
 
 SERVICES = ("ingest", "extract", "embed", "retrieve", "sleep")
 PORT = click.IntRange(0, 65535)
@@ -31,9 +32,18 @@ POSITIVE = click.IntRange(min=1)
     "--nats-port", type=PORT, default=4222, show_default=True, help="NATS port for applications (0 = a free port)"
 )
 @click.option("--pg-port", type=PORT, default=0, show_default=True, help="0 = a free port")
+@click.option(
+    "--metrics-port",
+    type=PORT,
+    default=DEFAULT_METRICS_PORT,
+    show_default=True,
+    help="first metrics port; the i-th service of the ready line uses +i (0 = free ports)",
+)
 @click.option("--embed-processes", type=POSITIVE, default=1, show_default=True, help="embed worker processes")
 @click.option("--no-auth", is_flag=True, help="run the embedded NATS without users (not recommended)")
-def up(data_dir_flag: str | None, nats_port: int, pg_port: int, embed_processes: int, no_auth: bool) -> int:
+def up(
+    data_dir_flag: str | None, nats_port: int, pg_port: int, metrics_port: int, embed_processes: int, no_auth: bool
+) -> int:
     """Run everything here (embedded NATS, PostgreSQL, services).
 
     Prints `memoryd ready ...` when every service answers; Ctrl-C stops it all.
@@ -44,6 +54,7 @@ def up(data_dir_flag: str | None, nats_port: int, pg_port: int, embed_processes:
         data_dir=data_dir(data_dir_flag),
         nats_port=nats_port,
         pg_port=pg_port,
+        metrics_port=metrics_port,
         embed_processes=embed_processes,
         auth=not no_auth,
     )

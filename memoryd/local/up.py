@@ -7,7 +7,9 @@ never another port), so an application's configuration survives restarts. Applic
 connect with ``<data-dir>/client.json`` (0600: URL, the ``client`` user and its password,
 read by ``MemoryClient.connect()``); the operator URLs go to ``<data-dir>/runtime.json`` for
 the CLI. One line ``memoryd ready nats=<url> credentials=<file> postgres=<dsn>
-metrics=<urls>`` is printed once every service answers. SIGINT/SIGTERM stops the services,
+metrics=<urls>`` is printed once every service answers. Metrics are served on
+``--metrics-port`` plus each child's index and listed in ``<data-dir>/prometheus-targets.json``
+for Prometheus ``file_sd`` (``memoryd.local.scrape``). SIGINT/SIGTERM stops the services,
 then NATS, then PostgreSQL; the data stays for the next start. ``MEMORYD_NATS_URL`` /
 ``MEMORYD_PG_DSN`` use external servers instead of the embedded ones.
 """
@@ -30,6 +32,7 @@ import nats
 from memoryd.credentials import ClientCredentials, client_credentials_file, write_file
 from memoryd.local.nats import EmbeddedNats
 from memoryd.local.postgres import EmbeddedPostgres
+from memoryd.local.scrape import metrics_ports, write_targets
 from memoryd.local.supervisor import Supervisor, child_env
 from shared.db.migrate import migrate
 from shared.errors import ConfigError
@@ -46,6 +49,7 @@ class UpOptions:
     data_dir: Path
     nats_port: int = DEFAULT_NATS_PORT  # 0: a free port (tests)
     pg_port: int = 0
+    metrics_port: int = 0  # base port: child i serves on base + i; 0 = free ports
     embed_processes: int = 1
     auth: bool = True  # per-service NATS users (embedded NATS only)
     services: tuple[str, ...] = SERVICES
@@ -175,19 +179,20 @@ async def run_up(opts: UpOptions) -> int:
             pg_dsn = pg_srv.dsn(DATABASE)
         await apply_migrations(pg_dsn)
 
-        env = child_env(
-            {"MEMORYD_NATS_URL": nats_url, "MEMORYD_PG_DSN": pg_dsn, "MEMORYD_METRICS_PORT": "0", **opts.extra_env}
-        )
+        env = child_env({"MEMORYD_NATS_URL": nats_url, "MEMORYD_PG_DSN": pg_dsn, **opts.extra_env})
         env.setdefault("MEMORYD_DATA_DIR", str(data_dir))
         supervisor = Supervisor(env)
-        for name in opts.services:
-            count = opts.embed_processes if name == "embed" else 1
+        children = [(n, i) for n in opts.services for i in range(opts.embed_processes if n == "embed" else 1)]
+        host = env.get("MEMORYD_METRICS_HOST") or "127.0.0.1"
+        ports = metrics_ports(opts.metrics_port, [f"{n}-{i}" for n, i in children], host)
+        for (name, i), port in zip(children, ports, strict=True):
             role_env = {"MEMORYD_NATS_USER": name, "MEMORYD_NATS_PASSWORD": creds.passwords[name]} if creds else {}
-            for i in range(count):
-                supervisor.add(name, i, env=role_env, log_path=data_dir / "logs" / f"{name}-{i}.log")
+            role_env["MEMORYD_METRICS_PORT"] = str(port)
+            supervisor.add(name, i, env=role_env, log_path=data_dir / "logs" / f"{name}-{i}.log")
         await supervisor.start_all()
         await wait_for_discovery(operator_url, {f"memoryd-{n}" for n in opts.services})
         metrics = ",".join(c.metrics_url for c in supervisor.children)
+        write_targets(data_dir, [(c.name, c.metrics_url) for c in supervisor.children])
         app_creds = client_credentials_file(data_dir)
         write_file(app_creds, application_credentials(nats_url, creds))
         write_private(

@@ -1,7 +1,7 @@
 """`memoryd up` as a user runs it: ready line, every service discoverable and healthy with a
-metrics page, clean Ctrl-C with no process left, a second start on the same data keeping the
-NATS URL and the application's credentials, and bad configuration failing fast with the
-setting named."""
+metrics page on a stable port listed for Prometheus, clean Ctrl-C with no process left, a
+second start on the same data keeping the NATS URL, the application's credentials and the
+metrics ports, and bad configuration failing fast with the setting named."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import psutil
 import pytest
 
 from memoryd.local.process import free_port
+from tests.support.ports import free_port_base
 
 MEMORYD = [sys.executable, "-m", "memoryd.cli.main"]
 SERVICES = ("ingest", "extract", "embed", "retrieve", "sleep")
@@ -160,8 +161,9 @@ def test_up_ready_healthy_and_clean_stop(tmp_path: Path) -> None:
 
     data = tmp_path / "data"
     port = free_port()
+    base = free_port_base(len(SERVICES))
     started = time.monotonic()
-    proc = _start(data, port)
+    proc = _start(data, port, "--metrics-port", str(base))
     try:
         ready = _ready_line(proc)
         assert time.monotonic() - started < 30
@@ -170,10 +172,15 @@ def test_up_ready_healthy_and_clean_stop(tmp_path: Path) -> None:
         app_credentials = (data / "client.json").read_text()
         assert ready["postgres"].startswith("postgresql://postgres@127.0.0.1:")
         metrics = ready["metrics"].split(",")
-        assert len(metrics) == len(SERVICES)
+        assert metrics == [f"http://127.0.0.1:{base + i}/metrics" for i in range(len(SERVICES))]
         for url in metrics:
             body = urllib.request.urlopen(url, timeout=5).read().decode()
             assert "memoryd_up{" in body and "process_cpu_seconds_total" in body
+        targets = json.loads((data / "prometheus-targets.json").read_text())
+        assert targets == [
+            {"targets": [f"127.0.0.1:{base + i}"], "labels": {"job": f"memoryd-{name}", "service": name}}
+            for i, name in enumerate(SERVICES)
+        ]
         runtime = json.loads((data / "runtime.json").read_text())
         assert oct((data / "runtime.json").stat().st_mode & 0o777) == "0o600"
         assert oct((data / "credentials.json").stat().st_mode & 0o777) == "0o600"
@@ -189,8 +196,9 @@ def test_up_ready_healthy_and_clean_stop(tmp_path: Path) -> None:
     assert _stop(proc, children) == 0
     assert not (data / "runtime.json").exists()
 
-    # a second start on the same data dir keeps the data, the NATS URL and the application's credentials
-    proc = _start(data, port)
+    # a second start on the same data dir keeps the data, the NATS URL, the application's
+    # credentials and the metrics ports
+    proc = _start(data, port, "--metrics-port", str(base))
     try:
         ready2 = _ready_line(proc)
         children = _descendants(proc.pid)
@@ -201,6 +209,7 @@ def test_up_ready_healthy_and_clean_stop(tmp_path: Path) -> None:
         proc.kill()
         raise
     assert ready2["postgres"].endswith("/memoryd")
+    assert ready2["metrics"] == ready["metrics"]
     assert _stop(proc, children) == 0
 
 
@@ -218,7 +227,7 @@ def test_port_in_use_fails_fast_naming_the_setting(tmp_path: Path) -> None:
         sock.listen()
         port = sock.getsockname()[1]
         result = subprocess.run(  # a taken port is an error naming the flag, never another port
-            [*MEMORYD, "up", "--data-dir", str(tmp_path), "--nats-port", str(port)],
+            [*MEMORYD, "up", "--data-dir", str(tmp_path), "--nats-port", str(port), "--metrics-port", "0"],
             capture_output=True,
             text=True,
             timeout=60,
@@ -227,6 +236,23 @@ def test_port_in_use_fails_fast_naming_the_setting(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "--nats-port" in result.stderr and "already in use" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_metrics_port_in_use_fails_fast_naming_the_flag(tmp_path: Path) -> None:
+    base = free_port_base(len(SERVICES))
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", base + 2))  # embed's port
+        sock.listen()
+        result = subprocess.run(
+            [*MEMORYD, "up", "--data-dir", str(tmp_path), "--nats-port", str(free_port()), "--metrics-port", str(base)],
+            capture_output=True,
+            text=True,
+            timeout=90,
+            env=_env(),
+        )
+    assert result.returncode == 2
+    assert "--metrics-port" in result.stderr and f"port {base + 2}" in result.stderr and "embed-0" in result.stderr
+    assert "already in use" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_unreachable_nats_fails_fast_naming_the_setting(tmp_path: Path) -> None:

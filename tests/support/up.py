@@ -53,8 +53,11 @@ class RunningUp:
 
 
 def start_up(data_dir: Path, *args: str, nats_port: int | None = None, timeout: float = 90.0) -> RunningUp:
-    """Start ``memoryd up`` (a free NATS port unless given) and wait for its ready line."""
+    """Start ``memoryd up`` (a free NATS port unless given, free metrics ports unless ``args``
+    name ``--metrics-port``) and wait for its ready line."""
     port = nats_port or free_port()
+    if "--metrics-port" not in args:
+        args = (*args, "--metrics-port", "0")
     proc = subprocess.Popen(
         [*MEMORYD, "up", "--data-dir", str(data_dir), "--nats-port", str(port), *args],
         stdout=subprocess.PIPE,
