@@ -5,7 +5,7 @@ BIN    := $(abspath $(VENV))/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: run test lint chaos fuzz bench bench-embed bench-quality bench-latency bench-ingest bench-sleep readme-tables schemas config-docs clean
+.PHONY: run test lint chaos fuzz bench bench-embed bench-quality bench-latency bench-ingest bench-sleep bench-docs schemas config-docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,8 +42,9 @@ schemas: $(STAMP)  ## regenerate deploy/schemas from the wire messages
 config-docs: $(STAMP)  ## regenerate docs/configuration.md from the settings Structs
 	$(BIN)/python -m services.configuration > docs/configuration.md
 
-# Each benchmark saves bench-results/<name>.json; `make readme-tables` renders them into README.md.
-bench: bench-embed bench-ingest bench-latency bench-quality bench-sleep readme-tables
+# Each benchmark saves bench-results/<name>.json; `make bench-docs` renders them into docs/benchmarks.md
+# and docs/reliability.md (`make chaos` and `make fuzz` write the reliability results).
+bench: bench-embed bench-ingest bench-latency bench-quality bench-sleep bench-docs
 
 bench-embed: $(STAMP)
 	mkdir -p bench-results && $(BIN)/python -m bench embed --json bench-results/embed.json
@@ -60,8 +61,8 @@ bench-quality: $(STAMP)
 bench-sleep: $(STAMP)
 	mkdir -p bench-results && $(BIN)/python -m bench sleep --json bench-results/sleep.json
 
-readme-tables: $(STAMP)
-	$(BIN)/python -m bench readme
+bench-docs: $(STAMP)
+	$(BIN)/python -m bench docs
 
 clean:
 	rm -rf $(VENV) .memoryd build *.egg-info

@@ -1,5 +1,5 @@
 """The benchmark commands (``python -m bench quality|latency|embed|sleep``); ``cli_ingest`` adds
-``ingest`` and ``readme``. Each benchmark starts its own embedded stack.
+``ingest`` and ``docs``. Each benchmark starts its own embedded stack.
 
 Options are parsed by click like the ``memoryd`` commands; while a benchmark runs, its
 progress messages scroll above a spinner with the elapsed time (plain lines on stderr when
@@ -102,7 +102,7 @@ def quality(**o: Any) -> int:
             ) as stack,
         ):
             strategies = list(o["strategy"]) or q.DEFAULT_STRATEGIES
-            return await q.run_quality(stack, convs, strategies, variants, data_path=str(data), log=log)
+            return await q.run_quality(stack, convs, strategies, variants, data_name=data.name, log=log)
 
     with running("quality") as log:
         report = asyncio.run(go(log))

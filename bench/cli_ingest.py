@@ -1,5 +1,5 @@
 """``python -m bench ingest [--events N] [--json OUT]`` (see ``bench/ingest.py``) and
-``python -m bench readme`` (see ``bench/readme.py``)."""
+``python -m bench docs`` (see ``bench/docs.py``)."""
 
 from __future__ import annotations
 
@@ -25,16 +25,16 @@ def ingest(events: int, json_path: str | None) -> int:
     return 0
 
 
-@click.command("readme", context_settings=CONTEXT_SETTINGS)
-@click.option("--readme", default="README.md", show_default=True, metavar="FILE")
+@click.command("docs", context_settings=CONTEXT_SETTINGS)
+@click.option("--root", default=".", show_default=True, metavar="DIR", help="the repository root (holds docs/)")
 @click.option("--results", default="bench-results", show_default=True, metavar="DIR")
-def readme(readme: str, results: str) -> int:
-    """Regenerate the README's tables from bench-results/."""
-    from bench.readme import update_readme
+def docs(root: str, results: str) -> int:
+    """Regenerate the tables in docs/ from bench-results/."""
+    from bench.docs import update_docs
 
-    done = update_readme(Path(readme), Path(results))
-    print(f"README tables regenerated from {results}: {', '.join(done) or 'none found'}")
+    done = update_docs(Path(root), Path(results))
+    print(f"docs/ tables regenerated from {results}: {', '.join(done) or 'none found'}")
     return 0
 
 
-COMMANDS = (ingest, readme)
+COMMANDS = (ingest, docs)

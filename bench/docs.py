@@ -1,8 +1,9 @@
-"""``python -m bench readme``: regenerate the README's benchmark tables from saved results.
+"""``python -m bench docs``: regenerate the tables of docs/benchmarks.md and docs/reliability.md.
 
-Each ``make bench-*`` target writes ``bench-results/<name>.json``; this renders each saved
-report with its benchmark's own ``render`` and replaces the README region between
-``<!-- bench:<name> -->`` and ``<!-- /bench:<name> -->``. No table is typed by hand.
+Each ``make bench-*`` target (and ``make chaos`` / ``make fuzz``) writes
+``bench-results/<name>.json``; this renders each saved report with its benchmark's own
+``render`` and replaces the region between ``<!-- bench:<name> -->`` and
+``<!-- /bench:<name> -->`` of the document that holds it. No table is typed by hand.
 """
 
 from __future__ import annotations
@@ -13,7 +14,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-BENCHES = ("embed", "ingest", "quality", "latency", "sleep", "chaos", "fuzz")
+#: The document that holds each benchmark's table, relative to the repository root.
+DOCUMENTS: dict[str, str] = {
+    "embed": "docs/benchmarks.md",
+    "ingest": "docs/benchmarks.md",
+    "quality": "docs/benchmarks.md",
+    "latency": "docs/benchmarks.md",
+    "sleep": "docs/benchmarks.md",
+    "chaos": "docs/reliability.md",
+    "fuzz": "docs/reliability.md",
+}
 #: Reports written by test harnesses (``make chaos``, ``make fuzz``) carry their own table.
 PRERENDERED = ("chaos", "fuzz")
 
@@ -32,21 +42,24 @@ def renderer(name: str) -> Callable[[dict[str, Any]], str]:
     }[name]
 
 
-def replace_region(text: str, name: str, body: str) -> str:
+def replace_region(text: str, name: str, body: str, document: str = "the document") -> str:
     pattern = re.compile(rf"(<!-- bench:{name} -->\n).*?(<!-- /bench:{name} -->)", re.S)
     if not pattern.search(text):
-        raise ValueError(f"README has no <!-- bench:{name} --> region")
+        raise ValueError(f"{document} has no <!-- bench:{name} --> region")
     return pattern.sub(lambda m: m.group(1) + body.rstrip() + "\n" + m.group(2), text)
 
 
-def update_readme(readme: Path, results: Path) -> list[str]:
+def update_docs(root: Path, results: Path) -> list[str]:
     """Re-render every region whose results file exists; return the names updated."""
-    text = readme.read_text()
+    texts: dict[str, str] = {}
     done = []
-    for name in BENCHES:
+    for name, document in DOCUMENTS.items():
         path = results / f"{name}.json"
-        if path.exists():
-            text = replace_region(text, name, renderer(name)(json.loads(path.read_text())))
-            done.append(name)
-    readme.write_text(text)
+        if not path.exists():
+            continue
+        text = texts.get(document) or (root / document).read_text(encoding="utf-8")
+        texts[document] = replace_region(text, name, renderer(name)(json.loads(path.read_text())), document)
+        done.append(name)
+    for document, text in texts.items():
+        (root / document).write_text(text, encoding="utf-8")
     return done

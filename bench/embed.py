@@ -436,7 +436,7 @@ def _targets(report: dict[str, Any]) -> dict[str, Any]:
 
 
 def render(report: dict[str, Any]) -> str:
-    """The markdown tables of a report (what the README shows)."""
+    """The markdown tables of a report (what docs/benchmarks.md shows)."""
     opts = report["options"]
     ceiling = report["ceiling"]
     rows: list[list[Any]] = [

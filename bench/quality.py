@@ -309,7 +309,7 @@ async def run_quality(
     strategies: Sequence[str] = DEFAULT_STRATEGIES,
     variants: Sequence[Variant] = (BUILTIN_VARIANTS["default"],),
     *,
-    data_path: str = "",
+    data_name: str = "",
     log: Any = print,
     after_ingest: Callable[[], Awaitable[None]] | None = None,
 ) -> dict[str, Any]:
@@ -359,7 +359,7 @@ async def run_quality(
             await apply_variant(stack, variants[0], previous)
     return {
         "benchmark": "quality",
-        "data": data_path,
+        "data": data_name,  # the file name only: a report carries no path of the machine it ran on
         "conversations": [c.sample_id for c in convs],
         "questions": sum(len(c.qas) for c in convs),
         "dropped_questions": sum(c.dropped_qas for c in convs),

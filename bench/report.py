@@ -1,4 +1,4 @@
-"""Markdown tables and JSON output shared by the benchmarks (README tables are generated, not typed)."""
+"""Markdown tables and JSON output shared by the benchmarks (the tables in docs/ are generated, not typed)."""
 
 from __future__ import annotations
 

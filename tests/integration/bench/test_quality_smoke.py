@@ -60,10 +60,11 @@ async def test_quality_benchmark_end_to_end(tmp_path: Path, nats_server: Embedde
             convs,
             ("hybrid", "semantic", "keyword"),
             [quality.BUILTIN_VARIANTS["default"], quality.BUILTIN_VARIANTS["rrf-depth-10"]],
-            data_path=str(path),
+            data_name=path.name,
             log=logs.append,
         )
     assert report["questions"] == 4
+    assert report["data"] == "tiny.json"
     assert report["ingest"]["events"] == 7
     assert report["ingest"]["memories"]["chat_turn/episodic"] == 7
     runs = {(r["variant"], r["strategy"]): r for r in report["runs"]}

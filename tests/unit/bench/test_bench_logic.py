@@ -164,7 +164,7 @@ def test_latency_scenarios_ratios_targets() -> None:
 
 
 def test_bench_commands_parse() -> None:
-    assert set(bench.commands) == {"quality", "latency", "embed", "sleep", "ingest", "readme"}
+    assert set(bench.commands) == {"quality", "latency", "embed", "sleep", "ingest", "docs"}
 
     def params(*argv: str) -> dict[str, object]:
         command = bench.commands[argv[0]]
