@@ -1,6 +1,6 @@
 """Token estimates: one definition, used by retrieval budgets, memory lists, compaction and the
 LLM client when an endpoint reports no usage. ``ceil(len / 4)`` unless a tokenizer is
-configured (DESIGN.md "Retrieval engine")."""
+configured (docs/design.md "Retrieval engine")."""
 
 from __future__ import annotations
 

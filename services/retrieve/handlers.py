@@ -1,7 +1,7 @@
 """The retrieve service's RPC handlers: decoded request in, result out (no bytes, no subjects).
 
 ``retrieve`` is the engine; ``inject`` retrieves for a chat request and returns it with the
-memory context placed as DESIGN.md says (``injection.py``); ``engine.status`` reports the
+memory context placed as docs/design.md says (``injection.py``); ``engine.status`` reports the
 tiers (``status.py``).
 """
 

@@ -1,6 +1,6 @@
 """Idempotent provisioning of memoryd's JetStream streams and the activity KV bucket.
 
-Limits (documented in the README): events and jobs discard *new* messages at
+Limits (documented in docs/reliability.md): events and jobs discard *new* messages at
 ``max_bytes`` so publishers see an error instead of silently losing unprocessed work;
 the DLQ keeps 30 days. Events are kept only until ingest acks them (interest retention),
 so the limit counts unprocessed events, not a week of processed ones; jobs are a work

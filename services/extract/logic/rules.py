@@ -1,6 +1,6 @@
 """Rule-based fact extraction: text in, `Fact` structs out, no I/O.
 
-The extract service runs these rules on every new user turn (DESIGN.md, "Extraction"):
+The extract service runs these rules on every new user turn (docs/design.md, "Extraction"):
 preference, decision and habit sentences become facts with a stable upsert key
 (`fact_key`). Everything here is pure and deterministic so the handler stays thin and
 the rules are tested without NATS or Postgres. Choosing which roles to feed in is the

@@ -26,7 +26,7 @@ from shared.subjects import CHAT_EVENTS, NO_MEMORY_HEADER
 
 #: Header values that opt a request out of memory (case-insensitive).
 NO_MEMORY_VALUES = frozenset({"true", "1", "yes"})
-#: Extraction reads at most this much of a turn (its tail; DESIGN.md "Extraction").
+#: Extraction reads at most this much of a turn (its tail; docs/design.md "Extraction").
 EXTRACT_TAIL_BYTES = 64 * 1024
 #: An ExtractJob larger than this is split into parts (each published on its own).
 MAX_EXTRACT_JOB_BYTES = 1024 * 1024
