@@ -52,7 +52,8 @@ async def connect(
             await on_error(exc)
 
     async def on_disconnect() -> None:
-        log.warning("nats.disconnected")
+        if not (nc.is_closed or nc.is_draining):  # a deliberate close() is not news
+            log.warning("nats.disconnected")
 
     async def on_reconnect() -> None:
         log.info("nats.reconnected", url=str(nc.connected_url.netloc if nc.connected_url else ""))

@@ -35,7 +35,7 @@ def test_the_example_uses_the_documented_calls() -> None:
     for call in (
         "async with await MemoryClient.connect() as memory:",
         'memory.publish_chat("alice", [',
-        'memory.wait_searchable("alice", "TypeScript")',
+        'memory.wait_searchable("alice", question)',
         "memory.retrieve(",
         "memory.inject(",
     ):
