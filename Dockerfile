@@ -2,7 +2,7 @@
 #
 # One image for every memoryd service:
 #   docker build -t memoryd:dev .
-#   docker run --rm memoryd:dev serve retrieve      # ingest | extract | embed | retrieve | sleep
+#   docker run --rm memoryd:dev serve retrieve      # ingest | extract | embed | retrieve | sleep | gateway
 #   docker run --rm memoryd:dev migrate
 #
 # Nothing is downloaded at run time: the ONNX embedding model comes inside the
@@ -55,11 +55,13 @@ COPY --from=build /opt/memoryd /opt/memoryd
 USER 10001:10001
 WORKDIR /home/memoryd
 
-# Prometheus metrics (MEMORYD_METRICS_PORT). Services talk to each other only over NATS.
-EXPOSE 9100
+# Prometheus metrics (MEMORYD_METRICS_PORT); the gateway also serves HTTP on 8420
+# (MEMORYD_GATEWAY_PORT, with /healthz and /readyz for probes). Services talk to each other
+# only over NATS.
+EXPOSE 9100 8420
 
 # The metrics endpoint answers while the service runs (`memoryd migrate` has none: the
-# compose file turns the check off there).
+# compose file turns the check off there; the gateway's checks /readyz instead).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
     CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/metrics' % os.environ.get('MEMORYD_METRICS_PORT', '9100'), timeout=4)"]
 

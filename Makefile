@@ -5,7 +5,7 @@ BIN    := $(abspath $(VENV))/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: run test lint chaos fuzz bench bench-embed bench-quality bench-latency bench-ingest bench-sleep bench-docs schemas config-docs clean
+.PHONY: run test lint chaos fuzz bench bench-embed bench-quality bench-latency bench-ingest bench-sleep bench-gateway bench-docs schemas config-docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -44,7 +44,7 @@ config-docs: $(STAMP)  ## regenerate docs/configuration.md from the settings Str
 
 # Each benchmark saves bench-results/<name>.json; `make bench-docs` renders them into docs/benchmarks.md
 # and docs/reliability.md (`make chaos` and `make fuzz` write the reliability results).
-bench: bench-embed bench-ingest bench-latency bench-quality bench-sleep bench-docs
+bench: bench-embed bench-ingest bench-latency bench-quality bench-sleep bench-gateway bench-docs
 
 bench-embed: $(STAMP)
 	mkdir -p bench-results && $(BIN)/python -m bench embed --json bench-results/embed.json
@@ -60,6 +60,9 @@ bench-quality: $(STAMP)
 
 bench-sleep: $(STAMP)
 	mkdir -p bench-results && $(BIN)/python -m bench sleep --json bench-results/sleep.json
+
+bench-gateway: $(STAMP)
+	mkdir -p bench-results && $(BIN)/python -m bench gateway --json bench-results/gateway.json
 
 bench-docs: $(STAMP)
 	$(BIN)/python -m bench docs

@@ -1,5 +1,5 @@
-"""The benchmark commands (``python -m bench quality|latency|embed|sleep``); ``cli_ingest`` adds
-``ingest`` and ``docs``. Each benchmark starts its own embedded stack.
+"""The benchmark commands (``python -m bench quality|latency|embed|sleep|gateway``); ``cli_ingest``
+adds ``ingest`` and ``docs``. Each benchmark starts its own embedded stack.
 
 Options are parsed by click like the ``memoryd`` commands; while a benchmark runs, its
 progress messages scroll above a spinner with the elapsed time (plain lines on stderr when
@@ -203,4 +203,22 @@ def sleep(sizes: list[int], json_path: str | None) -> int:
     return 0
 
 
-COMMANDS = (quality, latency, embed, sleep)
+@click.command("gateway", context_settings=CONTEXT_SETTINGS)
+@click.option("--memories", type=int, default=1000, show_default=True, help="memories of the one owner searched")
+@click.option("--concurrency", type=IntList(), default="1,16", show_default=True, help="concurrency levels")
+@click.option("--requests", type=int, default=300, show_default=True, help="requests per path and level (>= 25 x c)")
+@click.option("--rounds", type=int, default=2, show_default=True, help="alternating rounds per level; best p50 counts")
+@json_option
+def gateway(memories: int, concurrency: list[int], requests: int, rounds: int, json_path: str | None) -> int:
+    """Search over HTTP vs NATS; the chat proxy vs the upstream directly."""
+    from bench.gateway import render, run_gateway_bench
+
+    with running("gateway") as log:
+        report = asyncio.run(
+            run_gateway_bench(memories=memories, concurrency=concurrency, requests=requests, rounds=rounds, log=log)
+        )
+    emit(render(report), report, json_path)
+    return 0
+
+
+COMMANDS = (quality, latency, embed, sleep, gateway)

@@ -21,6 +21,7 @@ DOCUMENTS: dict[str, str] = {
     "quality": "docs/benchmarks.md",
     "latency": "docs/benchmarks.md",
     "sleep": "docs/benchmarks.md",
+    "gateway": "docs/benchmarks.md",
     "chaos": "docs/reliability.md",
     "fuzz": "docs/reliability.md",
 }
@@ -29,7 +30,7 @@ PRERENDERED = ("chaos", "fuzz")
 
 
 def renderer(name: str) -> Callable[[dict[str, Any]], str]:
-    from bench import embed, ingest, latency, quality, sleep
+    from bench import embed, gateway, ingest, latency, quality, sleep
 
     if name in PRERENDERED:
         return lambda report: str(report["markdown"])
@@ -39,6 +40,7 @@ def renderer(name: str) -> Callable[[dict[str, Any]], str]:
         "quality": quality.render,
         "latency": latency.render,
         "sleep": sleep.render,
+        "gateway": gateway.render,
     }[name]
 
 

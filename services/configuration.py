@@ -29,7 +29,7 @@ from shared.settings.memory import MemorySettings
 from shared.settings.reference import Row, rows, table
 from shared.settings.sleep import SleepSettings
 
-SERVICES = ("embed", "ingest", "extract", "retrieve", "sleep")
+SERVICES = ("embed", "ingest", "extract", "retrieve", "sleep", "gateway")
 
 HEADER = """# Configuration reference
 

@@ -18,7 +18,7 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
-SERVICE_ROLES = ("ingest", "extract", "embed", "retrieve", "sleep")
+SERVICE_ROLES = ("ingest", "extract", "embed", "retrieve", "sleep", "gateway")
 CLIENT_ROLE = "client"
 OPERATOR_ROLE = "operator"
 
@@ -78,6 +78,8 @@ def role_permissions() -> dict[str, dict[str, object]]:
         "sleep": _service(
             "sleep", ["mem.v1.jobs.sleep", "mem.v1.jobs.embed"], ["mem.v1.rpc.sleep.>", "mem.v1.activity.>"]
         ),
+        # HTTP in front of every RPC: it checks each API key's owner and role itself
+        "gateway": _service("gateway", ["mem.v1.rpc.>", "mem.v1.events.chat"], []),
         CLIENT_ROLE: {
             "publish": {"allow": ["mem.v1.events.>", *[f"mem.v1.rpc.{op}" for op in CLIENT_RPC_OPS]]},
             "subscribe": {"allow": [f"{inbox_prefix(CLIENT_ROLE)}.>"]},

@@ -61,6 +61,8 @@ class ServiceContext:
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     settings: msgspec.Struct | None = None  # the service's own Struct, read once by ``main``
+    #: extra ``key=value`` fields of the ready line (e.g. the gateway's ``http=<url>``)
+    ready_fields: dict[str, str] = field(default_factory=dict)
 
     def own(self, cls: type[S]) -> S:
         """The service's own settings (``MEMORYD_<SERVICE>_*``), read from the environment by ``main``."""
@@ -169,7 +171,8 @@ async def serve(
         await rpc.wait_subscribed()  # the endpoints are subscribed on the server before "ready"
         UP.labels(name).set(1)
         metrics_url = f"http://{config.metrics.host}:{metrics_port}/metrics"
-        print(f"memoryd service ready name={name} metrics={metrics_url}", flush=True)
+        extra = "".join(f" {k}={v}" for k, v in ctx.ready_fields.items())
+        print(f"memoryd service ready name={name} metrics={metrics_url}{extra}", flush=True)
         log.info("service.ready", metrics=metrics_url, nats=config.nats.url)
         if on_ready is not None:
             on_ready(ctx)

@@ -16,7 +16,7 @@ import click
 from memoryd.cli.common import CONTEXT_SETTINGS, data_dir, run
 from memoryd.local.scrape import DEFAULT_METRICS_PORT
 
-SERVICES = ("ingest", "extract", "embed", "retrieve", "sleep")
+SERVICES = ("ingest", "extract", "embed", "retrieve", "sleep", "gateway")
 PORT = click.IntRange(0, 65535)
 POSITIVE = click.IntRange(min=1)
 
@@ -40,9 +40,18 @@ POSITIVE = click.IntRange(min=1)
     help="first metrics port; the i-th service of the ready line uses +i (0 = free ports)",
 )
 @click.option("--embed-processes", type=POSITIVE, default=1, show_default=True, help="embed worker processes")
+@click.option("--gateway-port", type=PORT, default=8420, show_default=True, help="the HTTP gateway (0 = a free port)")
+@click.option("--gateway-host", default="127.0.0.1", show_default=True, help="the HTTP gateway's address")
 @click.option("--no-auth", is_flag=True, help="run the embedded NATS without users (not recommended)")
 def up(
-    data_dir_flag: str | None, nats_port: int, pg_port: int, metrics_port: int, embed_processes: int, no_auth: bool
+    data_dir_flag: str | None,
+    nats_port: int,
+    pg_port: int,
+    metrics_port: int,
+    embed_processes: int,
+    gateway_port: int,
+    gateway_host: str,
+    no_auth: bool,
 ) -> int:
     """Run everything here (embedded NATS, PostgreSQL, services).
 
@@ -57,6 +66,8 @@ def up(
         metrics_port=metrics_port,
         embed_processes=embed_processes,
         auth=not no_auth,
+        gateway_port=gateway_port,
+        gateway_host=gateway_host,
     )
     return run(run_up(opts))
 
@@ -70,7 +81,7 @@ def up(
 def serve(service: str, processes: int, metrics_port: int | None) -> int:
     """Run one service against external NATS and PostgreSQL.
 
-    SERVICE is one of ingest, extract, embed, retrieve, sleep. Its settings come from the
+    SERVICE is one of ingest, extract, embed, retrieve, sleep, gateway. Its settings come from the
     MEMORYD_* environment variables.
     """
     if metrics_port is not None:

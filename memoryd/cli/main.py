@@ -17,6 +17,7 @@ from memoryd.cli import (
     commands_client,
     commands_credentials,
     commands_embed,
+    commands_keys,
     commands_lifecycle,
     commands_search,
     commands_server,
@@ -38,6 +39,7 @@ COMMAND_MODULES = (
     commands_settings,
     commands_status,
     commands_credentials,
+    commands_keys,
 )
 
 

@@ -32,6 +32,7 @@ class Child:
     log_path: Path | None = None
     proc: asyncio.subprocess.Process | None = None
     metrics_url: str = ""
+    fields: dict[str, str] = field(default_factory=dict)  # every key=value of its ready line
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     restarts: int = 0
     started_at: float = 0.0
@@ -86,7 +87,8 @@ class Supervisor:
         async for raw in proc.stdout:
             line = raw.decode(errors="replace").strip()
             if line.startswith(READY_PREFIX):
-                child.metrics_url = parse_ready(line).get("metrics", "")
+                child.fields = parse_ready(line)
+                child.metrics_url = child.fields.get("metrics", "")
                 child.ready.set()
 
     async def start_all(self, timeout: float = 60.0) -> None:

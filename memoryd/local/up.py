@@ -1,4 +1,4 @@
-"""``memoryd up``: embedded NATS + embedded PostgreSQL + all five services on one machine.
+"""``memoryd up``: embedded NATS + embedded PostgreSQL + all six services (the gateway among them) on one machine.
 
 Each service runs as its own child process (``python -m services.<name>``), as it would
 on many machines, so one crashing service is restarted alone and a fault test can kill
@@ -7,7 +7,7 @@ never another port), so an application's configuration survives restarts. Applic
 connect with ``<data-dir>/client.json`` (0600: URL, the ``client`` user and its password,
 read by ``MemoryClient.connect()``); the operator URLs go to ``<data-dir>/runtime.json`` for
 the CLI. One line ``memoryd ready nats=<url> credentials=<file> postgres=<dsn>
-metrics=<urls>`` is printed once every service answers. Metrics are served on
+gateway=<http url> metrics=<urls>`` is printed once every service answers. Metrics are served on
 ``--metrics-port`` plus each child's index and listed in ``<data-dir>/prometheus-targets.json``
 for Prometheus ``file_sd`` (``memoryd.local.scrape``). SIGINT/SIGTERM stops the services,
 then NATS, then PostgreSQL; the data stays for the next start. ``MEMORYD_NATS_URL`` /
@@ -38,7 +38,7 @@ from shared.db.migrate import migrate
 from shared.errors import ConfigError
 from shared.nats_auth import CLIENT_ROLE, OPERATOR_ROLE, Credentials, inbox_prefix, render_authorization
 
-SERVICES = ("ingest", "extract", "embed", "retrieve", "sleep")
+SERVICES = ("ingest", "extract", "embed", "retrieve", "sleep", "gateway")
 DATABASE = "memoryd"
 #: The NATS port of ``memoryd up`` unless ``--nats-port`` says otherwise (NATS's own default).
 DEFAULT_NATS_PORT = 4222
@@ -52,6 +52,8 @@ class UpOptions:
     metrics_port: int = 0  # base port: child i serves on base + i; 0 = free ports
     embed_processes: int = 1
     auth: bool = True  # per-service NATS users (embedded NATS only)
+    gateway_port: int = 8420  # the HTTP gateway (REST, chat proxy, MCP); 0 = a free port
+    gateway_host: str = "127.0.0.1"
     services: tuple[str, ...] = SERVICES
     extra_env: dict[str, str] = field(default_factory=dict)
 
@@ -188,10 +190,13 @@ async def run_up(opts: UpOptions) -> int:
         for (name, i), port in zip(children, ports, strict=True):
             role_env = {"MEMORYD_NATS_USER": name, "MEMORYD_NATS_PASSWORD": creds.passwords[name]} if creds else {}
             role_env["MEMORYD_METRICS_PORT"] = str(port)
+            if name == "gateway":
+                role_env |= {"MEMORYD_GATEWAY_PORT": str(opts.gateway_port), "MEMORYD_GATEWAY_HOST": opts.gateway_host}
             supervisor.add(name, i, env=role_env, log_path=data_dir / "logs" / f"{name}-{i}.log")
         await supervisor.start_all()
         await wait_for_discovery(operator_url, {f"memoryd-{n}" for n in opts.services})
         metrics = ",".join(c.metrics_url for c in supervisor.children)
+        gateway = next((c.fields["http"] for c in supervisor.children if "http" in c.fields), "")
         write_targets(data_dir, [(c.name, c.metrics_url) for c in supervisor.children])
         app_creds = client_credentials_file(data_dir)
         write_file(app_creds, application_credentials(nats_url, creds))
@@ -203,11 +208,16 @@ async def run_up(opts: UpOptions) -> int:
                     "client_nats_url": with_user(nats_url, CLIENT_ROLE, creds),
                     "pg_dsn": pg_dsn,
                     "metrics": metrics.split(","),
+                    "gateway_url": gateway,
                     "pid": os.getpid(),
                 }
             ),
         )
-        print(f"memoryd ready nats={nats_url} credentials={app_creds} postgres={pg_dsn} metrics={metrics}", flush=True)
+        shown = f" gateway={gateway}" if gateway else ""
+        print(
+            f"memoryd ready nats={nats_url} credentials={app_creds} postgres={pg_dsn}{shown} metrics={metrics}",
+            flush=True,
+        )
         print(
             f"logs: {data_dir / 'logs'}  (Ctrl-C stops everything; data stays in {data_dir})",
             file=sys.stderr,

@@ -54,7 +54,10 @@ def _wait_listed(data: Path, owner: str, n: int, timeout: float = 60.0) -> dict[
 def running(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     data = tmp_path_factory.mktemp("cli") / "data"
     proc = subprocess.Popen(
-        [*MEMORYD, "up", "--data-dir", str(data), "--nats-port", str(free_port()), "--metrics-port", "0"],
+        [
+            *MEMORYD, "up", "--data-dir", str(data), "--nats-port", str(free_port()), "--metrics-port", "0",
+            "--gateway-port", "0",
+        ],  # fmt: skip
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

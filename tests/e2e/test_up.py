@@ -33,7 +33,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 def _start(data_dir: Path, port: int, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [*MEMORYD, "up", "--data-dir", str(data_dir), "--nats-port", str(port), *args],
+        [*MEMORYD, "up", "--data-dir", str(data_dir), "--nats-port", str(port), "--gateway-port", "0", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -52,6 +52,10 @@ def _ready_line(proc: subprocess.Popen[str], timeout: float = 60.0) -> dict[str,
         if line.startswith("memoryd ready "):
             return dict(f.split("=", 1) for f in line.split()[2:])
     raise AssertionError("no ready line")
+
+
+def runtime_gateway(data: Path) -> str:
+    return str(json.loads((data / "runtime.json").read_text())["gateway_url"])
 
 
 def _descendants(pid: int) -> list[psutil.Process]:
@@ -161,7 +165,7 @@ def test_up_ready_healthy_and_clean_stop(tmp_path: Path) -> None:
 
     data = tmp_path / "data"
     port = free_port()
-    base = free_port_base(len(SERVICES))
+    base = free_port_base(len(SERVICES) + 1)
     started = time.monotonic()
     proc = _start(data, port, "--metrics-port", str(base))
     try:
@@ -172,7 +176,11 @@ def test_up_ready_healthy_and_clean_stop(tmp_path: Path) -> None:
         app_credentials = (data / "client.json").read_text()
         assert ready["postgres"].startswith("postgresql://postgres@127.0.0.1:")
         metrics = ready["metrics"].split(",")
-        assert metrics == [f"http://127.0.0.1:{base + i}/metrics" for i in range(len(SERVICES))]
+        assert metrics == [f"http://127.0.0.1:{base + i}/metrics" for i in range(len(SERVICES) + 1)]  # + gateway
+        assert runtime_gateway(data) == ready["gateway"] and ready["gateway"].startswith("http://127.0.0.1:")
+        assert json.loads(urllib.request.urlopen(ready["gateway"] + "/healthz", timeout=5).read()) == {"status": "ok"}
+        readyz = json.loads(urllib.request.urlopen(ready["gateway"] + "/readyz", timeout=30).read())
+        assert readyz["status"] == "ok" and set(readyz["services"]) == set(SERVICES), readyz
         for url in metrics:
             body = urllib.request.urlopen(url, timeout=5).read().decode()
             assert "memoryd_up{" in body and "process_cpu_seconds_total" in body
@@ -227,7 +235,8 @@ def test_port_in_use_fails_fast_naming_the_setting(tmp_path: Path) -> None:
         sock.listen()
         port = sock.getsockname()[1]
         result = subprocess.run(  # a taken port is an error naming the flag, never another port
-            [*MEMORYD, "up", "--data-dir", str(tmp_path), "--nats-port", str(port), "--metrics-port", "0"],
+            [*MEMORYD, "up", "--data-dir", str(tmp_path), "--nats-port", str(port), "--metrics-port", "0",
+             "--gateway-port", "0"],  # fmt: skip
             capture_output=True,
             text=True,
             timeout=60,
@@ -239,12 +248,13 @@ def test_port_in_use_fails_fast_naming_the_setting(tmp_path: Path) -> None:
 
 
 def test_metrics_port_in_use_fails_fast_naming_the_flag(tmp_path: Path) -> None:
-    base = free_port_base(len(SERVICES))
+    base = free_port_base(len(SERVICES) + 1)
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", base + 2))  # embed's port
         sock.listen()
         result = subprocess.run(
-            [*MEMORYD, "up", "--data-dir", str(tmp_path), "--nats-port", str(free_port()), "--metrics-port", str(base)],
+            [*MEMORYD, "up", "--data-dir", str(tmp_path), "--nats-port", str(free_port()), "--metrics-port", str(base),
+             "--gateway-port", "0"],  # fmt: skip
             capture_output=True,
             text=True,
             timeout=90,

@@ -664,7 +664,7 @@ def test_kustomize_renders() -> None:
     assert out.returncode == 0, out.stderr
     rendered = [d for d in yaml.safe_load_all(out.stdout) if d]
     kinds = sorted(d["kind"] for d in rendered)
-    assert kinds.count("Deployment") == len(SERVICES)
+    assert kinds.count("Deployment") == len(SERVICES) + 1  # + the gateway
     assert {"Job", "HorizontalPodAutoscaler", "ConfigMap", "Secret", "Namespace"} <= set(kinds)
     kust = load_yaml(K8S / "kustomization.yaml")
     image = next(i for i in kust["images"] if i["name"] == "memoryd")
@@ -695,3 +695,16 @@ def test_deploy_readme_explains_every_folder() -> None:
     for folder in sorted(p.name for p in DEPLOY.iterdir() if p.is_dir()):
         assert f"{folder}/" in text, folder
     assert "embed" in text and "scale" in text
+
+
+def test_the_gateway_is_deployed_with_its_probes() -> None:
+    gateway = compose()["services"]["gateway"]
+    assert gateway["command"][:2] == ["serve", "gateway"]
+    assert env_of(gateway)["MEMORYD_GATEWAY_HOST"] == "0.0.0.0"
+    assert any(str(p).endswith(":8420") for p in gateway["ports"])
+    assert "/readyz" in " ".join(gateway["healthcheck"]["test"])
+    dep = by_kind("Deployment")["memoryd-gateway"]
+    (container,) = dep["spec"]["template"]["spec"]["containers"]
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert by_kind("Service")["memoryd-gateway"]["spec"]["ports"][0]["port"] == 8420

@@ -15,11 +15,12 @@ over real HTTP on 127.0.0.1, through the same client code production uses::
 Replies to ``POST /v1/chat/completions`` come from the queue first, then ``handler``
 (``fn(request) -> (status, body)`` or the content string; may be async), else a 500.
 Every reply carries ``usage`` (about ``len/4`` tokens of prompt and content unless
-given). ``POST /v1/embeddings`` returns deterministic unit vectors derived from a hash
-of each text (``embedding_dim``, or the request's ``dimensions``); ``fail_embeddings``
-queues errors for it. ``GET /v1/models`` lists ``model``. Built on asyncio streams
-(HTTP/1.1, keep-alive, Content-Length or chunked bodies), one task per connection, so
-concurrent requests are served concurrently.
+given); a request with ``"stream": true`` gets the same completion as server-sent
+``chat.completion.chunk`` events (word by word, then ``[DONE]``). ``POST /v1/embeddings``
+returns deterministic unit vectors derived from a hash of each text (``embedding_dim``, or
+the request's ``dimensions``); ``fail_embeddings`` queues errors for it. ``GET /v1/models``
+lists ``model``. Built on asyncio streams (HTTP/1.1, keep-alive, Content-Length or chunked
+bodies), one task per connection, so concurrent requests are served concurrently.
 """
 
 from __future__ import annotations
@@ -201,6 +202,11 @@ class FakeLlm:
                 method, path, version, headers, body = request
                 status, payload = await self._dispatch(method, path, headers, body)
                 close = headers.get("connection", "").lower() == "close" or version == "HTTP/1.0"
+                if status == 200 and "choices" in payload and _wants_stream(body):
+                    await self._stream(writer, payload, close)
+                    if close:
+                        break
+                    continue
                 data = json.dumps(payload).encode()
                 try:
                     reason = http.HTTPStatus(status).phrase
@@ -223,6 +229,34 @@ class FakeLlm:
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
+
+    @staticmethod
+    def sse_chunks(completion: dict[str, Any]) -> list[dict[str, Any]]:
+        """The ``chat.completion.chunk`` events streaming ``completion``'s content word by word."""
+        content = str(completion["choices"][0]["message"].get("content") or "")
+        words = [w + " " for w in content.split(" ")]
+        words[-1] = words[-1][:-1]
+        base = {"id": completion["id"], "object": "chat.completion.chunk", "created": 0, "model": completion["model"]}
+        chunks = [
+            {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": w} if i == 0 else
+                                  {"content": w}, "finish_reason": None}]}
+            for i, w in enumerate(words)
+        ]  # fmt: skip
+        return [*chunks, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
+
+    async def _stream(self, writer: asyncio.StreamWriter, completion: dict[str, Any], close: bool) -> None:
+        """Answer as server-sent events (``stream: true``), one HTTP chunk per event, then ``[DONE]``."""
+        head = (
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n"
+            f"cache-control: no-cache\r\nconnection: {'close' if close else 'keep-alive'}\r\n\r\n"
+        )
+        writer.write(head.encode("latin-1"))
+        events = [f"data: {json.dumps(c)}\n\n".encode() for c in self.sse_chunks(completion)]
+        for data in [*events, b"data: [DONE]\n\n"]:
+            writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            await writer.drain()
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
 
     async def _dispatch(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> Reply:
         route = path.split("?", 1)[0].rstrip("/")
@@ -296,6 +330,14 @@ class FakeLlm:
             ],
             "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
         }
+
+
+def _wants_stream(raw: bytes) -> bool:
+    try:
+        body = json.loads(raw or b"null")
+    except ValueError:
+        return False
+    return isinstance(body, dict) and body.get("stream") is True
 
 
 async def _read_request(

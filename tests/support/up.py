@@ -59,7 +59,7 @@ def start_up(data_dir: Path, *args: str, nats_port: int | None = None, timeout: 
     if "--metrics-port" not in args:
         args = (*args, "--metrics-port", "0")
     proc = subprocess.Popen(
-        [*MEMORYD, "up", "--data-dir", str(data_dir), "--nats-port", str(port), *args],
+        [*MEMORYD, "up", "--data-dir", str(data_dir), "--nats-port", str(port), "--gateway-port", "0", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

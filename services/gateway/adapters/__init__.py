@@ -1,0 +1,1 @@
+"""What only the gateway talks to: the key bucket (through a cache) and the upstream LLM."""

@@ -1,0 +1,1 @@
+"""Static files the gateway serves (the API docs page); shipped in the package, nothing from a CDN."""

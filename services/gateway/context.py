@@ -1,0 +1,31 @@
+"""What every gateway endpoint uses: the NATS connection, the settings, the key cache, the upstream."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from nats.aio.client import Client
+from nats.js import JetStreamContext
+
+from shared.bus.rpc_client import call
+from shared.schemas import RpcOp
+
+from .adapters.keys import KeyCache
+from .adapters.upstream import Upstream
+from .config import GatewayConfig
+
+
+@dataclass
+class Gateway:
+    nc: Client
+    js: JetStreamContext
+    config: GatewayConfig
+    keys: KeyCache
+    upstream: Upstream
+
+    async def call(
+        self, op: str | RpcOp, request: Any, *, timeout: float | None = None, subject: str | None = None
+    ) -> Any:
+        """One RPC (the result Struct, or the typed error raised)."""
+        return await call(self.nc, op, request, timeout=timeout or self.config.rpc_timeout_s, subject=subject)

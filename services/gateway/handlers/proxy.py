@@ -1,0 +1,173 @@
+"""``POST /v1/chat/completions``: the OpenAI-compatible memory proxy.
+
+Retrieve for the last user turn and inject (the retrieve service's inject RPC decides placement),
+forward to the upstream (the key's, else ``MEMORYD_LLM_BASE_URL``), return its answer unchanged
+(SSE passed through chunk by chunk), then publish the exchange as a chat event. The response
+header ``x-memory-status`` says what memory did: ``injected``, ``none`` (nothing relevant),
+``skipped`` (``x-memory-no-memory``) or ``unavailable`` (memoryd did not answer in time: the
+call went ahead without memory). Upstream errors come back with the upstream's status and body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+from starlette.background import BackgroundTask
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from shared.api_keys import ApiKeyRecord
+from shared.errors import DependencyDown, ValidationFailed
+from shared.observability.logging import get_logger
+from shared.schemas.base import MAX_QUERY_CHARS
+from shared.schemas.events import ChatEvent, ChatMessage
+from shared.schemas.retrieval import InjectRequest, InjectResult
+from shared.subjects import NO_MEMORY_HEADER
+
+from ..context import Gateway
+from ..logic.auth import acting_owner
+from ..logic.chat import SseText, apply_memory, last_user_text, reply_text, truthy, turns
+from ..logic.problem import PROBLEM_MEDIA, problem
+from .common import Endpoint, authenticate, guarded, json_object, named_owners, read_body
+from .special import publish_event
+
+log = get_logger(__name__)
+
+SESSION_HEADER = "x-memory-session"
+PROVIDER_HEADER = "x-memory-provider"
+STATUS_HEADER = "x-memory-status"
+INJECTED_HEADER = "x-memory-injected"
+UPSTREAM_AUTH_HEADER = "x-upstream-authorization"
+_HOP_HEADERS = frozenset({"content-length", "transfer-encoding", "connection", "content-encoding", "keep-alive"})
+
+
+class Exchange(msgspec.Struct, kw_only=True):
+    """One proxied call: who, which session, what went in, and what memory did."""
+
+    owner: str
+    session_id: str | None
+    provider: str | None
+    model: str | None
+    messages: list[Any]
+    remember: bool
+    status: str = "none"
+    injected: int = 0
+
+
+async def with_memory(gw: Gateway, ex: Exchange) -> list[Any]:
+    """The messages to forward: with memory when memoryd answers in time, else as they came."""
+    query = last_user_text(ex.messages)[:MAX_QUERY_CHARS]
+    if not query.strip():
+        return ex.messages
+    req = InjectRequest(
+        owner=ex.owner,
+        messages=[ChatMessage(role="user", content=query)],
+        provider=ex.provider,
+        model=ex.model,
+        session_id=ex.session_id,
+        query=query,
+    )
+    try:
+        result: InjectResult = await asyncio.wait_for(
+            gw.call("inject", req, timeout=gw.config.memory_timeout_s), gw.config.memory_timeout_s + 0.5
+        )
+    except Exception as exc:  # memoryd down, slow or failing never breaks the chat call
+        log.warning("proxy.memory_unavailable", error=str(exc) or type(exc).__name__)
+        ex.status = "unavailable"
+        return ex.messages
+    ex.injected = len(result.injected)
+    ex.status = "injected" if result.injected and result.placement != "none" else "none"
+    return apply_memory(ex.messages, result.context, result.placement)
+
+
+async def remember(gw: Gateway, ex: Exchange, reply: str) -> None:
+    """Publish the exchange (request turns + reply) as a chat event; a failure is only logged."""
+    if not ex.remember or not reply.strip():
+        return
+    messages = turns(ex.messages, reply)
+    event = ChatEvent(
+        event_id=uuid.uuid4().hex,
+        owner=ex.owner,
+        messages=messages,
+        occurred_at=datetime.now(UTC),
+        session_id=ex.session_id,
+        provider=ex.provider,
+        model=ex.model,
+        metadata={"via": "gateway-proxy"},
+    )
+    try:
+        await publish_event(gw, event)
+    except Exception as exc:
+        log.warning("proxy.remember_failed", error=str(exc))
+
+
+def _exchange(key: ApiKeyRecord, request: Request, body: dict[str, Any]) -> Exchange:
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise ValidationFailed("Expected a non-empty `array` of messages - at `$.messages`")
+    owner = acting_owner(key.role, key.owner, named_owners(request), required=True)
+    assert owner is not None
+    skip = truthy(request.headers.get(NO_MEMORY_HEADER))
+    model = body.get("model") if isinstance(body.get("model"), str) else None
+    return Exchange(
+        owner=owner,
+        session_id=request.headers.get(SESSION_HEADER) or None,
+        provider=request.headers.get(PROVIDER_HEADER) or None,
+        model=model,
+        messages=messages,
+        remember=not skip,
+        status="skipped" if skip else "none",
+    )
+
+
+def chat_endpoint(gw: Gateway) -> Endpoint:
+    @guarded
+    async def endpoint(request: Request) -> Response:
+        key = await authenticate(gw, request)
+        body = json_object(await read_body(gw, request))
+        ex = _exchange(key, request, body)
+        forwarded = body if not ex.remember else {**body, "messages": await with_memory(gw, ex)}
+        url = gw.upstream.url(key.upstream_url)
+        headers = gw.upstream.headers(request.headers.get(UPSTREAM_AUTH_HEADER))
+        memory_headers = {STATUS_HEADER: ex.status, INJECTED_HEADER: str(ex.injected)}
+        try:
+            upstream = await gw.upstream.open(url, msgspec.json.encode(forwarded), headers)
+        except DependencyDown as exc:
+            body502 = problem(502, "upstream_unreachable", exc.description)
+            return Response(msgspec.json.encode(body502), 502, media_type=PROBLEM_MEDIA, headers=memory_headers)
+        passed = {k: v for k, v in upstream.headers.items() if k.lower() not in _HOP_HEADERS}
+        media = upstream.headers.get("content-type", "application/json")
+        if upstream.status_code == 200 and media.startswith("text/event-stream"):
+            sse = SseText()
+
+            async def relay() -> AsyncIterator[bytes]:
+                try:
+                    async for chunk in upstream.aiter_raw():
+                        sse.feed(chunk)
+                        yield chunk
+                finally:
+                    await upstream.aclose()
+                await remember(gw, ex, sse.text)
+
+            return StreamingResponse(relay(), status_code=200, headers={**passed, **memory_headers})
+        try:
+            content = await upstream.aread()
+        finally:
+            await upstream.aclose()
+        response = Response(content, status_code=upstream.status_code, headers={**passed, **memory_headers})
+        if upstream.status_code == 200:
+            try:
+                reply = reply_text(msgspec.json.decode(content))
+            except msgspec.DecodeError:
+                reply = ""
+            if reply:
+                # after the reply is sent: the caller never waits for the event
+                response.background = BackgroundTask(remember, gw, ex, reply)
+        return response
+
+    return endpoint

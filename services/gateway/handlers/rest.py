@@ -1,0 +1,71 @@
+"""The REST routes backed by one RPC each: decode, authorise, call, reply with the result Struct."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+
+from shared.api_keys import ApiKeyRecord
+from shared.errors import Forbidden
+
+from ..context import Gateway
+from ..logic.auth import acting_owner, require_operator
+from ..routes import NDJSON, Route
+from .common import Endpoint, authenticate, convert, guarded, json_object, json_response, named_owners, read_body
+
+
+async def raw_fields(gw: Gateway, route: Route, request: Request) -> dict[str, Any]:
+    """The request's fields before validation: body or query string, then path parameters."""
+    if route.in_body:
+        body = await read_body(gw, request)
+        if NDJSON in route.body_media and request.headers.get("content-type", "").startswith(NDJSON):
+            raw: dict[str, Any] = {"lines": body.decode("utf-8", errors="replace")}
+        else:
+            raw = json_object(body)
+    else:
+        raw = dict(request.query_params)
+    return {**raw, **request.path_params}
+
+
+def build_request(route: Route, key: ApiKeyRecord, request: Request, raw: dict[str, Any]) -> Any:
+    """The RPC request Struct, with the owner the key may act for."""
+    assert route.request is not None
+    if key.role != "operator":
+        for name, value in route.owner_key_requires.items():
+            if raw.get(name) != value:
+                raise Forbidden(f"owner keys may only send {name}={msgspec.json.encode(value).decode()} here")
+    raw = {**raw, **route.fixed}
+    fields = {f.name: f for f in msgspec.structs.fields(route.request)}
+    if "owner" in fields:
+        owner = acting_owner(
+            key.role, key.owner, [raw.get("owner"), *named_owners(request)], required=fields["owner"].required
+        )
+        raw.pop("owner", None)
+        if owner is not None:
+            raw["owner"] = owner
+    return convert(raw, route.request, strict=route.in_body)
+
+
+def rpc_endpoint(gw: Gateway, route: Route) -> Endpoint:
+    assert route.op is not None
+    op = route.op
+
+    @guarded
+    async def endpoint(request: Request) -> Response:
+        key = await authenticate(gw, request)
+        if route.operator:
+            require_operator(key.role, f"{route.method} {route.path}")
+        rpc_request = build_request(route, key, request, await raw_fields(gw, route, request))
+        this_op = op
+        if op == "memory.create" and getattr(rpc_request, "scope", None) == "global":
+            require_operator(key.role, "a global memory")
+            this_op = "admin.memory.create"
+        timeout = None
+        if op in ("memory.import", "sleep.run"):
+            timeout = max(gw.config.rpc_timeout_s, float(getattr(rpc_request, "timeout_s", 0) or 0) + 5, 60.0)
+        return json_response(await gw.call(this_op, rpc_request, timeout=timeout))
+
+    return endpoint

@@ -1,0 +1,165 @@
+"""REST routes that are more than one RPC: chat events, the streamed export, health, receipts."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+
+import nats.errors
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from shared.codec import decode, encode
+from shared.errors import DependencyDown, MemorydError
+from shared.nats_auth import SERVICE_ROLES
+from shared.schemas import HEALTH_OP
+from shared.schemas.events import ChatEvent
+from shared.schemas.memory import MemoryExportRequest, MemoryExportResult
+from shared.schemas.ops import HealthRequest, HealthResult, SleepStatusRequest, SleepStatusResult
+from shared.subjects import CHAT_EVENTS, MSG_ID_HEADER, rpc_subject
+
+from ..context import Gateway
+from ..routes import BY_NAME, NDJSON
+from ..schemas import ChatPublishRequest, ChatPublishResult, ServicesHealth, SleepReceiptsResult
+from .common import Endpoint, authenticate, guarded, json_response
+from .rest import build_request, raw_fields
+
+
+async def publish_event(gw: Gateway, event: ChatEvent) -> None:
+    """Publish a chat event to JetStream (``Nats-Msg-Id`` = event id: a retry is stored once)."""
+    data = encode(event)
+    decode(data, ChatEvent)  # the ingest service's own validation, before anything is sent
+    try:
+        await gw.js.publish(CHAT_EVENTS, data, headers={MSG_ID_HEADER: event.event_id}, timeout=gw.config.rpc_timeout_s)
+    except (nats.errors.Error, TimeoutError) as exc:
+        raise DependencyDown(f"cannot publish to {CHAT_EVENTS}: {type(exc).__name__}: {exc}") from exc
+
+
+def events_endpoint(gw: Gateway) -> Endpoint:
+    route = BY_NAME["events_publish"]
+
+    @guarded
+    async def endpoint(request: Request) -> Response:
+        key = await authenticate(gw, request)
+        req: ChatPublishRequest = build_request(route, key, request, await raw_fields(gw, route, request))
+        assert req.owner is not None
+        event = ChatEvent(
+            event_id=req.event_id or uuid.uuid4().hex,
+            owner=req.owner,
+            messages=req.messages,
+            occurred_at=req.occurred_at or datetime.now(UTC),
+            session_id=req.session_id,
+            provider=req.provider,
+            model=req.model,
+            metadata=req.metadata,
+            no_memory=req.no_memory,
+        )
+        await publish_event(gw, event)
+        return json_response(ChatPublishResult(event_id=event.event_id), status=202)
+
+    return endpoint
+
+
+def export_endpoint(gw: Gateway) -> Endpoint:
+    route = BY_NAME["export"]
+
+    @guarded
+    async def endpoint(request: Request) -> Response:
+        key = await authenticate(gw, request)
+        query = build_request(route, key, request, await raw_fields(gw, route, request))
+        first: MemoryExportResult = await gw.call(
+            "memory.export", MemoryExportRequest(owner=query.owner, include_archived=query.include_archived)
+        )  # an error on the first page is still a problem response
+
+        async def pages() -> AsyncIterator[bytes]:
+            page = first
+            while True:
+                if page.lines:
+                    yield page.lines.encode()
+                if page.next_after_id is None:
+                    return
+                page = await gw.call(
+                    "memory.export",
+                    MemoryExportRequest(
+                        owner=query.owner, include_archived=query.include_archived, after_id=page.next_after_id
+                    ),
+                )
+
+        return StreamingResponse(pages(), media_type=NDJSON)
+
+    return endpoint
+
+
+async def services_health(gw: Gateway, *, deep: bool = True, timeout: float = 5.0) -> ServicesHealth:
+    """Every service's (deep) health, asked concurrently."""
+
+    async def one(name: str) -> HealthResult:
+        subject = f"{rpc_subject('health')}.{name}"
+        result: HealthResult = await gw.call(HEALTH_OP, HealthRequest(deep=deep), subject=subject, timeout=timeout)
+        return result
+
+    names = [n for n in SERVICE_ROLES if n != "gateway"]
+    results = await asyncio.gather(*(one(n) for n in names), return_exceptions=True)
+    services: dict[str, HealthResult] = {}
+    errors: dict[str, str] = {}
+    for name, result in zip(names, results, strict=True):
+        if isinstance(result, HealthResult):
+            services[name] = result
+        elif isinstance(result, MemorydError):
+            errors[name] = result.description
+        else:
+            errors[name] = f"{type(result).__name__}: {result}"
+    ok = gw.nc.is_connected and not errors and all(h.status == "ok" for h in services.values())
+    return ServicesHealth(status="ok" if ok else "degraded", services=services, errors=errors)
+
+
+def health_endpoint(gw: Gateway) -> Endpoint:
+    @guarded
+    async def endpoint(request: Request) -> Response:
+        await authenticate(gw, request)
+        return json_response(await services_health(gw))
+
+    return endpoint
+
+
+def receipts_endpoint(gw: Gateway) -> Endpoint:
+    route = BY_NAME["sleep_receipts"]
+
+    @guarded
+    async def endpoint(request: Request) -> Response:
+        key = await authenticate(gw, request)
+        req: SleepStatusRequest = build_request(route, key, request, await raw_fields(gw, route, request))
+        status: SleepStatusResult = await gw.call("sleep.status", req)
+        return json_response(SleepReceiptsResult.of(status.runs))
+
+    return endpoint
+
+
+class Readiness:
+    """``/readyz``: NATS connected and every service's deep health ok (cached for ``ttl_s``)."""
+
+    def __init__(self, gw: Gateway, ttl_s: float = 2.0) -> None:
+        self.gw = gw
+        self.ttl_s = ttl_s
+        self._last: tuple[float, ServicesHealth] | None = None
+        self._lock = asyncio.Lock()
+
+    async def endpoint(self, request: Request) -> Response:
+        async with self._lock:
+            if self._last is None or time.monotonic() - self._last[0] > self.ttl_s:
+                health = (
+                    await services_health(self.gw)
+                    if self.gw.nc.is_connected
+                    else ServicesHealth(status="degraded", errors={"nats": "disconnected"})
+                )
+                self._last = (time.monotonic(), health)
+            health = self._last[1]
+        return json_response(health, status=200 if health.status == "ok" else 503)
+
+
+async def healthz(request: Request) -> Response:
+    """The process is up (no dependency is asked)."""
+    return json_response({"status": "ok"})

@@ -1,0 +1,127 @@
+"""The chat proxy's pure parts: reading OpenAI chat requests and replies, placing memory, SSE.
+
+The retrieve service decides *where* memory goes (``InjectResult.placement``) and renders it
+(``InjectResult.context``); ``apply_memory`` puts that block into the caller's own messages, so
+content parts, tool calls and unknown fields pass to the upstream untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from shared.schemas.base import MAX_MESSAGE_CHARS, MAX_MESSAGES_PER_EVENT
+from shared.schemas.events import ChatMessage
+
+TRUTHY = frozenset({"true", "1", "yes"})
+_ROLES = frozenset({"system", "user", "assistant", "tool", "developer", "function"})
+_TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
+USER_BLOCK_SEPARATOR = "\n\n---\n\n"
+
+
+def truthy(value: str | None) -> bool:
+    """``x-memory-no-memory: true|1|yes`` (any case) -> True."""
+    return value is not None and value.strip().lower() in TRUTHY
+
+
+def content_text(content: Any) -> str:
+    """A message's text: a string, or the text parts of an OpenAI content-part list joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") in _TEXT_PARTS]
+        return "\n".join(t for t in texts if isinstance(t, str) and t)
+    return ""
+
+
+def last_user_text(messages: Sequence[Any]) -> str:
+    for message in reversed(messages):
+        if isinstance(message, dict) and message.get("role") == "user":
+            text = content_text(message.get("content"))
+            if text.strip():
+                return text
+    return ""
+
+
+def turns(messages: Sequence[Any], reply: str | None = None) -> list[ChatMessage]:
+    """The request's text turns (plus the assistant reply) as chat-event messages.
+
+    Messages without text (tool calls only, images only) are left out; over-long text is cut
+    to the event limit; at most the last ``MAX_MESSAGES_PER_EVENT`` turns are kept.
+    """
+    out: list[ChatMessage] = []
+    all_messages = [*messages, *([{"role": "assistant", "content": reply}] if reply else [])]
+    for message in all_messages:
+        if not isinstance(message, dict) or message.get("role") not in _ROLES:
+            continue
+        text = content_text(message.get("content"))[:MAX_MESSAGE_CHARS]
+        if not text.strip():
+            continue
+        name = message.get("name") if isinstance(message.get("name"), str) else None
+        out.append(ChatMessage(role=message["role"], content=text, name=name[:256] if name else None))
+    return out[-MAX_MESSAGES_PER_EVENT:]
+
+
+def apply_memory(messages: Sequence[Any], context: str, placement: str) -> list[Any]:
+    """``messages`` with the memory block placed as the retrieve service decided; input unchanged."""
+    out = list(messages)
+    if placement == "none" or not context.strip():
+        return out
+    if placement == "system":
+        return [{"role": "system", "content": context}, *out]
+    for index, message in enumerate(out):
+        if isinstance(message, dict) and message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, str):
+                out[index] = {**message, "content": f"{context}{USER_BLOCK_SEPARATOR}{content}" if content else context}
+                return out
+            if isinstance(content, list):
+                out[index] = {**message, "content": [{"type": "text", "text": context}, *content]}
+                return out
+            out.insert(index, {"role": "user", "content": context})
+            return out
+    return [{"role": "user", "content": context}, *out]
+
+
+def reply_text(body: Any) -> str:
+    """The assistant text of a non-streamed chat completion (first choice)."""
+    try:
+        return content_text(body["choices"][0]["message"]["content"])
+    except (KeyError, IndexError, TypeError):
+        return ""
+
+
+_chunk = msgspec.json.Decoder()
+
+
+class SseText:
+    """Collects the first choice's ``delta.content`` from an SSE stream fed chunk by chunk."""
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self.parts: list[str] = []
+
+    def feed(self, chunk: bytes) -> None:
+        self._buffer += chunk
+        *lines, self._buffer = self._buffer.split(b"\n")
+        for line in lines:
+            line = line.strip()
+            if not line.startswith(b"data:"):
+                continue
+            data = line[5:].strip()
+            if not data or data == b"[DONE]":
+                continue
+            try:
+                event = _chunk.decode(data)
+                delta = event["choices"][0].get("delta") or {}
+            except (msgspec.DecodeError, KeyError, IndexError, TypeError, AttributeError):
+                continue
+            text = content_text(delta.get("content")) if isinstance(delta, dict) else ""
+            if text:
+                self.parts.append(text)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)

@@ -1,0 +1,139 @@
+"""Gateway API keys: their format, their hashed records, and the JetStream KV bucket holding them.
+
+A key is ``mk_<id>_<secret>`` (``id``: 12 hex digits, ``secret``: 48 hex digits). Only the
+SHA-256 of the secret is stored (the secret has 192 bits of entropy, so a slow hash adds
+nothing), in the KV bucket ``MEM_API_KEYS`` under the key's id: the gateway stays stateless
+and talks only NATS, and the CLI (``memoryd keys``) writes the same bucket. A key is shown
+once, when it is created. An owner key acts only for its owner; an operator key may act for
+any owner (named per call) and reach the operator routes (settings, sleep runs, reindex, ...).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+from datetime import UTC, datetime
+from typing import Annotated, Literal
+
+import msgspec
+from nats.js import JetStreamContext
+from nats.js.api import KeyValueConfig
+from nats.js.errors import KeyNotFoundError, NoKeysError, NotFoundError
+from nats.js.kv import KeyValue
+
+from .errors import NotFound, ValidationFailed
+from .schemas.base import Owner
+
+API_KEYS_BUCKET = "MEM_API_KEYS"
+KEY_PREFIX = "mk_"
+_KEY = re.compile(r"^mk_([0-9a-f]{12})_([0-9a-f]{48})$")
+
+Role = Literal["owner", "operator"]
+
+
+class ApiKeyRecord(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One API key as stored: never the key itself, only its hash."""
+
+    id: str
+    secret_sha256: str
+    role: Role
+    created_at: datetime
+    owner: Owner | None = None  # set for role="owner"
+    name: Annotated[str, msgspec.Meta(max_length=200)] = ""
+    upstream_url: str | None = None  # the proxy's upstream for this key (else the gateway's)
+
+    def public(self) -> dict[str, object]:
+        """What ``memoryd keys list`` shows (no hash)."""
+        return {
+            "id": self.id,
+            "role": self.role,
+            "owner": self.owner,
+            "name": self.name,
+            "created_at": self.created_at.isoformat(),
+            "upstream_url": self.upstream_url,
+        }
+
+
+def _sha256(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def new_key(
+    role: Role, owner: str | None, *, name: str = "", upstream_url: str | None = None
+) -> tuple[str, ApiKeyRecord]:
+    """A fresh key and its record; ``ValidationFailed`` when role and owner do not fit."""
+    if role == "owner" and not owner:
+        raise ValidationFailed("an owner key needs an owner")
+    if role == "operator" and owner:
+        raise ValidationFailed("an operator key acts for any owner: give no owner")
+    key_id, secret = secrets.token_hex(6), secrets.token_hex(24)
+    record = msgspec.convert(
+        {
+            "id": key_id,
+            "secret_sha256": _sha256(secret),
+            "role": role,
+            "owner": owner,
+            "name": name,
+            "upstream_url": upstream_url,
+            "created_at": datetime.now(UTC),
+        },
+        ApiKeyRecord,
+        from_attributes=False,
+    )
+    return f"{KEY_PREFIX}{key_id}_{secret}", record
+
+
+def parse_key(token: str) -> tuple[str, str] | None:
+    """``(id, secret)`` of a well-formed key, else None."""
+    match = _KEY.match(token.strip())
+    return (match.group(1), match.group(2)) if match else None
+
+
+def matches(record: ApiKeyRecord, secret: str) -> bool:
+    """Constant-time comparison of a presented secret with the stored hash."""
+    return hmac.compare_digest(record.secret_sha256, _sha256(secret))
+
+
+_decoder = msgspec.json.Decoder(ApiKeyRecord)
+
+
+async def open_bucket(js: JetStreamContext) -> KeyValue:
+    """The key bucket, created on first use (one revision per key: a revoke deletes it)."""
+    try:
+        return await js.key_value(API_KEYS_BUCKET)
+    except NotFoundError:
+        return await js.create_key_value(KeyValueConfig(bucket=API_KEYS_BUCKET, history=1))
+
+
+class KeyStore:
+    """Reads and writes key records in ``MEM_API_KEYS``."""
+
+    def __init__(self, kv: KeyValue) -> None:
+        self.kv = kv
+
+    async def put(self, record: ApiKeyRecord) -> None:
+        await self.kv.put(record.id, msgspec.json.encode(record))
+
+    async def get(self, key_id: str) -> ApiKeyRecord | None:
+        try:
+            entry = await self.kv.get(key_id)
+        except KeyNotFoundError:
+            return None
+        return _decoder.decode(entry.value) if entry.value else None
+
+    async def list(self) -> list[ApiKeyRecord]:
+        try:
+            ids = await self.kv.keys()
+        except NoKeysError:
+            return []
+        records = [await self.get(key_id) for key_id in ids]
+        return sorted((r for r in records if r is not None), key=lambda r: r.created_at)
+
+    async def revoke(self, key_id: str) -> ApiKeyRecord:
+        record = await self.get(key_id)
+        if record is None:
+            raise NotFound(f"no API key with id {key_id!r}")
+        await self.kv.purge(key_id)
+        return record

@@ -1,0 +1,153 @@
+"""REST /v1 against a real stack: every OpenAPI operation answers, errors are problem+json with the
+field path, keys are checked (401), owners are kept apart (403 / 404)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from services.gateway.routes import ROUTES
+
+from .conftest import Stack
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+async def test_every_route_is_in_openapi_and_every_operation_answers(stack: Stack) -> None:
+    async with stack.client(stack.operator_key) as http:
+        doc = (await http.get("/openapi.json")).json()
+        assert doc["openapi"] == "3.1.0"
+        for route in ROUTES:
+            assert route.method.lower() in doc["paths"][route.path], route.name
+        owner = {"x-memory-owner": stack.alice}
+        created = await http.post("/v1/memories", json={"content": "I prefer dark roast coffee."}, headers=owner)
+        assert created.status_code == 200, created.text
+        memory_id = created.json()["memory"]["id"]
+        stack.llm.handler = lambda req: "Noted."
+        bodies: dict[str, Any] = {
+            "memories_create": {"content": "I always bike to work."},
+            "memories_clear": {"memory_type": "procedural"},
+            "memories_update": {"content": "I prefer light roast coffee."},
+            "events_publish": {"messages": [{"role": "user", "content": "I love hiking."}]},
+            "import": {"lines": ""},
+            "search": {"query": "coffee"},
+            "search_preview": {"query": "coffee"},
+            "inject": {"messages": [{"role": "user", "content": "coffee?"}]},
+            "summarize": {"older_than_days": 30, "dry_run": True},
+            "cleanup": {"dry_run": True},
+            "reindex": {"dry_run": True},
+            "settings_put": {"values": {}, "owner": stack.alice},
+            "sleep_run": {},
+            "chat_completions": {"model": "fake", "messages": [{"role": "user", "content": "hi"}]},
+        }
+        expected = {"memories_restore": {409, 200}}  # an active memory has nothing to restore
+        called = []
+        for path, methods in doc["paths"].items():
+            for method, op in methods.items():
+                name = op["operationId"]
+                url = path.replace("{id}", memory_id)
+                if name == "memories_delete":
+                    continue  # last, below
+                response = await http.request(method.upper(), url, json=bodies.get(name), headers=owner)
+                assert response.status_code in expected.get(name, {200, 202}), (name, response.text)
+                called.append(name)
+        deleted = await http.delete(f"/v1/memories/{memory_id}", headers=owner)
+        assert deleted.status_code == 200 and deleted.json()["id"] == memory_id
+        assert set(called) | {"memories_delete"} == {
+            op["operationId"] for m in doc["paths"].values() for op in m.values()
+        }
+
+
+async def test_bad_body_is_400_with_the_field_path(stack: Stack) -> None:
+    async with stack.client(stack.alice_key) as http:
+        response = await http.post("/v1/memories", json={"content": 5})
+        assert response.status_code == 400
+        assert response.headers["content-type"] == "application/problem+json"
+        problem = response.json()
+        assert problem["field"] == "$.content" and problem["err_code"] == "validation" and problem["status"] == 400
+        not_json = await http.post("/v1/search", content=b"{nope", headers={"content-type": "application/json"})
+        assert not_json.status_code == 400 and "malformed JSON" in not_json.json()["detail"]
+        bad_query = await http.get("/v1/memories", params={"limit": "0"})
+        assert bad_query.status_code == 400 and bad_query.json()["field"] == "$.limit"
+
+
+async def test_missing_or_wrong_keys_are_401(stack: Stack) -> None:
+    async with stack.client(None) as http:
+        missing = await http.get("/v1/memories")
+        assert missing.status_code == 401 and missing.json()["err_code"] == "unauthorized"
+        assert missing.headers["www-authenticate"] == "Bearer"
+        forged = stack.alice_key[:-4] + ("0000" if not stack.alice_key.endswith("0000") else "1111")
+        for token in ("nonsense", forged, "mk_000000000000_" + "0" * 48):
+            wrong = await http.get("/v1/memories", headers={"authorization": f"Bearer {token}"})
+            assert wrong.status_code == 401, token
+        assert (await http.get("/healthz")).json() == {"status": "ok"}
+
+
+async def test_a_key_never_acts_for_another_owner(stack: Stack) -> None:
+    async with stack.client(stack.bob_key) as bob, stack.client(stack.alice_key) as alice:
+        secret = await bob.post("/v1/memories", json={"content": "My locker code is 4711."})
+        bob_id = secret.json()["memory"]["id"]
+        assert (await alice.get(f"/v1/memories/{bob_id}")).status_code == 404
+        assert (await alice.delete(f"/v1/memories/{bob_id}")).status_code == 404
+        assert (await alice.get("/v1/memories", params={"owner": stack.bob})).status_code == 403
+        body_owner = await alice.post("/v1/search", json={"owner": stack.bob, "query": "locker"})
+        assert body_owner.status_code == 403 and body_owner.json()["err_code"] == "forbidden"
+        header_owner = await alice.post("/v1/search", json={"query": "locker"}, headers={"x-memory-owner": stack.bob})
+        assert header_owner.status_code == 403
+        found = (await alice.post("/v1/search", json={"query": "locker code"})).json()
+        assert all("4711" not in m["content"] for m in found["memories"])
+        assert (await alice.put("/v1/settings", json={"values": {}})).status_code == 403  # operator route
+        assert (await alice.post("/v1/summarize", json={"older_than_days": 1})).status_code == 403  # not a dry run
+        assert (await bob.get(f"/v1/memories/{bob_id}")).json()["memory"]["content"] == "My locker code is 4711."
+
+
+async def test_operator_keys_name_the_owner(stack: Stack) -> None:
+    async with stack.client(stack.operator_key) as op:
+        missing = await op.post("/v1/search", json={"query": "x"})
+        assert missing.status_code == 400 and missing.json()["field"] == "$.owner"
+        two = await op.post(
+            "/v1/search", json={"owner": stack.alice, "query": "x"}, headers={"x-memory-owner": stack.bob}
+        )
+        assert two.status_code == 400
+        listed = await op.get("/v1/memories", params={"owner": stack.bob})
+        assert listed.status_code == 200 and all(m["owner"] == stack.bob for m in listed.json()["memories"])
+
+
+async def test_export_streams_json_lines_and_import_takes_them_back(stack: Stack) -> None:
+    async with stack.client(stack.alice_key) as http:
+        for text in ("I prefer tea in the morning.", "I decided to learn Rust."):
+            assert (await http.post("/v1/memories", json={"content": text})).status_code == 200
+        export = await http.get("/v1/export")
+        assert export.headers["content-type"].startswith("application/x-ndjson")
+        lines = [ln for ln in export.text.splitlines() if ln]
+        assert any("learn Rust" in ln for ln in lines)
+        again = await http.post(
+            "/v1/import", content="\n".join(lines), headers={"content-type": "application/x-ndjson"}
+        )
+        assert again.status_code == 200 and again.json()["unchanged"] == len(lines)
+
+
+async def test_events_become_searchable_memory(stack: Stack) -> None:
+    async with stack.client(stack.alice_key) as http:
+        posted = await http.post(
+            "/v1/events", json={"messages": [{"role": "user", "content": "I prefer kayaking on weekends."}]}
+        )
+        assert posted.status_code == 202 and posted.json()["event_id"]
+        for _ in range(100):
+            hits = (await http.post("/v1/search", json={"query": "kayaking weekends"})).json()["memories"]
+            if any("kayaking" in m["content"] for m in hits):
+                break
+            await asyncio.sleep(0.1)
+        else:
+            raise AssertionError("the event never became memory")
+
+
+async def test_readyz_reports_every_service(stack: Stack) -> None:
+    async with stack.client(None) as http:
+        ready = await http.get("/readyz")
+        assert ready.status_code == 200, ready.text
+        assert set(ready.json()["services"]) == {"ingest", "extract", "embed", "retrieve", "sleep"}
+        docs = await http.get("/docs")
+        assert docs.status_code == 200 and "openapi.json" in docs.text and "cdn" not in docs.text.lower()
