@@ -55,9 +55,17 @@ def running(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untype
     data = tmp_path_factory.mktemp("cli") / "data"
     proc = subprocess.Popen(
         [
-            *MEMORYD, "up", "--data-dir", str(data), "--nats-port", str(free_port()), "--metrics-port", "0",
-            "--gateway-port", "0",
-        ],  # fmt: skip
+            *MEMORYD,
+            "up",
+            "--data-dir",
+            str(data),
+            "--nats-port",
+            str(free_port()),
+            "--metrics-port",
+            "0",
+            "--gateway-port",
+            "0",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -235,8 +235,18 @@ def test_port_in_use_fails_fast_naming_the_setting(tmp_path: Path) -> None:
         sock.listen()
         port = sock.getsockname()[1]
         result = subprocess.run(  # a taken port is an error naming the flag, never another port
-            [*MEMORYD, "up", "--data-dir", str(tmp_path), "--nats-port", str(port), "--metrics-port", "0",
-             "--gateway-port", "0"],  # fmt: skip
+            [
+                *MEMORYD,
+                "up",
+                "--data-dir",
+                str(tmp_path),
+                "--nats-port",
+                str(port),
+                "--metrics-port",
+                "0",
+                "--gateway-port",
+                "0",
+            ],
             capture_output=True,
             text=True,
             timeout=60,
@@ -253,8 +263,18 @@ def test_metrics_port_in_use_fails_fast_naming_the_flag(tmp_path: Path) -> None:
         sock.bind(("127.0.0.1", base + 2))  # embed's port
         sock.listen()
         result = subprocess.run(
-            [*MEMORYD, "up", "--data-dir", str(tmp_path), "--nats-port", str(free_port()), "--metrics-port", str(base),
-             "--gateway-port", "0"],  # fmt: skip
+            [
+                *MEMORYD,
+                "up",
+                "--data-dir",
+                str(tmp_path),
+                "--nats-port",
+                str(free_port()),
+                "--metrics-port",
+                str(base),
+                "--gateway-port",
+                "0",
+            ],
             capture_output=True,
             text=True,
             timeout=90,

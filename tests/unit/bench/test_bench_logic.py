@@ -164,7 +164,7 @@ def test_latency_scenarios_ratios_targets() -> None:
 
 
 def test_bench_commands_parse() -> None:
-    assert set(bench.commands) == {"quality", "latency", "embed", "sleep", "ingest", "docs"}
+    assert set(bench.commands) == {"quality", "latency", "embed", "sleep", "gateway", "ingest", "docs"}
 
     def params(*argv: str) -> dict[str, object]:
         command = bench.commands[argv[0]]
@@ -175,5 +175,6 @@ def test_bench_commands_parse() -> None:
     args = params("quality", "--variant", "rrf-depth-10", "--strategy", "hybrid")
     assert (args["variant"], args["strategy"], args["mode"]) == (("rrf-depth-10",), ("hybrid",), "processes")
     assert params("sleep")["sizes"] == [10_000, 100_000]
+    assert params("gateway", "--concurrency", "1,4")["concurrency"] == [1, 4]
     with pytest.raises(click.BadParameter, match="every value must be >= 1"):
         params("latency", "--sizes", "0")
