@@ -187,7 +187,7 @@ def test_up_ready_healthy_and_clean_stop(tmp_path: Path) -> None:
         targets = json.loads((data / "prometheus-targets.json").read_text())
         assert targets == [
             {"targets": [f"127.0.0.1:{base + i}"], "labels": {"job": f"memoryd-{name}", "service": name}}
-            for i, name in enumerate(SERVICES)
+            for i, name in enumerate((*SERVICES, "gateway"))
         ]
         runtime = json.loads((data / "runtime.json").read_text())
         assert oct((data / "runtime.json").stat().st_mode & 0o777) == "0o600"
