@@ -88,6 +88,7 @@ OWNER_BOUND_OPS = (
     "memory.delete",
     "memory.restore",
     "memory.list",
+    "memory.stats",
     "memory.clear",
     "memory.export",
     "memory.import",

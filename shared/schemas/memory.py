@@ -138,6 +138,7 @@ class MemoryListRequest(Wire, frozen=True):
     session_id: SessionId | None = None
     q: Annotated[str, msgspec.Meta(max_length=2_000)] | None = None
     state: MemoryState | None = None
+    source: MemorySource | None = None
     limit: Limit = 50
     offset: Offset = 0
     page: Annotated[int, msgspec.Meta(ge=1)] | None = None
@@ -148,6 +149,22 @@ class MemoryListResult(Wire, frozen=True):
     total: int
     tokens_used: int
     hit_rate: float
+
+
+class MemoryStatsRequest(Wire, frozen=True):
+    owner: Owner
+
+
+class MemoryStatsResult(Wire, frozen=True):
+    """The owner's memories counted by type, state and source; ``tokens`` as ``ceil(len/4)``;
+    ``last_activity``: the newest change or recall of any of them."""
+
+    total: int
+    tokens: int
+    by_type: dict[str, int] = {}
+    by_state: dict[str, int] = {}
+    by_source: dict[str, int] = {}
+    last_activity: datetime | None = None
 
 
 class MemoryClearRequest(Wire, frozen=True):

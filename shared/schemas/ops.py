@@ -76,6 +76,8 @@ class SleepRunRecord(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=Tr
     finished_at: datetime | None = None
     receipt: str | None = None
     phases: dict[str, Any] = {}
+    #: run totals: writes, inputs, ``llmPromptTokens`` / ``llmCompletionTokens``, ``phaseMs``
+    counters: dict[str, Any] = {}
 
 
 class SleepRunResult(Wire, frozen=True):

@@ -33,6 +33,7 @@ RPC_OPS: dict[str, RpcOp] = {
         RpcOp("memory.delete", m.MemoryDeleteRequest, m.MemoryDeleteResult, "ingest"),
         RpcOp("memory.restore", m.MemoryRestoreRequest, m.MemoryRestoreResult, "ingest"),
         RpcOp("memory.list", m.MemoryListRequest, m.MemoryListResult, "ingest"),
+        RpcOp("memory.stats", m.MemoryStatsRequest, m.MemoryStatsResult, "ingest"),
         RpcOp("memory.clear", m.MemoryClearRequest, m.MemoryClearResult, "ingest"),
         RpcOp("memory.export", m.MemoryExportRequest, m.MemoryExportResult, "ingest"),
         RpcOp("memory.import", m.MemoryImportRequest, m.MemoryImportResult, "ingest"),

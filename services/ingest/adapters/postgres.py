@@ -27,13 +27,19 @@ class ListFilter:
     session_id: str | None = None
     state: str | None = None
     q: str | None = None
+    source: str | None = None
 
 
 def _where(f: ListFilter) -> tuple[str, list[Any], str | None]:
     """``WHERE`` clause, its arguments and the query's parameter reference (when ``q``)."""
     args: list[Any] = [f.owner]
     clauses = ["owner = $1"]
-    for column, value in (("type", f.memory_type), ("session_id", f.session_id), ("state", f.state)):
+    for column, value in (
+        ("type", f.memory_type),
+        ("session_id", f.session_id),
+        ("state", f.state),
+        ("source", f.source),
+    ):
         if value is not None:
             args.append(value)
             clauses.append(f"{column} = ${len(args)}")
@@ -63,6 +69,16 @@ async def list_memories(
         offset,
     )
     return [to_record(r) for r in rows], int(counts["n"]), int(counts["hits"])
+
+
+async def memory_stats(conn: asyncpg.Connection | asyncpg.Pool, owner: str) -> list[asyncpg.Record]:
+    """Per (type, state, source): the count, the estimated tokens and the newest change."""
+    return await conn.fetch(
+        "SELECT type, state, source, count(*) AS n, sum(ceil(length(content) / 4.0))::bigint AS tokens,"
+        " max(greatest(updated_at, last_accessed_at)) AS last_at"
+        " FROM memories WHERE owner = $1 GROUP BY type, state, source",
+        owner,
+    )
 
 
 # --- update ----------------------------------------------------------------------------------

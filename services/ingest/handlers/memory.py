@@ -37,6 +37,8 @@ from shared.schemas.memory import (
     MemoryListRequest,
     MemoryListResult,
     MemoryRecord,
+    MemoryStatsRequest,
+    MemoryStatsResult,
     MemoryUpdateRequest,
     MemoryUpdateResult,
 )
@@ -67,6 +69,7 @@ class MemoryApi:
             ("memory.update", self.update),
             ("memory.delete", self.delete),
             ("memory.list", self.list),
+            ("memory.stats", self.stats),
             ("memory.clear", self.clear),
             ("memory.export", self.export),
             ("memory.import", self.import_),
@@ -164,7 +167,12 @@ class MemoryApi:
         (``last_accessed_at`` set), 0.0 when none match."""
         check_text({"q": req.q, "session_id": req.session_id})
         flt = crud.ListFilter(
-            owner=req.owner, memory_type=req.memory_type, session_id=req.session_id, state=req.state, q=req.q
+            owner=req.owner,
+            memory_type=req.memory_type,
+            session_id=req.session_id,
+            state=req.state,
+            q=req.q,
+            source=req.source,
         )
         offset = page_offset(req.limit, req.offset, req.page)
         records, total, hits = await crud.list_memories(self._pool, flt, req.limit, offset)
@@ -173,6 +181,22 @@ class MemoryApi:
             total=total,
             tokens_used=sum(estimate_tokens(r.content) for r in records),
             hit_rate=hit_rate(hits, total),
+        )
+
+    async def stats(self, req: MemoryStatsRequest) -> MemoryStatsResult:
+        rows = await crud.memory_stats(self._pool, req.owner)
+        by: dict[str, dict[str, int]] = {"type": {}, "state": {}, "source": {}}
+        for r in rows:
+            for column, counts in by.items():
+                counts[r[column]] = counts.get(r[column], 0) + int(r["n"])
+        last = [r["last_at"] for r in rows if r["last_at"] is not None]
+        return MemoryStatsResult(
+            total=sum(int(r["n"]) for r in rows),
+            tokens=sum(int(r["tokens"] or 0) for r in rows),
+            by_type=dict(sorted(by["type"].items())),
+            by_state=dict(sorted(by["state"].items())),
+            by_source=dict(sorted(by["source"].items())),
+            last_activity=max(last) if last else None,
         )
 
     async def clear(self, req: MemoryClearRequest) -> MemoryClearResult:

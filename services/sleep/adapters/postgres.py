@@ -180,6 +180,7 @@ def to_record(row: asyncpg.Record) -> SleepRunRecord:
         finished_at=row["finished_at"],
         receipt=row["receipt"],
         phases=dict(row["phases"] or {}),
+        counters=dict(row["counters"] or {}),
     )
 
 
