@@ -3,8 +3,9 @@
 No database: the gateway talks only NATS (RPCs, chat events, the ``MEM_API_KEYS`` bucket), so
 it scales by replicas. Routes: REST ``/v1`` (``routes.py``), ``/v1/chat/completions`` (the
 proxy), ``/mcp`` (MCP over streamable HTTP), ``/openapi.json`` and ``/docs``, ``/healthz`` and
-``/readyz``. Settings: ``MEMORYD_GATEWAY_*`` (``config.py``); the upstream defaults to
-``MEMORYD_LLM_BASE_URL``. The HTTP URL goes into the ready line as ``http=...``.
+``/readyz``, Memory Studio at ``/studio`` (``studio/``). Settings: ``MEMORYD_GATEWAY_*``
+(``config.py``); the upstream defaults to ``MEMORYD_LLM_BASE_URL``. The HTTP URL goes into the
+ready line as ``http=...``.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ from .handlers.mcp import build_mcp
 from .logic.auth import Unauthorized, acting_owner
 from .logic.openapi import document
 from .routes import ROUTES
+from .studio.endpoints import activity_endpoint, whoami_endpoint
+from .studio.web import studio_routes
 
 NEEDS_DB = False
 METRICS = ()  # the shared families (RPC, up) only
@@ -48,6 +51,8 @@ _SPECIAL = {
     "health": special.health_endpoint,
     "sleep_receipts": special.receipts_endpoint,
     "chat_completions": proxy.chat_endpoint,
+    "whoami": whoami_endpoint,
+    "activity": activity_endpoint,
 }
 
 
@@ -91,6 +96,7 @@ def build_app(gw: Gateway) -> Starlette:
         Route("/readyz", special.Readiness(gw).endpoint, methods=["GET"]),
         Route("/openapi.json", openapi_json, methods=["GET"]),
         Route("/docs", docs, methods=["GET"]),
+        *studio_routes(),
     ]
     mcp = build_mcp(gw.call, mcp_owner_of(gw))
     mcp_app = mcp.streamable_http_app(streamable_http_path="/mcp", stateless_http=True, host=gw.config.host)

@@ -17,6 +17,7 @@ from shared.schemas import ops as o
 from shared.schemas import retrieval as r
 
 from . import schemas as g
+from .studio import schemas as studio
 
 JSON = "application/json"
 NDJSON = "application/x-ndjson"
@@ -48,6 +49,8 @@ ROUTES: tuple[Route, ...] = (
           m.MemoryCreateRequest, m.MemoryCreateResult, "memory.create"),
     Route("memories_list", "GET", "/v1/memories", "List memories with filters, pagination and stats", "memories",
           m.MemoryListRequest, m.MemoryListResult, "memory.list"),
+    Route("memories_stats", "GET", "/v1/stats", "The owner's memories counted by type, state and source, with tokens",
+          "memories", m.MemoryStatsRequest, m.MemoryStatsResult, "memory.stats"),
     Route("memories_clear", "POST", "/v1/memories/clear", "Delete the owner's memories (by type or age)",
           "memories", m.MemoryClearRequest, m.MemoryClearResult, "memory.clear"),
     Route("memories_get", "GET", "/v1/memories/{id}", "One memory", "memories",
@@ -92,6 +95,10 @@ ROUTES: tuple[Route, ...] = (
           o.SleepStatusRequest, o.SleepStatusResult, "sleep.status"),
     Route("sleep_receipts", "GET", "/v1/sleep/receipts", "Receipts of recent consolidation runs", "sleep",
           o.SleepStatusRequest, g.SleepReceiptsResult),
+    Route("whoami", "GET", "/v1/whoami", "The calling API key: its role and the owner it acts for", "keys",
+          None, studio.WhoAmI),
+    Route("activity", "GET", "/v1/activity", "Counters of chat events, searches and queue lag, sampled now",
+          "operations", None, studio.ActivitySample, operator=True),
     Route("chat_completions", "POST", "/v1/chat/completions",
           "OpenAI-compatible chat with memory: retrieve, inject, forward, then remember the exchange", "proxy",
           None, None),

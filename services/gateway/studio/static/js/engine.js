@@ -12,6 +12,8 @@ export function create(panel, studio) {
   panel.append(el("h2", { class: "sr-only", text: "Engine" }), chips, el("div", { class: "grid2" }, reindex, lag), settings);
   let alive = false;
   let timer = null;
+  let running = false; // a reindex is being watched: the periodic refresh leaves its card alone
+  const progressBox = el("div", { id: "reindex-watch" });
 
   async function load() {
     const status = await guarded(studio, () => studio.api.call("engine", { query: studio.api.ownerQuery() }));
@@ -45,7 +47,8 @@ export function create(panel, studio) {
     renderReindex(status.pending_reindex || 0);
   }
 
-  function renderReindex(pending, note = "") {
+  function renderReindex(pending) {
+    if (running) return;
     const button = el("button", { type: "button", id: "reindex-now", text: "Reindex now", disabled: !studio.isOperator });
     button.addEventListener("click", () => guarded(studio, () => runReindex(), { button }));
     clear(
@@ -53,27 +56,33 @@ export function create(panel, studio) {
       el("h3", { text: "Reindex" }),
       el("p", { id: "reindex-pending", text: pending ? `${pending} memories wait for (re)embedding.` : "Every memory has a current vector." }),
       studio.isOperator ? button : el("p", { class: "muted", text: "An operator key can start a reindex." }),
-      note ? el("p", { class: "muted", text: note }) : null,
+      progressBox,
     );
   }
 
   async function runReindex() {
     const body = studio.owner ? { owner: studio.owner } : {};
-    const first = await studio.api.call("reindex", { body });
-    const total = Math.max(first.pending || 0, first.queued || 0);
-    const progress = el("progress", { id: "reindex-progress", max: 100, value: total ? 0 : 100, "aria-label": "Reindex progress" });
-    const label = el("p", { id: "reindex-label", role: "status" });
-    reindex.append(progress, label);
-    let pending = first.pending || 0;
-    while (pending > 0 && alive) {
-      const pct = total ? Math.round((100 * (total - pending)) / total) : 100;
-      progress.value = pct;
-      label.textContent = `${pct} % · ${pending} of ${total} left (${first.signature})`;
-      await sleep(700);
-      pending = (await studio.api.call("reindexProgress", { query: body })).pending || 0;
+    running = true;
+    try {
+      const first = await studio.api.call("reindex", { body });
+      const total = Math.max(first.pending || 0, first.queued || 0);
+      const progress = el("progress", { id: "reindex-progress", max: 100, value: 0, "aria-label": "Reindex progress" });
+      const label = el("p", { id: "reindex-label", role: "status" });
+      clear(progressBox, progress, label);
+      let pending = first.pending || 0;
+      while (pending > 0 && alive) {
+        const pct = total ? Math.round((100 * (total - pending)) / total) : 100;
+        progress.value = pct;
+        label.textContent = `${pct} % · ${pending} of ${total} left (${first.signature})`;
+        await sleep(700);
+        pending = (await studio.api.call("reindexProgress", { query: body })).pending || 0;
+      }
+      if (pending > 0) return; // the tab was left: the reindex goes on in the background
+      progress.value = 100;
+      label.textContent = `100 % · ${total} memories embedded with ${first.signature}`;
+    } finally {
+      running = false;
     }
-    progress.value = 100;
-    label.textContent = `100 % · ${total} memories embedded with ${first.signature}`;
   }
 
   function renderLag(values) {
@@ -108,7 +117,7 @@ export function create(panel, studio) {
       if (typeof value === "boolean") control = el("input", { id, name, type: "checkbox", checked: value });
       else if (typeof value === "number") control = el("input", { id, name, type: "number", step: "any", value: String(value) });
       else if (value !== null && typeof value === "object") control = el("textarea", { id, name, rows: 2, text: JSON.stringify(value) });
-      else control = el("input", { id, name, value: value ?? "", autocomplete: "off" });
+      else control = el("input", { id, name, value: value ?? "", autocomplete: "off", type: /key|secret|password/i.test(name) ? "password" : "text" });
       control.dataset.initial = JSON.stringify(value);
       form.append(el("label", { for: id, class: "setting" }, el("span", {}, name, " ", chip(source, "muted")), control));
     }
@@ -118,7 +127,8 @@ export function create(panel, studio) {
       ev.preventDefault();
       const values = {};
       for (const c of form.querySelectorAll("input, textarea")) {
-        let v = c.type === "checkbox" ? c.checked : c.type === "number" ? Number(c.value) : c.value;
+        // an emptied text field is "not set" (null), as the API reports an unset value
+        let v = c.type === "checkbox" ? c.checked : c.type === "number" ? Number(c.value) : c.value === "" ? null : c.value;
         if (c.tagName === "TEXTAREA") {
           try {
             v = JSON.parse(c.value);

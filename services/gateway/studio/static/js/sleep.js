@@ -5,6 +5,7 @@
 import { chip, clear, el, empty, guarded, showBanner, sleep, when } from "./ui.js";
 
 const FINAL = new Set(["ok", "noop", "degraded", "refreshed", "aborted", "failed"]);
+const PHASES = ["conflict_resolution", "archival_demotion", "pattern_discovery", "relation_completion", "affective_attribution"];
 const TONE = { ok: "ok", refreshed: "ok", noop: "muted", degraded: "warn", aborted: "warn", failed: "bad" };
 
 const memoryLink = (id, text) => el("a", { href: `#/memories/${encodeURIComponent(id)}`, text: text || id });
@@ -49,7 +50,8 @@ export function create(panel, studio) {
   }
 
   function runCard(run, open = false) {
-    const phases = Object.entries(run.phases || {});
+    const order = (name) => (PHASES.includes(name) ? PHASES.indexOf(name) : PHASES.length);
+    const phases = Object.entries(run.phases || {}).sort(([a], [b]) => order(a) - order(b));
     const c = run.counters || {};
     const tokens = (c.llmPromptTokens || 0) + (c.llmCompletionTokens || 0);
     return el(

@@ -11,7 +11,7 @@ export function el(tag, attrs = {}, ...children) {
     else if (k in node && typeof v !== "string") node[k] = v;
     else node.setAttribute(k, v === true ? "" : v);
   }
-  for (const c of children.flat()) {
+  for (const c of children.flat(Infinity)) {
     if (c === null || c === undefined || c === false) continue;
     node.append(c instanceof Node ? c : document.createTextNode(String(c)));
   }
@@ -19,7 +19,7 @@ export function el(tag, attrs = {}, ...children) {
 }
 
 export function clear(node, ...children) {
-  node.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
+  node.replaceChildren(...children.flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false));
   return node;
 }
 
@@ -43,8 +43,13 @@ export function bannerText(error) {
   return make ? make(error) : String(error.message || error);
 }
 
+let bannerTimer = null;
+
+// Errors stay until dismissed or replaced; confirmations ("info") fade after a few seconds.
 export function showBanner(error, level = "error") {
   const banner = document.getElementById("banner");
+  clearTimeout(bannerTimer);
+  if (level === "info") bannerTimer = setTimeout(hideBanner, 4000);
   banner.dataset.kind = typeof error === "string" ? "info" : error.kind || "error";
   banner.dataset.level = level;
   document.getElementById("banner-text").textContent = typeof error === "string" ? error : bannerText(error);
