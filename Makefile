@@ -5,7 +5,7 @@ BIN    := $(abspath $(VENV))/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: run test lint chaos fuzz bench bench-embed bench-quality bench-latency bench-ingest bench-sleep bench-gateway bench-docs schemas config-docs clean
+.PHONY: chromium studio-screenshots run test lint chaos fuzz bench bench-embed bench-quality bench-latency bench-ingest bench-sleep bench-gateway bench-docs schemas config-docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,7 +20,17 @@ $(VENV)/bin/docker-compose: | $(STAMP)
 run: $(STAMP)  ## set up and run everything on this machine (embedded NATS + PostgreSQL)
 	$(BIN)/memoryd up
 
-test: $(STAMP) $(VENV)/bin/docker-compose  ## set up and run the whole test suite
+# Memory Studio's browser tests drive Debian's Chromium through Playwright (Playwright's own
+# browser download needs the internet). As root this installs it; otherwise it says what to run.
+CHROMIUM ?= /usr/bin/chromium
+export MEMORYD_CHROMIUM := $(CHROMIUM)
+chromium:
+	@if [ ! -x "$(CHROMIUM)" ]; then \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+		else echo "Memory Studio's browser tests need Chromium: sudo apt-get install -y chromium (or CHROMIUM=/path)"; fi; \
+	fi
+
+test: $(STAMP) $(VENV)/bin/docker-compose chromium  ## set up and run the whole test suite
 	MEMORYD_REQUIRE_COMPOSE=1 $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS); \
 	rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
 
@@ -35,6 +45,9 @@ chaos: $(STAMP)  ## the full chaos run: 10k events under service kills and NATS/
 fuzz: $(STAMP)  ## hypothesis fuzzing of every subject and RPC, 500 payloads each (report: bench-results/fuzz.json)
 	mkdir -p bench-results && MEMORYD_FUZZ_EXAMPLES=500 MEMORYD_FUZZ_REPORT=bench-results/fuzz.json \
 		$(BIN)/python -m pytest -q -p no:cacheprovider --timeout=1800 tests/integration/fuzz
+
+studio-screenshots: $(STAMP) chromium  ## re-take the Memory Studio screenshots in docs/studio
+	MEMORYD_STUDIO_SCREENSHOTS=docs/studio $(BIN)/python -m pytest -q -p no:cacheprovider tests/e2e/studio
 
 schemas: $(STAMP)  ## regenerate deploy/schemas from the wire messages
 	$(BIN)/memoryd schemas --out deploy/schemas

@@ -89,7 +89,6 @@ async def browser() -> AsyncIterator[Any]:
 
 @pytest.fixture(scope="module")
 async def stack(tmp_path_factory: pytest.TempPathFactory, pg_dsn: str) -> AsyncIterator[Stack]:
-    chromium_path()  # no stack to start when there is no browser
     nats = EmbeddedNats(tmp_path_factory.mktemp("studio-nats") / "nats")
     nats.start()
     mp = pytest.MonkeyPatch()
