@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 from playwright.async_api import Page, expect
 
 from shared.codec import encode
@@ -147,6 +148,35 @@ async def test_import_file_with_progress_and_line_errors(page: Page, stack: Stac
     lines = (await asyncio.to_thread(Path(await download.path()).read_text)).splitlines()
     assert sum(tag in line for line in lines) == 12
     assert all(json.loads(line)["owner"] == "alice" for line in lines)
+
+
+async def test_restore_and_compact_dry_run(page: Page, stack: Stack, pg_dsn: str) -> None:
+    ids = await seed(stack, "alice", session="restore")
+    conn = await asyncpg.connect(pg_dsn)
+    try:  # what the sleep worker's demotion leaves: a summary, the original kept
+        await conn.execute(
+            "UPDATE memories SET state = 'summary', full_content = content, content = 'dark mode (summary)'"
+            " WHERE id = $1::uuid",
+            ids[0],
+        )
+        await conn.execute("UPDATE memories SET created_at = now() - interval '40 days' WHERE id = $1::uuid", ids[1])
+    finally:
+        await conn.close()
+    await sign_in(page, stack, "alice")
+    await page.locator("#mem-state").select_option("summary")
+    item = page.locator(f"#mem-list article[data-id='{ids[0]}']")
+    await expect(item).to_contain_text("dark mode (summary)")
+    await item.get_by_role("button", name="Restore").click()
+    await expect(page.locator("#banner")).to_contain_text("Restored")
+    status, got = await rest(stack, "alice", "GET", f"/v1/memories/{ids[0]}")
+    assert status == 200 and got["memory"]["state"] == "active"
+    assert got["memory"]["content"] == "User prefers dark mode in every editor"
+
+    await page.get_by_label("Compact memories older than (days)").fill("30")
+    await page.get_by_role("button", name="Dry run").click()
+    await expect(page.locator("#compact-candidates")).to_contain_text("candidates")
+    await expect(page.locator("#compact-report")).to_contain_text(ids[1])
+    await expect(page.locator("#compact-run")).to_have_count(0)  # owner keys: dry runs only
 
 
 async def test_owner_key_cannot_open_another_owners_memory(page: Page, stack: Stack) -> None:

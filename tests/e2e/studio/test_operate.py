@@ -5,6 +5,7 @@ key, a stopped service, a validation error naming the field)."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import asyncpg
@@ -77,8 +78,44 @@ async def test_settings_validation_from_the_api(page: Page, stack: Stack) -> Non
     await expect(page.locator("#banner")).to_contain_text(f"Invalid {name}")
 
 
-async def test_sleep_run_to_its_receipt(page: Page, stack: Stack, shots: Path) -> None:
+async def consolidated(stack: Stack, pg_dsn: str) -> dict[str, str]:
+    """What a consolidation run leaves for one owner (as the sleep phases write it): a merge, the
+    memory it archived, and a pattern with its evidence."""
+    made = {}
+    for name, body in (
+        ("kept", {"content": "User drinks oat-milk flat whites every morning"}),
+        ("gone", {"content": "User likes flat whites with oat milk"}),
+        ("pattern", {"content": "Coffee ritual: a flat white before standup", "memory_type": "pattern"}),
+    ):
+        status, res = await rest(stack, "alice", "POST", "/v1/memories", body)
+        assert status == 200, res
+        made[name] = res["memory"]["id"]
+    conn = await asyncpg.connect(pg_dsn)
+    try:
+        run = "5f0c6a4e-0000-4000-8000-000000000001"
+        await conn.execute(
+            "UPDATE memories SET metadata = $2::jsonb WHERE id = $1::uuid",
+            made["kept"],
+            json.dumps({"mergedFrom": made["gone"], "sleepRunId": run}),
+        )
+        await conn.execute(
+            "UPDATE memories SET state = 'archived', metadata = $2::jsonb WHERE id = $1::uuid",
+            made["gone"],
+            json.dumps({"mergedInto": made["kept"], "archivedByRun": run}),
+        )
+        await conn.execute(
+            "UPDATE memories SET source = 'sleep', metadata = $2::jsonb WHERE id = $1::uuid",
+            made["pattern"],
+            json.dumps({"title": "Morning coffee ritual", "evidence": [made["kept"]], "sleepRunId": run}),
+        )
+    finally:
+        await conn.close()
+    return made
+
+
+async def test_sleep_run_to_its_receipt(page: Page, stack: Stack, pg_dsn: str, shots: Path) -> None:
     await seed(stack, "alice")
+    made = await consolidated(stack, pg_dsn)
     await sign_in(page, stack, "operator", owner="alice", tab="sleep")
     await page.get_by_role("button", name="Run sleep now").click()
     watch = page.locator("#sleep-watch")
@@ -87,8 +124,13 @@ async def test_sleep_run_to_its_receipt(page: Page, stack: Stack, shots: Path) -
     status, runs = await rest(stack, "operator", "GET", "/v1/sleep/status?owner=alice")
     assert status == 200 and receipt in [r.get("receipt") for r in runs["runs"]]
     await expect(page.locator("#sleep-runs details.run").first).to_be_visible()
-    await expect(page.locator("#ledger-patterns")).to_be_visible()
+    await expect(page.locator("#ledger-merges")).to_contain_text("oat-milk flat whites")
+    await expect(page.locator("#ledger-archives")).to_contain_text("merged into")
+    patterns = page.locator("#ledger-patterns")
+    await expect(patterns).to_contain_text("Morning coffee ritual")
     await page.screenshot(path=str(shots / "sleep.png"), full_page=True)
+    await patterns.get_by_role("link", name=made["kept"][:8]).click()  # the pattern's evidence
+    await expect(page.locator("#mem-one")).to_contain_text("oat-milk flat whites")
 
 
 async def test_owner_key_sees_runs_but_cannot_start_one(page: Page, stack: Stack) -> None:

@@ -36,7 +36,9 @@ export function create(panel, studio) {
 
   function render(latest) {
     const stages = [...new Set(samples.flatMap((s) => Object.keys(s.lag)))].filter((k) => !k.endsWith("_ack_pending"));
-    note.textContent = `Since start: ${latest.events} chat events, ${latest.searches} searches. Sampled every ${EVERY_MS / 1000} s while this tab is open.`;
+    const missing = Object.entries(latest.errors || {}).map(([what, why]) => `${what} (${why})`);
+    note.textContent = `Since start: ${latest.events} chat events, ${latest.searches} searches. Sampled every ${EVERY_MS / 1000} s while this tab is open.` +
+      (missing.length ? ` Not answering: ${missing.join("; ")}.` : "");
     if (samples.length < 2) {
       clear(charts, empty("Collecting the first samples…"));
       return;

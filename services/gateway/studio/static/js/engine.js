@@ -29,7 +29,7 @@ export function create(panel, studio) {
     const probe = emb.probe || {};
     const stores = status.vector_stores || {};
     const llm = findCheck(health, "llm");
-    const rerank = values ? Object.entries(values).find(([k]) => /rerank/i.test(k) && typeof values[k] !== "object") : null;
+    const rerank = !values ? "unknown" : values.rerank ? `on · depth ${values.rerankDepth ?? "?"}` : "off";
     clear(
       chips,
       el("span", { class: "chip-group" }, el("b", { text: "Keyword" }), chip(status.keyword_tier || "—", "ok")),
@@ -40,7 +40,7 @@ export function create(panel, studio) {
         el("span", { class: "chip-group" }, el("b", { text: `Store ${name}` }),
           chip(s.healthy === false ? `unhealthy${s.detail ? `: ${s.detail}` : ""}` : s.healthy ? `healthy · ${s.vectors ?? 0} vectors` : s.detail || "idle",
             s.healthy === false ? "bad" : s.healthy ? "ok" : "muted"))),
-      el("span", { class: "chip-group" }, el("b", { text: "Rerank" }), chip(rerank ? `${rerank[0]} ${rerank[1]}` : "off", rerank && rerank[1] ? "ok" : "muted")),
+      el("span", { class: "chip-group" }, el("b", { text: "Rerank" }), chip(rerank, rerank.startsWith("on") ? "ok" : "muted")),
       el("span", { class: "chip-group" }, el("b", { text: "LLM route" }),
         chip(llm || (studio.isOperator ? "unknown" : "operator only"), llm && llm.startsWith("ok") ? "ok" : "muted")),
     );
@@ -101,14 +101,14 @@ export function create(panel, studio) {
   }
 
   async function loadSettings() {
-    if (!studio.isOperator) {
-      clear(settings, el("h3", { text: "Settings" }), el("p", { class: "muted", text: "Runtime settings are for operator keys." }));
-      return;
-    }
     const query = studio.owner ? { owner: studio.owner } : {};
     const got = await guarded(studio, () => studio.api.call("settingsGet", { query }));
+    if (got) studio.settingsCache = got.settings;
+    if (!studio.isOperator) {
+      clear(settings, el("h3", { text: "Settings" }), el("p", { class: "muted", text: "Changing runtime settings needs an operator key." }));
+      return;
+    }
     if (!got) return;
-    studio.settingsCache = got.settings;
     const form = el("form", { id: "settings-form", class: "settings", novalidate: true });
     for (const [name, value] of Object.entries(got.settings || {}).sort()) {
       const id = `set-${name}`;

@@ -106,13 +106,13 @@ export function ioTools(studio, refresh) {
       clear(compactReport, el("p", { text: `Nothing older than ${days} days to compact.` }));
       return;
     }
-    const go = el("button", { type: "button", class: "danger", text: `Compact ${dry.candidates} memories` });
+    const go = el("button", { type: "button", class: "danger", id: "compact-run", text: `Compact ${dry.candidates} memories` });
     clear(
       compactReport,
-      el("p", { text: `${dry.candidates} candidates: ${dry.tokens_before} tokens now, about ${dry.tokens_after} after.` }),
+      el("p", { id: "compact-candidates", text: `${dry.candidates} candidates: ${dry.tokens_before} tokens now, about ${dry.tokens_after} after.` }),
       el("ul", { class: "ids" }, (dry.candidate_ids || []).slice(0, 50).map((id) =>
         el("li", {}, el("a", { href: `#/memories/${encodeURIComponent(id)}`, text: id })))),
-      go,
+      studio.isOperator ? go : el("p", { class: "muted", text: "An operator key can compact them; an owner key sees the dry run." }),
     );
     go.addEventListener("click", async () => {
       if (!(await confirmDialog("Compact old memories?", `${dry.candidates} memories become summaries; originals stay archived.`, "Compact"))) return;

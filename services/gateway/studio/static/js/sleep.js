@@ -34,8 +34,9 @@ export function create(panel, studio) {
       if (run) {
         clear(watch, el("p", {}, "Run ", el("code", { text: runId }), " ", chip(run.status, TONE[run.status] || "muted")));
         if (FINAL.has(run.status)) {
-          clear(watch, runCard(run, true));
-          await Promise.all([loadRuns(), loadLedgers()]);
+          clear(watch, el("p", {}, "Run finished ", chip(run.status, TONE[run.status] || "muted"), " · receipt ",
+            el("code", { class: "receipt-text", text: run.receipt || "—" })));
+          await Promise.all([loadRuns(runId), loadLedgers()]);
           return;
         }
       }
@@ -71,11 +72,11 @@ export function create(panel, studio) {
     );
   }
 
-  async function loadRuns() {
+  async function loadRuns(openRun = null) {
     if (!studio.owner) return clear(runs, empty("Pick an owner above to see its sleep runs."));
     const res = await guarded(studio, () => studio.api.call("sleepStatus", { query: studio.api.ownerQuery({ limit: 20 }) }));
     if (!res) return;
-    clear(runs, (res.runs || []).length ? res.runs.map((r) => runCard(r)) : empty("No sleep run yet. Runs start when the owner is idle, or with “Run sleep now”."));
+    clear(runs, (res.runs || []).length ? res.runs.map((r) => runCard(r, r.run_id === openRun)) : empty("No sleep run yet. Runs start when the owner is idle, or with “Run sleep now”."));
   }
 
   async function loadLedgers() {
@@ -91,11 +92,11 @@ export function create(panel, studio) {
     clear(
       ledgers,
       section("Merges", "ledger-merges", merges, (m) =>
-        el("li", {}, memoryLink(m.id, m.content), el("span", { class: "muted" }, " merged from ", memoryLink(m.metadata.mergedFrom))), "No merge yet."),
+        el("li", {}, memoryLink(m.id, m.content), el("span", { class: "muted" }, " merged from ", memoryLink(m.metadata.mergedFrom, m.metadata.mergedFrom.slice(0, 8)))), "No merge yet."),
       section("Archives", "ledger-archives", archives, (m) =>
         el("li", {}, memoryLink(m.id, m.content),
-          el("span", { class: "muted" }, m.metadata.mergedInto ? [" merged into ", memoryLink(m.metadata.mergedInto)]
-            : m.metadata.supersededBy ? [" superseded by ", memoryLink(m.metadata.supersededBy)] : " archived as a duplicate or stale")), "Nothing archived by consolidation."),
+          el("span", { class: "muted" }, m.metadata.mergedInto ? [" merged into ", memoryLink(m.metadata.mergedInto, m.metadata.mergedInto.slice(0, 8))]
+            : m.metadata.supersededBy ? [" superseded by ", memoryLink(m.metadata.supersededBy, m.metadata.supersededBy.slice(0, 8))] : " archived as a duplicate or stale")), "Nothing archived by consolidation."),
       section("Patterns", "ledger-patterns", patterns, (m) =>
         el("li", {}, memoryLink(m.id, (m.metadata && m.metadata.title) || m.content),
           el("span", { class: "muted" }, " evidence: "),
