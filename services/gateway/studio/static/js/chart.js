@@ -38,7 +38,8 @@ export function lineChart(title, series, { unit = "", width = 560, height = 180 
     if (s.points.length === 1) {
       root.append(svg("circle", { cx: x(s.points[0].t), cy: y(s.points[0].v), r: 3, fill: COLORS[i % COLORS.length] }));
     } else if (pts) {
-      root.append(svg("polyline", { points: pts, fill: "none", stroke: COLORS[i % COLORS.length], "stroke-width": 2 }));
+      const dash = i % 2 ? { "stroke-dasharray": "6 4" } : {}; // overlapping series stay apart
+      root.append(svg("polyline", { points: pts, fill: "none", stroke: COLORS[i % COLORS.length], "stroke-width": 2, ...dash }));
     }
   });
   const legend = el("ul", { class: "legend" }, series.map((s, i) => {
