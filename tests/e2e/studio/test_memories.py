@@ -72,6 +72,8 @@ async def test_add_search_edit_delete(page: Page, stack: Stack, shots: Path) -> 
     status, got = await rest(stack, "alice", "GET", f"/v1/memories/{memory_id}")
     assert status == 200 and got["memory"]["content"].endswith("and is ginger")
 
+    await page.get_by_role("button", name="Dismiss message").click()
+    await expect(page.locator("#banner")).to_be_hidden()
     await page.get_by_role("searchbox", name="Search").fill("")
     await expect(page.locator("#mem-list article.mem")).to_have_count(len(SEED) + 1)
     await page.screenshot(path=str(shots / "memories.png"), full_page=True)

@@ -168,6 +168,15 @@ async def test_wrong_key_shows_its_banner(page: Page, stack: Stack) -> None:
     await expect(page.locator("#studio")).to_be_hidden()
 
 
+async def test_unreachable_gateway_shows_its_banner(page: Page, stack: Stack) -> None:
+    await sign_in(page, stack, "alice", tab="playground")
+    await page.route("**/v1/**", lambda route: route.abort("connectionrefused"))
+    await page.get_by_label("Query").fill("dark mode")
+    await page.get_by_role("button", name="Simulate").click()
+    await expect(page.locator("#banner")).to_contain_text("Cannot reach the gateway")
+    await expect(page.locator("#studio")).to_be_visible()  # not signed out: the key was not refused
+
+
 async def test_stopped_service_shows_its_banner(page: Page, stack: Stack) -> None:
     await sign_in(page, stack, "alice", tab="playground")
     await stack.stop_retrieve()
@@ -178,4 +187,4 @@ async def test_stopped_service_shows_its_banner(page: Page, stack: Stack) -> Non
     finally:
         await stack.start_retrieve()
     await page.get_by_role("button", name="Simulate").click()
-    await expect(page.locator("#pg-ranking")).to_be_visible(timeout=30_000)
+    await expect(page.locator("#pg-tiers")).to_contain_text("served", timeout=30_000)  # back once it is

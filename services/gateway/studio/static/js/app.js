@@ -56,6 +56,7 @@ class Studio {
     sessionStorage.setItem(KEY_ITEM, key);
     hideBanner();
     this.renderWho();
+    if (this.isOperator) this.suggestOwners();
     document.getElementById("signin").hidden = true;
     document.getElementById("studio").hidden = false;
     this.route();
@@ -85,6 +86,18 @@ class Studio {
     else sessionStorage.removeItem(OWNER_ITEM);
     this.renderWho();
     if (this.current) this.mounted[this.current.tab].show(this.current.params);
+  }
+
+  // Owners an operator may want: those with recent sleep runs (a hint; any owner can be typed).
+  async suggestOwners() {
+    try {
+      const res = await this.api.call("sleepStatus", { query: { limit: 200 } });
+      const owners = [...new Set((res.runs || []).map((r) => r.owner))].sort();
+      const list = document.getElementById("owner-list");
+      list.replaceChildren(...owners.map((o) => Object.assign(document.createElement("option"), { value: o })));
+    } catch {
+      // only a hint: the owner field works without it
+    }
   }
 
   renderWho() {
