@@ -21,13 +21,15 @@ run: $(STAMP)  ## set up and run everything on this machine (embedded NATS + Pos
 	$(BIN)/memoryd up
 
 # Memory Studio's browser tests drive Debian's Chromium through Playwright (Playwright's own
-# browser download needs the internet). As root this installs it; otherwise it says what to run.
+# browser download needs the internet). As root (or with passwordless sudo) this installs it;
+# otherwise it says what to run.
 CHROMIUM ?= /usr/bin/chromium
 export MEMORYD_CHROMIUM := $(CHROMIUM)
 chromium:
 	@if [ ! -x "$(CHROMIUM)" ]; then \
-		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
-		else echo "Memory Studio's browser tests need Chromium: sudo apt-get install -y chromium (or CHROMIUM=/path)"; fi; \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO=none; fi; \
+		if [ "$$SUDO" = none ]; then echo "Memory Studio's browser tests need Chromium: sudo apt-get install -y chromium (or CHROMIUM=/path)"; \
+		else $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; fi; \
 	fi
 
 test: $(STAMP) $(VENV)/bin/docker-compose chromium  ## set up and run the whole test suite
