@@ -207,6 +207,7 @@ async def test_owner_key_cannot_open_another_owners_memory(page: Page, stack: St
 
 
 async def test_phone_width_and_keyboard(page: Page, stack: Stack, shots: Path) -> None:
+    await seed(stack, "alice", session="phone")
     await page.set_viewport_size(PHONE)
     await sign_in(page, stack, "operator", owner="alice")
     await expect(page.locator("#mem-list article.mem").first).to_be_visible()
@@ -223,3 +224,10 @@ async def test_phone_width_and_keyboard(page: Page, stack: Stack, shots: Path) -
     await expect(page.get_by_role("tab", name="Activity")).to_have_attribute("aria-selected", "true")
     await page.keyboard.press("Home")
     await expect(page.locator("#panel-memories")).to_be_visible()
+
+    for name in ("Playground", "Engine", "Sleep", "Activity"):  # no tab needs sideways scrolling
+        await page.get_by_role("tab", name=name).click()
+        await expect(page.locator(f"#panel-{name.lower()}")).to_be_visible()
+        await page.wait_for_timeout(300)
+        width = await page.evaluate("document.documentElement.scrollWidth")
+        assert width <= PHONE["width"], f"{name} is {width} px wide at {PHONE['width']} px"
