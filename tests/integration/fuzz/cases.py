@@ -91,8 +91,17 @@ def rpc_examples(seeds: Seeds) -> dict[str, Wire]:
         "memory.delete": m.MemoryDeleteRequest(owner=OWNER, id=seeds.memory_id),  # the test gives it one of its own
         "memory.restore": m.MemoryRestoreRequest(owner=OWNER, id=seeds.memory_id),  # and an archived one here
         "memory.list": m.MemoryListRequest(
-            owner=OWNER, memory_type="factual", session_id="s1", q="tea", state="active", limit=10, offset=1, page=1
+            owner=OWNER,
+            memory_type="factual",
+            session_id="s1",
+            q="tea",
+            state="active",
+            source="api",
+            limit=10,
+            offset=1,
+            page=1,
         ),
+        "memory.stats": m.MemoryStatsRequest(owner=OWNER),
         "memory.clear": m.MemoryClearRequest(owner=CLEAR_OWNER, memory_type="factual", older_than_days=30),
         "memory.export": m.MemoryExportRequest(
             owner=OWNER, include_archived=False, after_id=str(uuid.UUID(int=0)), limit=10
