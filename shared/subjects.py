@@ -60,6 +60,14 @@ def activity_key(owner: str) -> str:
     return owner.replace("=", "=3D").replace(":", "=3A").replace("@", "=40")
 
 
+READ_KEY_PREFIX = "=R."
+
+
+def read_activity_key(owner: str) -> str:
+    """The ``MEM_ACTIVITY`` key of an owner's last *read* (retrieval); no owner key starts so."""
+    return READ_KEY_PREFIX + activity_key(owner)
+
+
 def owner_of_activity_key(key: str) -> str:
     """The owner an ``activity_key`` was made from."""
     return re.sub(r"=([0-9A-F]{2})", lambda m: chr(int(m.group(1), 16)), key)

@@ -1,4 +1,4 @@
-"""Wiring of the sleep service: the `sleep.run|status` RPCs, the serial job consumer, the scheduler.
+"""Wiring of the sleep service: the `sleep.run|status` RPCs, the run lanes (`lanes`), the scheduler.
 
 Settings: `MEMORYD_SLEEP_*` (`config.SleepServiceConfig`); the LLM from `MEMORYD_LLM_*`
 (none configured is normal: the LLM phases are skipped); the vector stores from the
@@ -14,13 +14,12 @@ from services.sleep.adapters.activity_kv import ActivityReader
 from services.sleep.config import SleepServiceConfig
 from services.sleep.context import Deps
 from services.sleep.handlers import SleepApi
+from services.sleep.lanes import Lanes, sleep_consumer
 from services.sleep.scheduler import Scheduler
-from shared.bus.consumer import PullConsumer, consumer_spec
 from shared.bus.provision import ensure_activity_bucket
 from shared.llm import LlmClient
 from shared.observability.metrics import CONSUMER, LLM, SLEEP_RUNS
 from shared.schemas import RPC_OPS
-from shared.schemas.events import SleepRun
 from shared.service import ServiceContext
 from shared.settings.env import load
 from shared.settings.memory import GLOBAL_OWNER
@@ -72,10 +71,8 @@ async def setup(ctx: ServiceContext) -> None:
     api = SleepApi(deps)
     await ctx.rpc.add(RPC_OPS["sleep.run"], api.run)
     await ctx.rpc.add(RPC_OPS["sleep.status"], api.status)
-    # one durable consumer, one job in flight across every replica
-    spec = consumer_spec("sleep", ctx.config.nats, batch=1, ack_wait_s=cfg.ack_wait_s, max_ack_pending=1)
-    consumer = PullConsumer(ctx.js, spec, SleepRun, api.on_job)
-    ctx.spawn(consumer.run(ctx.stop), "sleep-consumer")
+    lanes = Lanes(ctx.db, ctx.js, cfg, sleep_consumer(cfg, ctx.config.nats), api.on_job)
+    ctx.spawn(lanes.run(ctx.stop), "sleep-lanes")
     if cfg.scheduler:
         ctx.spawn(Scheduler(deps).run(ctx.stop), "sleep-scheduler")
 

@@ -6,14 +6,16 @@ owner was active after the run's snapshot (KV bucket or the live subject) and
 redelivered), and otherwise keeps the JetStream message alive.
 
 `RunContext.ask()` is the one LLM call of a batch: it returns the decoded JSON reply
-(re-encoded, for the tolerant parsers of the `*_logic` modules) or raises `BatchBroken`
+(re-encoded, for the tolerant parsers of the `logic` modules) or raises `BatchBroken`
 for anything that makes the batch unusable (HTTP error after the client's retry, bad
-reply, spent budget).
+reply, spent budget). Owner activity during the call cancels it and aborts the run
+there (counted in `llmCallsCancelled`), without waiting for the reply.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -38,6 +40,8 @@ from shared.vectors.pgvector import PgVectorStore
 from shared.vectors.port import VectorStore
 
 log = get_logger(__name__)
+
+INTERRUPT_POLL_S = 1.0  # during an LLM call, the activity bucket is read this often
 
 SYSTEM_PROMPT = (
     "You consolidate the long-term memory of one user of an AI assistant. "
@@ -101,36 +105,74 @@ class RunContext:
     def llm_route(self) -> bool:
         return self.deps.llm is not None and self.deps.llm.configured
 
+    async def active_since_snapshot(self) -> datetime | None:
+        """The owner's newest activity when it is after the snapshot (reads if the setting says so)."""
+        reads = self.settings.sleep_count_reads
+        last = self.live.newest(reads=reads)
+        if self.deps.activity is not None:
+            kv_last = await self.deps.activity.last(self.owner, reads=reads)
+            if kv_last is not None and (last is None or kv_last > last):
+                last = kv_last
+        return last if should_abort(last, self.snapshot_at) else None
+
     async def checkpoint(self) -> None:
         """A batch or phase boundary (see the module docstring)."""
         if self.deps.stop.is_set():
             raise WorkerStopping("sleep worker stopping")
-        last = self.live.latest
-        if self.deps.activity is not None:
-            kv_last = await self.deps.activity.last(self.owner)
-            if kv_last is not None and (last is None or kv_last > last):
-                last = kv_last
-        if should_abort(last, self.snapshot_at):
-            raise RunAborted(f"owner activity at {last.isoformat() if last else '?'}")
+        active = await self.active_since_snapshot()
+        if active is not None:
+            raise RunAborted(f"owner activity at {active.isoformat()}")
         try:
             await self.keepalive()
         except (nats.errors.Error, TimeoutError) as exc:  # the message may still be acked later
             log.warning("sleep.in_progress_failed", error=str(exc) or type(exc).__name__)
 
+    async def _interruptible(self, call: asyncio.Future[Any], operation: str) -> Any:
+        """Await an LLM call; owner activity or a stopping worker cancels it (and says so)."""
+        while True:
+            self.live.changed.clear()
+            waiters = [asyncio.ensure_future(self.live.changed.wait()), asyncio.ensure_future(self.deps.stop.wait())]
+            try:
+                await asyncio.wait([call, *waiters], timeout=INTERRUPT_POLL_S, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for waiter in waiters:
+                    waiter.cancel()
+            if call.done():
+                return call.result()
+            reason: Exception | None = None
+            if self.deps.stop.is_set():
+                reason = WorkerStopping("sleep worker stopping during an LLM call")
+            elif (active := await self.active_since_snapshot()) is not None:
+                reason = RunAborted(f"owner activity at {active.isoformat()} during the {operation} LLM call")
+            if reason is not None:
+                call.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await call
+                self.extra["llmCallsCancelled"] = int(self.extra.get("llmCallsCancelled", 0)) + 1
+                raise reason
+
     async def ask(self, operation: str, prompt: str) -> bytes:
-        """One LLM call; the decoded JSON reply re-encoded, or `BatchBroken`."""
+        """One LLM call; the decoded JSON reply re-encoded, or `BatchBroken`.
+
+        Owner activity during the call cancels it and aborts the run (`RunAborted`); a
+        stopping worker cancels it too (`WorkerStopping`).
+        """
         llm = self.deps.llm
         if llm is None:
             raise BatchBroken("no llm route")
-        try:
-            result = await llm.complete_json(
+        call = asyncio.ensure_future(
+            llm.complete_json(
                 owner=self.owner,
                 operation=operation,
                 messages=[{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": prompt}],
                 response_type=object,
                 max_tokens=self.settings.sleep_max_tokens,
-                model=self.settings.sleep_llm_model,
+                model=self.settings.llm_model(llm.model),
+                reasoning_effort=self.settings.sleep_reasoning_effort,
             )
+        )
+        try:
+            result = await self._interruptible(call, operation)
         except (LlmUnavailable, LlmBadReply, LlmNotConfigured, BudgetExceeded) as exc:
             raise BatchBroken(f"{exc.err_code}: {exc.description}") from exc
         self.prompt_tokens += result.prompt_tokens

@@ -1,8 +1,9 @@
 """The sleep service's endpoints: `sleep.run` and `sleep.status` RPCs and the job handler.
 
 `sleep.run` queues a manual run (whatever `sleepModeEnabled` says: it is asked for by
-hand) and, with `wait`, polls the run's row until it is final or `timeout_s` passes; the
-reply then carries the run as it is (possibly still `queued`/`running`).
+hand; when the owner's sleep mode is off the reply says so in `notice`) and, with
+`wait`, polls the run's row until it is final or `timeout_s` passes; the reply then
+carries the run as it is (possibly still `queued`/`running`).
 """
 
 from __future__ import annotations
@@ -12,14 +13,20 @@ import time
 import uuid
 from datetime import UTC, datetime
 
+import asyncpg
+
 from services.sleep import jobs, runner
 from services.sleep.adapters import postgres as store
 from services.sleep.context import Deps
 from shared.bus.consumer import JobContext
-from shared.errors import NotFound
+from shared.errors import NotFound, ValidationFailed
 from shared.schemas.events import SleepRun
 from shared.schemas.ops import SleepRunRecord, SleepRunRequest, SleepRunResult, SleepStatusRequest, SleepStatusResult
 
+MODE_OFF = (
+    "sleepModeEnabled is false for this owner: this run was queued because it was asked for by hand;"
+    " no run is scheduled for it"
+)
 POLL_MIN_S = 0.05
 POLL_MAX_S = 0.5
 
@@ -28,14 +35,18 @@ class SleepApi:
     def __init__(self, deps: Deps) -> None:
         self._deps = deps
 
-    async def on_job(self, job: SleepRun, ctx: JobContext) -> None:
-        await runner.execute(self._deps, job, ctx.in_progress)
+    async def on_job(self, job: SleepRun, ctx: JobContext, lock_conn: asyncpg.Connection | None = None) -> None:
+        await runner.execute(self._deps, job, ctx.in_progress, lock_conn)
 
     async def run(self, req: SleepRunRequest) -> SleepRunResult:
+        try:
+            enabled = (await store.sleep_settings(self._deps.pool, req.owner)).sleep_mode_enabled
+        except ValidationFailed:
+            enabled = True  # the run itself records why the stored settings are bad
         job, msg_id = jobs.manual_job(req.owner, datetime.now(UTC))
         await jobs.enqueue(self._deps.pool, self._deps.js, job, msg_id)
         record = await (self._wait(job.run_id, req.timeout_s) if req.wait else self._record(job.run_id))
-        return SleepRunResult(run_id=job.run_id, queued=True, run=record)
+        return SleepRunResult(run_id=job.run_id, queued=True, run=record, notice=None if enabled else MODE_OFF)
 
     async def _record(self, run_id: str) -> SleepRunRecord:
         row = await store.run_row(self._deps.pool, uuid.UUID(run_id))

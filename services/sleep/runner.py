@@ -1,28 +1,34 @@
-"""One sleep run: the run lock, the job checks, the five phases in order, the `dream_runs` row.
+"""One sleep run: the owner's run lock, the job checks, the five phases in order, the `dream_runs` row.
 
-Serial across every replica: the durable consumer delivers one job at a time
-(`max_ack_pending=1`) and the run itself holds a Postgres advisory lock, so even a job
-redelivered while a slow run still works waits for it. Under the lock:
+Never two runs of one owner, across every replica and restart: the run holds the owner's
+Postgres advisory lock (`owner_lock`, on the lane's connection, taken without waiting;
+a busy owner's job goes back to the queue as `OwnerBusy`). How many owners run at once is
+the lanes' business (`lanes`). Under the owner lock:
 
-1. rows another worker left `running` (it crashed) become `failed: interrupted`;
+1. the owner's rows another worker left `running` (it was killed) become
+   `failed: interrupted` (the scheduler's backoff does not count them);
 2. a job whose run is already recorded (a redelivery after the commit), a scheduled job
-   whose slot is no longer current (`logic.job_is_current`) or whose owner switched sleep
-   mode off, is dropped;
+   whose slot is no longer current (`logic.job_is_current`), whose owner switched sleep
+   mode off or is no longer idle (activity since it was queued: the scheduler books it
+   again once the owner is idle), is dropped;
 3. the row goes `running` with `started_at` = the snapshot time, the phases run in order,
    each in its own error boundary (an exception fails that phase only), with
    `RunContext.checkpoint()` between phases and batches: owner activity aborts the run
-   (remaining phases stay "not run"), a stopping worker requeues it;
+   (remaining phases stay "not run"; during an LLM call the call is cancelled), a stopping
+   worker requeues it;
 4. status and receipt from `receipt.run_receipt`, the row is finished, SLEEP_RUNS counted.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import hashlib
+import os
+import socket
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any, Final
 
 import asyncpg
@@ -32,7 +38,8 @@ import structlog
 from services.sleep.adapters import activity_kv as activity
 from services.sleep.adapters import postgres as store
 from services.sleep.context import Deps, RunAborted, RunContext, WorkerStopping
-from services.sleep.logic.schedule import job_is_current
+from services.sleep.logic.schedule import is_idle, job_is_current, slot_start
+from services.sleep.logic.settings import SleepSettings
 from services.sleep.phases import affective, conflict, demotion, patterns, relations
 from services.sleep.receipt import (
     AffectiveResult,
@@ -45,14 +52,13 @@ from services.sleep.receipt import (
     run_counters,
     run_receipt,
 )
-from shared.errors import ValidationFailed
+from shared.errors import DependencyDown, ValidationFailed
 from shared.observability.logging import get_logger
 from shared.observability.metrics import SLEEP_RUNS
 from shared.schemas.events import SleepRun
 
 log = get_logger(__name__)
 
-RUN_LOCK: Final = int.from_bytes(hashlib.sha256(b"memoryd-sleep-run").digest()[:8], "big", signed=True)
 Keepalive = Callable[[], Awaitable[None]]
 PhaseFn = Callable[[RunContext, Any], Awaitable[None]]
 PHASES: Final[tuple[tuple[str, type[Any], PhaseFn], ...]] = (
@@ -63,22 +69,42 @@ PHASES: Final[tuple[tuple[str, type[Any], PhaseFn], ...]] = (
     ("affective_attribution", AffectiveResult, affective.run),
 )
 MAX_REASON = 500
+WORKER: Final = f"{socket.gethostname()}:{os.getpid()}"  # `counters.worker` of the runs this process runs
+
+
+class OwnerBusy(DependencyDown):
+    """Another run of this owner is in progress somewhere: the job goes back to the queue."""
+
+    def __init__(self, description: str, retry_after_s: float) -> None:
+        super().__init__(description)
+        self.retry_after_s = retry_after_s
+
+
+def owner_lock_key(owner: str) -> int:
+    """The advisory lock key of one owner's runs (64 bits of sha256)."""
+    return int.from_bytes(hashlib.sha256(b"memoryd-sleep-owner:" + owner.encode()).digest()[:8], "big", signed=True)
 
 
 @contextlib.asynccontextmanager
-async def run_lock(deps: Deps, keepalive: Keepalive) -> AsyncIterator[None]:
-    """Hold the cluster-wide run lock (a session advisory lock on one pooled connection)."""
-    async with deps.pool.acquire() as conn:
-        while not await conn.fetchval("SELECT pg_try_advisory_lock($1)", RUN_LOCK):
-            if deps.stop.is_set():
-                raise WorkerStopping("sleep worker stopping while waiting for the run lock")
-            await keepalive()
-            await asyncio.sleep(deps.cfg.lock_poll_s)
-        try:
-            yield
-        finally:
-            with contextlib.suppress(asyncpg.PostgresError, OSError, asyncpg.InterfaceError):
-                await conn.execute("SELECT pg_advisory_unlock($1)", RUN_LOCK)
+async def owner_lock(conn: asyncpg.Connection, owner: str, retry_after_s: float) -> AsyncIterator[None]:
+    """Hold the owner's run lock on `conn` (a session lock: it dies with the connection)."""
+    key = owner_lock_key(owner)
+    if not await conn.fetchval("SELECT pg_try_advisory_lock($1)", key):
+        raise OwnerBusy(f"a sleep run of {owner!r} is in progress: requeued", retry_after_s)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(asyncpg.PostgresError, OSError, asyncpg.InterfaceError):
+            await conn.execute("SELECT pg_advisory_unlock($1)", key)
+
+
+@contextlib.asynccontextmanager
+async def _lock_connection(deps: Deps, conn: asyncpg.Connection | None) -> AsyncIterator[asyncpg.Connection]:
+    if conn is not None:
+        yield conn
+        return
+    async with deps.pool.acquire() as own:
+        yield own
 
 
 async def _phases(rc: RunContext) -> tuple[RunDetails, bool, dict[str, float]]:
@@ -123,27 +149,42 @@ async def _fail_without_phases(deps: Deps, run_id: uuid.UUID, job: SleepRun, why
     for phase in details.phases():
         phase.reason = why[:MAX_REASON]
     text = receipt(str(run_id), "failed", details, 0, 0, False)
-    await store.start_run(deps.pool, run_id, job.owner, job.reason)
-    await store.finish_run(deps.pool, run_id, "failed", msgspec.to_builtins(details), {}, text)
+    await store.start_run(deps.pool, run_id, job.owner, job.reason, WORKER)
+    await store.finish_run(deps.pool, run_id, "failed", msgspec.to_builtins(details), {"worker": WORKER}, text)
     SLEEP_RUNS.labels("failed").inc()
     return "failed"
 
 
-async def execute(deps: Deps, job: SleepRun, keepalive: Keepalive) -> str | None:
-    """Run one job; its final status, or None when the job was dropped."""
+async def execute(
+    deps: Deps, job: SleepRun, keepalive: Keepalive, lock_conn: asyncpg.Connection | None = None
+) -> str | None:
+    """Run one job; its final status, or None when the job was dropped. OwnerBusy: requeue it."""
     try:
         run_id = uuid.UUID(job.run_id)
     except ValueError:
         log.warning("sleep.bad_run_id", run_id=job.run_id)
         return None
     with structlog.contextvars.bound_contextvars(owner=job.owner, run_id=str(run_id)):
-        async with run_lock(deps, keepalive):
+        async with _lock_connection(deps, lock_conn) as conn, owner_lock(conn, job.owner, deps.cfg.requeue_s):
             return await _execute_locked(deps, job, run_id, keepalive)
+
+
+async def _still_wanted(deps: Deps, job: SleepRun, run_id: uuid.UUID, settings: SleepSettings) -> str | None:
+    """Why a scheduled job is dropped at its start, or None when it runs."""
+    history = await store.run_history(deps.pool, job.owner, limit=1, exclude=run_id)
+    if not settings.sleep_mode_enabled:
+        return "sleep mode off"
+    if not job_is_current(job.slot or "", slot_start(history)):
+        return "stale slot"
+    last = await deps.activity.last(job.owner, reads=settings.sleep_count_reads) if deps.activity else None
+    if not is_idle(datetime.now(UTC), last, settings.sleep_idle_minutes):
+        return "owner active since the run was queued"
+    return None
 
 
 async def _execute_locked(deps: Deps, job: SleepRun, run_id: uuid.UUID, keepalive: Keepalive) -> str | None:
     pool = deps.pool
-    if orphans := await store.fail_orphans(pool, run_id):
+    if orphans := await store.fail_orphans(pool, job.owner, run_id):
         log.warning("sleep.orphans_failed", count=orphans)
     row = await store.run_row(pool, run_id)
     if row is not None and (row["owner"] != job.owner or row["status"] in store.FINAL_STATUSES):
@@ -153,14 +194,11 @@ async def _execute_locked(deps: Deps, job: SleepRun, run_id: uuid.UUID, keepaliv
         settings = await store.sleep_settings(pool, job.owner)
     except ValidationFailed as exc:
         return await _fail_without_phases(deps, run_id, job, exc.description)
-    if job.reason == "scheduled":
-        history = await store.run_history(pool, job.owner, limit=1, exclude=run_id)
-        last_run_at = history[0][1] if history else None
-        if not settings.sleep_mode_enabled or not job_is_current(job.slot or "", last_run_at):
-            log.info("sleep.job_dropped", why="stale slot or sleep mode off", slot=job.slot)
-            await store.drop_queued(pool, run_id)
-            return None
-    snapshot_at = await store.start_run(pool, run_id, job.owner, job.reason)
+    if job.reason == "scheduled" and (why := await _still_wanted(deps, job, run_id, settings)) is not None:
+        log.info("sleep.job_dropped", why=why, slot=job.slot)
+        await store.drop_queued(pool, run_id)
+        return None
+    snapshot_at = await store.start_run(pool, run_id, job.owner, job.reason, WORKER)
     if snapshot_at is None:
         return None
     async with activity.watch(deps.nc, job.owner) as live:
@@ -173,6 +211,7 @@ async def _execute_locked(deps: Deps, job: SleepRun, run_id: uuid.UUID, keepaliv
             live=live,
             keepalive=keepalive,
         )
+        rc.extra["worker"] = WORKER
         try:
             details, aborted, timings = await _phases(rc)
         except WorkerStopping:

@@ -1,10 +1,11 @@
 """The idle scheduler: every tick, queue a run for each owner whose run is due.
 
 Per owner: effective sleep settings (global and owner rows), last activity from the
-`MEM_ACTIVITY` bucket, the start of the newest run and the failure streak from
-`dream_runs`; `logic.is_due` decides. Owners are those with activity, memories or a
-settings row. Every replica may run a scheduler: they publish the same due run under
-the same msg id and run id (`jobs.scheduled_job`), so a run is booked once.
+`MEM_ACTIVITY` bucket (reads too with `sleepCountReads`), the interval start, slot and
+failure streak from the `dream_runs` history (`logic.schedule`); `logic.is_due` decides.
+Owners are those with activity, memories or a settings row. Every replica may run a
+scheduler: they publish the same due run under the same msg id and run id
+(`jobs.scheduled_job`), so a run is booked once.
 With `sleepModeEnabled=false` (the default) nothing is ever scheduled.
 """
 
@@ -16,8 +17,9 @@ from datetime import UTC, datetime
 
 from services.sleep import jobs
 from services.sleep.adapters import postgres as store
+from services.sleep.adapters.activity_kv import newer
 from services.sleep.context import Deps
-from services.sleep.logic.schedule import consecutive_failures, due_slot, is_due
+from services.sleep.logic.schedule import consecutive_failures, due_slot, interval_start, is_due, slot_start
 from shared.errors import MemorydError
 from shared.observability.logging import get_logger
 
@@ -33,8 +35,8 @@ class Scheduler:
         deps = self._deps
         now = now or datetime.now(UTC)
         global_values, owner_values = await store.settings_rows(deps.pool)
-        activity = await deps.activity.all() if deps.activity is not None else {}
-        owners = set(activity) | await store.known_owners(deps.pool)
+        writes, reads = await deps.activity.all() if deps.activity is not None else ({}, {})
+        owners = set(writes) | await store.known_owners(deps.pool)
         queued: list[str] = []
         for owner in sorted(owners):
             try:
@@ -45,13 +47,13 @@ class Scheduler:
             if not settings.sleep_mode_enabled:
                 continue
             history = await store.run_history(deps.pool, owner)
-            last_run_at = history[0][1] if history else None
-            decision = is_due(
-                now, activity.get(owner), last_run_at, settings, consecutive_failures(s for s, _ in history)
-            )
+            last = writes.get(owner)
+            if settings.sleep_count_reads:
+                last = newer(last, reads.get(owner))
+            decision = is_due(now, last, interval_start(history), settings, consecutive_failures(history))
             if not decision.due:
                 continue
-            job, msg_id = jobs.scheduled_job(owner, due_slot(last_run_at), now)
+            job, msg_id = jobs.scheduled_job(owner, due_slot(slot_start(history)), now)
             await jobs.enqueue(deps.pool, deps.js, job, msg_id)
             queued.append(owner)
         if queued:

@@ -5,8 +5,9 @@ Policy, per message:
   ``term`` (it can never succeed);
 - handler succeeded -> ``ack`` (handlers commit before they return, so an acked
   message is durable);
-- transient failure (NATS/Postgres/embedder down) -> ``nak`` with exponential backoff,
-  never dead-lettered: an outage must not throw events away;
+- transient failure (NATS/Postgres/embedder down) -> ``nak`` with exponential backoff
+  (or the error's own ``retry_after_s``), never dead-lettered: an outage must not throw
+  events away;
 - any other failure -> ``nak`` with backoff until delivery ``max_deliver``, then the
   DLQ with the error and ``term``.
 While a handler runs, ``in_progress`` is sent every third of ``ack_wait`` so long
@@ -171,7 +172,7 @@ class PullConsumer(Generic[T]):
                 await asyncio.sleep(1.0)
                 continue
             if msgs:
-                await asyncio.gather(*(self._process(m) for m in msgs))
+                await asyncio.gather(*(self.process(m) for m in msgs))
             if time.monotonic() - last_lag > 5.0:
                 last_lag = time.monotonic()
                 with contextlib.suppress(Exception):
@@ -180,7 +181,8 @@ class PullConsumer(Generic[T]):
         with contextlib.suppress(Exception):
             await sub.unsubscribe()
 
-    async def _process(self, msg: Msg) -> None:
+    async def process(self, msg: Msg) -> None:
+        """Apply the policy to one fetched message (``run`` does this for every batch)."""
         spec = self._spec
         started = time.perf_counter()
         deliveries = msg.metadata.num_delivered
@@ -208,7 +210,8 @@ class PullConsumer(Generic[T]):
         error = f"{type(exc).__name__}: {exc}"
         if is_transient(exc):
             log.warning("consumer.transient", stage=spec.stage, deliveries=deliveries, error=error)
-            await msg.nak(delay=backoff_s(deliveries))
+            retry_after = getattr(exc, "retry_after_s", None)
+            await msg.nak(delay=retry_after if isinstance(retry_after, float) else backoff_s(deliveries))
             JOBS.labels(spec.stage, "retry_transient").inc()
         elif deliveries >= spec.max_deliver:
             log.error("consumer.dead_letter", stage=spec.stage, deliveries=deliveries, error=error)

@@ -129,8 +129,12 @@ class LlmClient:
         max_tokens: int = 1024,
         model: str | None = None,
         temperature: float = 0.0,
+        reasoning_effort: str | None = None,
     ) -> LlmResult[T]:
-        """Ask for a JSON object and decode it into ``response_type``."""
+        """Ask for a JSON object and decode it into ``response_type``.
+
+        ``reasoning_effort`` (``low|medium|high``...) is sent as the OpenAI field of that name.
+        """
         return await self._complete(
             owner=owner,
             operation=operation,
@@ -138,6 +142,7 @@ class LlmClient:
             max_tokens=max_tokens,
             model=model,
             temperature=temperature,
+            reasoning_effort=reasoning_effort,
             json_mode=True,
             parse=lambda content: decode_json_content(content, response_type),
         )
@@ -175,6 +180,7 @@ class LlmClient:
         temperature: float,
         json_mode: bool,
         parse: Callable[[str], U],
+        reasoning_effort: str | None = None,
     ) -> LlmResult[U]:
         model_name = model or self._cfg.model
         if not self.configured or not model_name:
@@ -198,6 +204,8 @@ class LlmClient:
         }
         if json_mode:
             body["response_format"] = {"type": "json_object"}
+        if reasoning_effort is not None:
+            body["reasoning_effort"] = reasoning_effort
         try:
             data = await self._post(body)
         except LlmUnavailable as exc:

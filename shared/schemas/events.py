@@ -131,7 +131,7 @@ class Activity(Wire, frozen=True):
 
     owner: Owner
     at: datetime
-    kind: Literal["chat", "api"] = "chat"
+    kind: Literal["chat", "api", "read"] = "chat"
     session_id: SessionId | None = None
 
 

@@ -84,6 +84,8 @@ class SleepRunResult(Wire, frozen=True):
     run_id: str
     queued: bool
     run: SleepRunRecord | None = None
+    #: Set when the run was queued although the owner's ``sleepModeEnabled`` is false.
+    notice: str | None = None
 
 
 class SleepStatusRequest(Wire, frozen=True):

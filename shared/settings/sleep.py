@@ -14,6 +14,7 @@ import msgspec
 
 StrictnessName = Literal["gentle", "normal", "aggressive"]
 ActionSetName = Literal["default", "full"]
+ReasoningEffort = Literal["minimal", "low", "medium", "high"]
 
 STRICTNESS_THRESHOLDS: Final[Mapping[str, float]] = MappingProxyType(
     {"gentle": 0.92, "normal": 0.85, "aggressive": 0.75}
@@ -24,7 +25,18 @@ Positive = Annotated[int, msgspec.Meta(ge=1)]
 
 
 class SleepSettings(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """Settings of the sleep worker; 0 means "unlimited" for the two conflict pair caps."""
+    """Settings of the sleep worker; 0 means "unlimited" for the two conflict pair caps.
+
+    ``sleepMaxConcurrentRuns`` is read from the global row only (runs of different owners at
+    once, across every replica; one owner never has two). ``sleepCountReads``: retrievals
+    count as owner activity (idle check, abort). ``conflictFreezeEnabled``: conflict
+    resolution changes no memory; every pair the LLM would change goes to the review
+    queue (``conflict_pending``). ``reflectionUpdateMaxPerRun``: ``update`` decisions applied
+    per run, over all batches (0: none). ``sleepModel`` (``sleepLlmModel`` is its older
+    name) and ``sleepProvider`` (sent as ``<provider>/<model>``) pick the LLM route;
+    ``sleepReasoningEffort`` is sent as ``reasoning_effort``. ``sleepAffectiveMinPool``: the
+    affective phase needs at least this many memories in its pool.
+    """
 
     #: run sleep (consolidation) for this owner when due
     sleep_mode_enabled: bool = False
@@ -62,6 +74,21 @@ class SleepSettings(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     sleep_max_tokens: Annotated[int, msgspec.Meta(ge=256)] = 8192
     #: model of the sleep LLM calls; unset = `MEMORYD_LLM_MODEL`
     sleep_llm_model: Annotated[str, msgspec.Meta(min_length=1)] | None = None
+    sleep_model: Annotated[str, msgspec.Meta(min_length=1)] | None = None
+    sleep_provider: Annotated[str, msgspec.Meta(min_length=1, pattern="^[^/]+$")] | None = None
+    sleep_reasoning_effort: ReasoningEffort | None = None
+    sleep_max_concurrent_runs: Annotated[int, msgspec.Meta(ge=1, le=256)] = 1
+    sleep_count_reads: bool = False
+    sleep_affective_min_pool: NonNegative = 5
+    conflict_freeze_enabled: bool = False
+    reflection_update_max_per_run: NonNegative = 10
+
+    def llm_model(self, default: str | None) -> str | None:
+        """The model of sleep's LLM calls (`default`: the service's model), with its provider."""
+        model = self.sleep_model or self.sleep_llm_model or default
+        if model is None or self.sleep_provider is None:
+            return model
+        return f"{self.sleep_provider}/{model}"
 
     def __post_init__(self) -> None:
         if self.sleep_compress_days < self.sleep_archive_days:

@@ -1,13 +1,16 @@
 """Owner activity as the sleep worker sees it: the `MEM_ACTIVITY` KV bucket and the live subject.
 
 Ingest writes each owner's last activity time (ISO 8601) under `activity_key(owner)` and
-announces it on `mem.v1.activity.<owner>`. The scheduler reads the bucket to decide
-idleness; a run reads it at every boundary and also listens on the subject, so activity
-aborts the run at the next batch or phase boundary even before the KV write is visible.
+announces it on `mem.v1.activity.<owner>`; retrieve does the same for reads under
+`read_activity_key(owner)` (kind `read`), which count only for owners with
+`sleepCountReads`. The scheduler reads the bucket to decide idleness; a run reads it at
+every boundary and also listens on the subject, so activity aborts the run at the next
+batch or phase boundary (or cancels its LLM call) even before the KV write is visible.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -22,7 +25,7 @@ from shared.codec import decode
 from shared.errors import MemorydError
 from shared.observability.logging import get_logger
 from shared.schemas.events import Activity
-from shared.subjects import activity_key, activity_subject, owner_of_activity_key
+from shared.subjects import READ_KEY_PREFIX, activity_key, activity_subject, owner_of_activity_key, read_activity_key
 
 log = get_logger(__name__)
 
@@ -38,49 +41,75 @@ def parse_time(raw: bytes | None) -> datetime | None:
     return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
+def newer(a: datetime | None, b: datetime | None) -> datetime | None:
+    if a is None or (b is not None and b > a):
+        return b
+    return a
+
+
 class ActivityReader:
     """Last-activity times from the KV bucket."""
 
     def __init__(self, kv: KeyValue) -> None:
         self._kv = kv
 
-    async def last(self, owner: str) -> datetime | None:
+    async def _get(self, key: str) -> datetime | None:
         try:
-            entry = await self._kv.get(activity_key(owner))
+            entry = await self._kv.get(key)
         except (KeyNotFoundError, KeyDeletedError):
             return None
         return parse_time(entry.value)
 
-    async def all(self) -> dict[str, datetime]:
-        """Every owner's last activity (the scheduler's tick)."""
+    async def last(self, owner: str, *, reads: bool = False) -> datetime | None:
+        """The owner's last activity; with `reads`, its last retrieval counts too."""
+        last = await self._get(activity_key(owner))
+        return newer(last, await self._get(read_activity_key(owner))) if reads else last
+
+    async def all(self) -> tuple[dict[str, datetime], dict[str, datetime]]:
+        """Every owner's last activity and last read (the scheduler's tick)."""
         try:
             keys = await self._kv.keys()
         except NoKeysError:
-            return {}
-        out: dict[str, datetime] = {}
+            return {}, {}
+        writes: dict[str, datetime] = {}
+        reads: dict[str, datetime] = {}
         for key in keys:
             with contextlib.suppress(KeyNotFoundError, KeyDeletedError):
                 at = parse_time((await self._kv.get(key)).value)
-                if at is not None:
-                    out[owner_of_activity_key(key)] = at
-        return out
+                if at is None:
+                    continue
+                if key.startswith(READ_KEY_PREFIX):
+                    reads[owner_of_activity_key(key.removeprefix(READ_KEY_PREFIX))] = at
+                else:
+                    writes[owner_of_activity_key(key)] = at
+        return writes, reads
 
 
 class LiveActivity:
-    """The newest activity announced for one owner since the watch started."""
+    """The newest activity (and read) announced for one owner since the watch started."""
 
     def __init__(self) -> None:
         self.latest: datetime | None = None
+        self.latest_read: datetime | None = None
+        self.changed = asyncio.Event()
+
+    def newest(self, *, reads: bool) -> datetime | None:
+        return newer(self.latest, self.latest_read) if reads else self.latest
 
     async def on_msg(self, msg: Msg) -> None:
+        kind = "chat"
         try:
-            at = decode(msg.data, Activity).at
+            activity = decode(msg.data, Activity)
+            at, kind = activity.at, activity.kind
         except MemorydError:
             at = datetime.now(UTC)  # unreadable, but it still says the owner is active
         if at.tzinfo is None:
             at = at.replace(tzinfo=UTC)
-        if self.latest is None or at > self.latest:
-            self.latest = at
+        if kind == "read":
+            self.latest_read = newer(self.latest_read, at)
+        else:
+            self.latest = newer(self.latest, at)
+        self.changed.set()
 
 
 @contextlib.asynccontextmanager

@@ -1,7 +1,7 @@
 """Sleep-specific SQL outside the phases: settings, the `dream_runs` rows, owners, the signature.
 
 A run's row goes `queued` (published, by the RPC or the scheduler) -> `running` (the
-worker holds the advisory lock; `started_at` set) -> a final status with `finished_at`,
+worker holds the owner's run lock; `started_at` set) -> a final status with `finished_at`,
 the per-phase JSON, run counters and the receipt. Every statement names its owner; the
 row of a run belongs to the owner that queued it.
 
@@ -18,6 +18,7 @@ from typing import Any, Final
 
 import asyncpg
 
+from services.sleep.logic.schedule import INTERRUPTED, RunMark
 from services.sleep.logic.settings import SleepSettings
 from services.sleep.receipt import RUN_STATUSES
 from shared.db.memories import Conn
@@ -94,23 +95,25 @@ async def run_row(conn: Conn, run_id: uuid.UUID) -> asyncpg.Record | None:
     return await conn.fetchrow(f"SELECT {RUN_COLUMNS} FROM dream_runs WHERE id = $1", run_id)
 
 
-async def start_run(conn: Conn, run_id: uuid.UUID, owner: str, reason: str) -> datetime | None:
+async def start_run(conn: Conn, run_id: uuid.UUID, owner: str, reason: str, worker: str = "") -> datetime | None:
     """Mark the run `running` now (a rerun of an interrupted one starts over); its start time.
 
-    None when the id belongs to another owner's run (a forged job).
+    `counters.worker` names the process running it. None when the id belongs to another
+    owner's run (a forged job).
     """
     started = await conn.fetchval(
         """
-        INSERT INTO dream_runs (id, owner, run_type, status, reason, started_at)
-        VALUES ($1, $2, 'sleep', 'running', $3, clock_timestamp())
+        INSERT INTO dream_runs (id, owner, run_type, status, reason, started_at, counters)
+        VALUES ($1, $2, 'sleep', 'running', $3, clock_timestamp(), jsonb_build_object('worker', $4::text))
         ON CONFLICT (id) DO UPDATE SET status = 'running', started_at = clock_timestamp(), finished_at = NULL,
-            phases = '{}'::jsonb, counters = '{}'::jsonb, receipt = NULL
+            phases = '{}'::jsonb, counters = EXCLUDED.counters, receipt = NULL
         WHERE dream_runs.owner = EXCLUDED.owner
         RETURNING started_at
         """,
         run_id,
         owner,
         reason,
+        worker,
     )
     return started
 
@@ -147,28 +150,31 @@ async def drop_queued(conn: Conn, run_id: uuid.UUID) -> None:
     await conn.execute("DELETE FROM dream_runs WHERE id = $1 AND status = 'queued'", run_id)
 
 
-async def fail_orphans(conn: Conn, current: uuid.UUID) -> int:
-    """Rows left `running` by a crashed worker (only callable under the run lock) -> failed."""
+async def fail_orphans(conn: Conn, owner: str, current: uuid.UUID) -> int:
+    """The owner's rows left `running` by a worker that died -> failed, reason `interrupted`.
+
+    Only callable under the owner's run lock: no other run of the owner is alive then.
+    """
     status = await conn.execute(
-        "UPDATE dream_runs SET status = 'failed', reason = 'interrupted', finished_at = clock_timestamp()"
-        " WHERE status = 'running' AND id <> $1",
+        "UPDATE dream_runs SET status = 'failed', reason = $3, finished_at = clock_timestamp()"
+        " WHERE owner = $1 AND status = 'running' AND id <> $2",
+        owner,
         current,
+        INTERRUPTED,
     )
     return int(status.rsplit(" ", 1)[-1])
 
 
-async def run_history(
-    conn: Conn, owner: str, limit: int = 32, *, exclude: uuid.UUID | None = None
-) -> list[tuple[str, datetime]]:
-    """(status, started_at) of the owner's started runs, newest first (running ones included)."""
+async def run_history(conn: Conn, owner: str, limit: int = 32, *, exclude: uuid.UUID | None = None) -> list[RunMark]:
+    """The owner's started runs, newest first (running ones included)."""
     rows = await conn.fetch(
-        "SELECT status, started_at FROM dream_runs WHERE owner = $1 AND started_at IS NOT NULL"
+        "SELECT status, started_at, reason FROM dream_runs WHERE owner = $1 AND started_at IS NOT NULL"
         " AND id IS DISTINCT FROM $3 ORDER BY started_at DESC NULLS LAST LIMIT $2",
         owner,
         limit,
         exclude,
     )
-    return [(r["status"], r["started_at"]) for r in rows]
+    return [RunMark(r["status"], r["started_at"], r["reason"]) for r in rows]
 
 
 def to_record(row: asyncpg.Record) -> SleepRunRecord:

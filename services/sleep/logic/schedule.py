@@ -4,10 +4,16 @@ Pure functions (no I/O). The phase logic lives beside this module: `conflict_log
 (pair selection), `decision_logic` (LLM decisions -> change plans, ledger), `demotion_logic`,
 `pattern_logic`, `relation_logic`, `affective_logic`; run status and receipt in `receipt`.
 
-Reading of "only failed counts; noop does not" (backoff): walking the run history from the
-newest, `failed` adds one, `noop` and `aborted` are skipped (they prove nothing about the
-health of the LLM route: a noop run may have made no call, an aborted run was cut by the
-owner), and any other status (`ok`, `degraded`, `refreshed`) ends the streak.
+Backoff ("only failed counts"): walking the run history from the newest, `failed` adds
+one and any other finished status (`ok`, `degraded`, `refreshed`, `noop`, `aborted`) ends
+the streak: a noop or aborted run is not a failure, so the failures before it are no
+longer consecutive. A run left `running` by a worker that was killed is closed as
+`failed` with reason `interrupted` (`INTERRUPTED`): it neither counts nor ends the streak
+(the worker died, the LLM route did not fail), nor does a run still queued or running.
+
+The interval counts from the newest run that was neither aborted nor interrupted: an
+aborted run was cut by the owner and did not consolidate, so the next one is due as soon
+as the owner is idle again.
 
 Several schedulers publish the same due run with the same `Nats-Msg-Id`: the id names the
 owner and the *slot*, the start time of the last recorded run (or `first`), which every
@@ -16,7 +22,7 @@ longer current (`job_is_current`), which also covers duplicates older than the s
 duplicate window.
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Final, Literal
 
@@ -25,7 +31,9 @@ import msgspec
 from services.sleep.logic.settings import SleepSettings
 
 FAILED: Final = "failed"
-NEUTRAL_STATUSES: Final = frozenset({"noop", "aborted"})
+ABORTED: Final = "aborted"
+INTERRUPTED: Final = "interrupted"  # reason of a run closed after its worker died
+OPEN_STATUSES: Final = frozenset({"queued", "running"})
 BACKOFF_CAP: Final = timedelta(hours=24)
 FIRST_SLOT: Final = "first"
 SKIP_NO_LLM: Final = "no llm route"
@@ -60,15 +68,46 @@ def effective_interval(base_hours: int, backoff: bool, consecutive_failures: int
     return timedelta(hours=min(base_hours * 2**consecutive_failures, cap_hours))
 
 
-def consecutive_failures(statuses_newest_first: Iterable[str]) -> int:
-    """Failed runs since the last healthy one; noop and aborted neither count nor reset."""
+class RunMark(msgspec.Struct, frozen=True):
+    """One recorded run as the scheduler reads it: status, start, reason."""
+
+    status: str
+    started_at: datetime
+    reason: str | None = None
+
+    @property
+    def interrupted(self) -> bool:
+        return self.status == FAILED and self.reason == INTERRUPTED
+
+
+def consecutive_failures(history_newest_first: Iterable[RunMark]) -> int:
+    """Failed runs since the last finished, non-failed one (see the module docstring)."""
     count = 0
-    for status in statuses_newest_first:
-        if status == FAILED:
-            count += 1
-        elif status not in NEUTRAL_STATUSES:
+    for mark in history_newest_first:
+        if mark.interrupted or mark.status in OPEN_STATUSES:
+            continue
+        if mark.status != FAILED:
             break
+        count += 1
     return count
+
+
+def interval_start(history_newest_first: Iterable[RunMark]) -> datetime | None:
+    """Start of the newest run the interval counts from (not aborted, not interrupted)."""
+    for mark in history_newest_first:
+        if mark.status != ABORTED and not mark.interrupted:
+            return mark.started_at
+    return None
+
+
+def slot_start(history_newest_first: Sequence[RunMark]) -> datetime | None:
+    """Start of the newest recorded run of any status: the slot a due run fills."""
+    return history_newest_first[0].started_at if history_newest_first else None
+
+
+def is_idle(now: datetime, last_activity_at: datetime | None, idle_minutes: int) -> bool:
+    """The owner has been idle `idle_minutes` (re-checked when a scheduled run starts)."""
+    return last_activity_at is None or now - last_activity_at >= timedelta(minutes=idle_minutes)
 
 
 def is_due(
@@ -82,7 +121,7 @@ def is_due(
 
     Due when `now - last_activity_at >= sleepIdleMinutes` and
     `now - last_run_at >= effective_interval(...)`; a missing time satisfies its condition
-    (never active / never run). `last_run_at` is the start of the newest recorded run.
+    (never active / never run). `last_run_at` is `interval_start` of the run history.
     """
     interval = effective_interval(
         settings.sleep_min_interval_hours, settings.sleep_failure_backoff, consecutive_failures

@@ -123,10 +123,11 @@ async def test_status_lists_runs_newest_first_per_owner(
 async def test_bad_stored_settings_fail_the_run_and_orphaned_runs_are_closed(
     nats_server: EmbeddedNats, pg_dsn: str, pool: asyncpg.Pool, nc: Client
 ) -> None:
-    orphan = uuid.uuid4()  # left `running` by a worker that died
-    await pool.execute(
-        "INSERT INTO dream_runs (id, owner, status, started_at) VALUES ($1, 'o9', 'running', now())", orphan
-    )
+    orphan, other = uuid.uuid4(), uuid.uuid4()  # left `running` by a worker that died
+    for run_id, owner in ((orphan, "o2"), (other, "o9")):
+        await pool.execute(
+            "INSERT INTO dream_runs (id, owner, status, started_at) VALUES ($1, $2, 'running', now())", run_id, owner
+        )
     await put_settings(pool, "o1", {"sleepConflictStrictness": "wild"})
     async with sleep_service(nats_server, pg_dsn):
         bad = await run_sleep(nc, "o1")
@@ -136,3 +137,5 @@ async def test_bad_stored_settings_fail_the_run_and_orphaned_runs_are_closed(
     assert good.status == "noop"
     row = await pool.fetchrow("SELECT status, reason, finished_at FROM dream_runs WHERE id = $1", orphan)
     assert (row["status"], row["reason"]) == ("failed", "interrupted") and row["finished_at"] is not None
+    # only the owner's next run may close its orphans: another owner's `running` row may be a live run
+    assert await pool.fetchval("SELECT status FROM dream_runs WHERE id = $1", other) == "running"

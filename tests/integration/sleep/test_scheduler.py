@@ -52,13 +52,14 @@ async def queued_messages(nc: Client) -> int:
     return int((await nc.jetstream().stream_info(SLEEP_STREAM)).state.messages)
 
 
-async def add_run(pool: asyncpg.Pool, owner: str, status: str, started: datetime) -> None:
+async def add_run(pool: asyncpg.Pool, owner: str, status: str, started: datetime, reason: str = "scheduled") -> None:
     await pool.execute(
-        "INSERT INTO dream_runs (id, owner, status, started_at, finished_at) VALUES ($1, $2, $3, $4, $4)",
+        "INSERT INTO dream_runs (id, owner, status, started_at, finished_at, reason) VALUES ($1, $2, $3, $4, $4, $5)",
         uuid.uuid4(),
         owner,
         status,
         started,
+        reason,
     )
 
 
@@ -97,12 +98,23 @@ async def test_interval_and_failure_backoff_come_from_the_run_history(pool: asyn
     await add_run(pool, "old", "ok", NOW - timedelta(hours=9))
     for hours in (60, 40):
         await add_run(pool, "failing", "failed", NOW - timedelta(hours=hours))
-    await add_run(pool, "failing", "noop", NOW - timedelta(hours=30))  # neither counts nor resets
+    await add_run(pool, "failing", "failed", NOW - timedelta(hours=30), "interrupted")  # a killed worker's
     await add_run(pool, "failing", "failed", NOW - timedelta(hours=20))  # 3 failures: 8 h * 8, capped at 24 h
-    for owner in ("recent", "old", "failing"):
+    await add_run(pool, "healed", "failed", NOW - timedelta(hours=40))
+    await add_run(pool, "healed", "noop", NOW - timedelta(hours=30))  # a noop ends the streak
+    await add_run(pool, "healed", "failed", NOW - timedelta(hours=20))  # 1 failure: 16 h
+    await add_run(pool, "cut", "ok", NOW - timedelta(hours=9))
+    await add_run(pool, "cut", "aborted", NOW - timedelta(minutes=30))  # does not hold the next one off
+    for owner in ("recent", "old", "failing", "healed", "cut"):
         await add_memory(pool, owner, "x")
-    assert sorted(await sched.tick(NOW)) == ["old"]
-    assert sorted(await sched.tick(NOW + timedelta(hours=4, minutes=1))) == ["failing", "old", "recent"]
+    assert sorted(await sched.tick(NOW)) == ["cut", "healed", "old"]
+    assert sorted(await sched.tick(NOW + timedelta(hours=4, minutes=1))) == [
+        "cut",
+        "failing",
+        "healed",
+        "old",
+        "recent",
+    ]
 
 
 async def test_a_job_whose_slot_is_no_longer_current_is_dropped(

@@ -5,16 +5,20 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from services.sleep.logic.schedule import (
+    RunMark,
     affective_skip_reason,
     conflict_skip_reason,
     consecutive_failures,
     due_slot,
     effective_interval,
+    interval_start,
     is_due,
+    is_idle,
     job_is_current,
     pattern_skip_reason,
     should_abort,
     sleep_msg_id,
+    slot_start,
 )
 from services.sleep.logic.settings import SleepSettings
 
@@ -48,6 +52,15 @@ def test_negative_inputs_are_rejected() -> None:
         effective_interval(8, True, -1)
 
 
+def marks(*statuses: str) -> list[RunMark]:
+    """Run history newest first, one hour apart; `failed:interrupted` is a killed worker's run."""
+    out = []
+    for i, text in enumerate(statuses):
+        status, _, reason = text.partition(":")
+        out.append(RunMark(status, NOW - timedelta(hours=i), reason or "manual"))
+    return out
+
+
 @pytest.mark.parametrize(
     ("statuses", "expected"),
     [
@@ -55,16 +68,37 @@ def test_negative_inputs_are_rejected() -> None:
         (["ok"], 0),
         (["failed"], 1),
         (["failed", "failed", "ok", "failed"], 2),
-        (["failed", "noop", "failed", "ok"], 2),
+        (["failed", "noop", "failed", "ok"], 1),
         (["noop", "noop"], 0),
-        (["noop", "failed", "noop", "failed"], 2),
-        (["failed", "aborted", "failed", "degraded", "failed"], 2),
+        (["noop", "failed", "noop", "failed"], 0),
+        (["failed", "aborted", "failed", "degraded", "failed"], 1),
         (["degraded", "failed"], 0),
         (["refreshed", "failed"], 0),
     ],
 )
-def test_only_failed_counts_and_noop_neither_counts_nor_resets(statuses: list[str], expected: int) -> None:
-    assert consecutive_failures(statuses) == expected
+def test_only_failed_counts_and_noop_or_aborted_ends_the_streak(statuses: list[str], expected: int) -> None:
+    assert consecutive_failures(marks(*statuses)) == expected
+
+
+def test_runs_of_a_killed_worker_neither_count_nor_end_the_streak() -> None:
+    history = marks("failed:interrupted", "failed", "failed:interrupted", "running", "failed", "ok")
+    assert consecutive_failures(history) == 2
+
+
+def test_an_aborted_run_does_not_hold_off_the_next_for_the_interval() -> None:
+    history = marks("aborted", "failed:interrupted", "ok", "failed")
+    assert interval_start(history) == NOW - timedelta(hours=2)  # the ok run
+    assert slot_start(history) == NOW  # the slot still moves on: a new msg id and run id
+    assert interval_start(marks("aborted")) is None and slot_start([]) is None
+    decision = is_due(NOW, NOW - timedelta(minutes=6), interval_start(marks("aborted", "ok")), ON, 0)
+    assert decision.due is False and decision.reason == "too_soon"  # the ok run 1 h ago still counts
+    assert is_due(NOW, NOW - timedelta(minutes=6), interval_start(marks("aborted")), ON, 0).due is True
+
+
+def test_idle_is_rechecked_with_the_idle_minutes() -> None:
+    assert is_idle(NOW, None, 5)
+    assert is_idle(NOW, NOW - timedelta(minutes=5), 5)
+    assert not is_idle(NOW, NOW - timedelta(minutes=4, seconds=59), 5)
 
 
 def test_never_run_never_active_is_due_now() -> None:

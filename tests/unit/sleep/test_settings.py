@@ -26,6 +26,14 @@ DEFAULTS = {
     "sleepAffectiveMaxRelationsPerRun": 10,
     "sleepMaxTokens": 8192,
     "sleepLlmModel": None,
+    "sleepModel": None,
+    "sleepProvider": None,
+    "sleepReasoningEffort": None,
+    "sleepMaxConcurrentRuns": 1,
+    "sleepCountReads": False,
+    "sleepAffectiveMinPool": 5,
+    "conflictFreezeEnabled": False,
+    "reflectionUpdateMaxPerRun": 10,
 }
 
 
@@ -109,3 +117,18 @@ def test_strictness_threshold(name: str, threshold: float) -> None:
 def test_unknown_strictness_names_the_setting() -> None:
     with pytest.raises(ValueError, match="sleepConflictStrictness 'wild'"):
         strictness_threshold("wild")
+
+
+def test_the_llm_route_comes_from_sleep_model_provider_and_effort() -> None:
+    assert SleepSettings().llm_model("base") == "base"
+    assert SleepSettings(sleep_llm_model="old").llm_model("base") == "old"
+    assert SleepSettings(sleep_llm_model="old", sleep_model="new").llm_model("base") == "new"
+    assert SleepSettings(sleep_provider="openai").llm_model("base") == "openai/base"
+    assert SleepSettings(sleep_provider="anthropic", sleep_model="m").llm_model(None) == "anthropic/m"
+    assert SleepSettings().llm_model(None) is None
+    with pytest.raises(msgspec.ValidationError, match="sleepReasoningEffort"):
+        resolve_settings({"sleepReasoningEffort": "extreme"})
+    with pytest.raises(msgspec.ValidationError, match="sleepProvider"):
+        resolve_settings({"sleepProvider": "a/b"})
+    with pytest.raises(msgspec.ValidationError, match="sleepMaxConcurrentRuns"):
+        resolve_settings({"sleepMaxConcurrentRuns": 0})
