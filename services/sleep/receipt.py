@@ -67,7 +67,12 @@ class PhaseResult(msgspec.Struct, kw_only=True, rename="camel"):
 
 
 class ConflictResult(PhaseResult, kw_only=True, rename="camel"):
-    """Applied decisions per action; `applyFailed` pairs were not recorded in the ledger."""
+    """Applied decisions per action; `applyFailed` pairs were not recorded in the ledger.
+
+    `crossScopePending`: pairs with a global memory queued for review; `frozen`: decisions
+    sent to review by `conflictFreezeEnabled` (counted in `conflict`); `updateCapSkipped`:
+    updates past `reflectionUpdateMaxPerRun`, left for a later run.
+    """
 
     candidates: int = 0
     below_threshold: int = 0
@@ -81,6 +86,9 @@ class ConflictResult(PhaseResult, kw_only=True, rename="camel"):
     undecided: int = 0
     apply_failed: int = 0
     recorded: int = 0
+    cross_scope_pending: int = 0
+    frozen: int = 0
+    update_cap_skipped: int = 0
     keep: int = 0
     merge: int = 0
     conflict: int = 0
@@ -94,9 +102,8 @@ class ConflictResult(PhaseResult, kw_only=True, rename="camel"):
         return self.candidates
 
     def writes(self) -> int:
-        return (
-            self.merge + self.conflict + self.create + self.archive + self.update + self.supersede + self.differentiate
-        )
+        decided = self.merge + self.conflict + self.create + self.archive + self.update + self.supersede
+        return decided + self.differentiate + self.cross_scope_pending
 
 
 class DemotionResult(PhaseResult, kw_only=True, rename="camel"):
@@ -169,6 +176,7 @@ class AffectiveResult(PhaseResult, kw_only=True, rename="camel"):
     combined: int = 0
     created: int = 0
     cap_skipped: int = 0
+    traits_cap_skipped: int = 0
     traits_created: int = 0
     traits_refreshed: int = 0
     traits_unchanged: int = 0

@@ -110,15 +110,17 @@ FROM unnest($1::uuid[], $2::text[]) AS u(id, hash)
 WHERE m.id = u.id AND m.content_hash = u.hash
 """
 _ALIVE = "m.state = 'active' AND (m.expires_at IS NULL OR m.expires_at > now())"
+#: The sleep pool: alive and the owner's own (imported memories are never consolidated).
+_POOLED = f"{_ALIVE} AND m.source <> 'import'"
 OWNER_VECTORS = f"""
 SELECT e.memory_id, e.embedding, m.updated_at
 FROM memory_embeddings e JOIN memories m ON m.id = e.memory_id
-WHERE e.signature = $2 AND e.owner = $1 AND m.owner = $1 AND {_ALIVE}
+WHERE e.signature = $2 AND e.owner = $1 AND m.owner = $1 AND {_POOLED}
 ORDER BY e.memory_id
 """
 OWNER_PROBES = f"""
 SELECT e.memory_id FROM memory_embeddings e JOIN memories m ON m.id = e.memory_id
-WHERE e.signature = $3 AND e.owner = $1 AND m.owner = $1 AND {_ALIVE}
+WHERE e.signature = $3 AND e.owner = $1 AND m.owner = $1 AND {_POOLED}
   AND ($2::timestamptz IS NULL OR m.updated_at >= $2)
 ORDER BY m.updated_at DESC, e.memory_id
 """
@@ -141,7 +143,7 @@ RETURNING memory_id
 def lateral_neighbours(signature: str, dim: int, half: bool) -> str:
     """Per probe (``$1`` ids), its ``$3`` nearest of owner ``$2`` via the HNSW index, cosine >= ``$4``."""
     sig, e, p = literal(signature), vec_expr("e", dim, half), vec_expr("p", dim, half)
-    member = f"(SELECT {_ALIVE} FROM memories m WHERE m.id = e.memory_id AND m.owner = $2)"
+    member = f"(SELECT {_POOLED} FROM memories m WHERE m.id = e.memory_id AND m.owner = $2)"
     return f"""
 SELECT p.memory_id AS a, n.memory_id AS b, 1 - n.d AS score
 FROM memory_embeddings p

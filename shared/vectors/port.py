@@ -113,6 +113,9 @@ class VectorStore(Protocol):
     ) -> list[Pair]:
         """Similar pairs among ``owner``'s active, unexpired memories (the sleep conflict phase).
 
+        Memories with ``source='import'`` take no part (pgvector): sleep consolidates only
+        what the owner's own traffic produced.
+
         Each memory probes its ``per_memory`` nearest neighbours of the same owner (never
         another owner's, never global ones of others); pairs with cosine >= ``min_score``
         are returned once each as ``(a, b, score)`` with ``a < b`` (as strings), best first,

@@ -23,10 +23,13 @@ def _columns(keys: Sequence[PairKey]) -> tuple[list[uuid.UUID], list[uuid.UUID]]
 
 
 async def pair_memories(conn: Conn, owner: str, ids: Iterable[str]) -> tuple[dict[str, PairMemory], set[str]]:
-    """The owner's active memories among `ids` (selection data) and which of them are global."""
+    """The owner's own active memories among `ids` (selection data) and which of them are global.
+
+    Imported memories (`source='import'`) are in neither: sleep leaves them as they came.
+    """
     rows = await conn.fetch(
         "SELECT id, updated_at, content_hash, scope FROM memories"
-        " WHERE owner = $1 AND id = ANY($2::uuid[]) AND state = 'active'",
+        " WHERE owner = $1 AND id = ANY($2::uuid[]) AND state = 'active' AND source <> 'import'",
         owner,
         [uuid.UUID(i) for i in ids],
     )
@@ -39,6 +42,25 @@ async def pair_memories(conn: Conn, owner: str, ids: Iterable[str]) -> tuple[dic
         else:
             memories[key] = PairMemory(id=key, updated_at=r["updated_at"], content_hash=r["content_hash"])
     return memories, global_ids
+
+
+async def queue_for_review(conn: Conn, owner: str, run_id: str, keys: Sequence[PairKey], reason: str) -> int:
+    """`conflict_pending` rows for these pairs (none twice while one is unresolved); how many are new."""
+    if not keys:
+        return 0
+    a_ids, b_ids = _columns(keys)
+    status = await conn.execute(
+        "INSERT INTO conflict_pending (id, owner, memory_a, memory_b, reason, run_id)"
+        " SELECT gen_random_uuid(), $1, u.a, u.b, $4, $5 FROM unnest($2::uuid[], $3::uuid[]) AS u(a, b)"
+        " WHERE NOT EXISTS (SELECT 1 FROM conflict_pending p WHERE p.owner = $1 AND p.memory_a = u.a"
+        " AND p.memory_b = u.b AND p.resolved_at IS NULL)",
+        owner,
+        a_ids,
+        b_ids,
+        reason,
+        uuid.UUID(run_id),
+    )
+    return int(status.rsplit(" ", 1)[-1])
 
 
 async def contents(conn: Conn, owner: str, ids: Iterable[str]) -> dict[str, str]:

@@ -7,7 +7,9 @@ refreshed in place by id: when its text changes the old text goes to `content_hi
 first, and an unchanged refresh only merges metadata (its `updated_at` stays, so the
 conflict ledger does not see a change that did not happen).
 
-Both phases read the same lookback window of the owner's memories (`window_*`).
+Both phases read the same lookback window of the owner's memories (`window_*`): active,
+not global, not imported (`source='import'`), neither `pattern` nor `summary` memories
+(what sleep derived must not become its own evidence).
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ from shared.db import memories
 PATTERN_TYPE = "pattern"
 SOURCE = "sleep"
 _WINDOW = (
-    "FROM memories WHERE owner = $1 AND state = 'active' AND scope <> 'global' AND type <> 'pattern'"
-    " AND created_at >= $2"
+    "FROM memories WHERE owner = $1 AND state = 'active' AND scope <> 'global' AND source <> 'import'"
+    " AND type NOT IN ('pattern', 'summary') AND created_at >= $2"
 )
 
 
@@ -36,7 +38,7 @@ def window_start(rc: RunContext) -> datetime:
 
 
 async def window_size(rc: RunContext, since: datetime) -> int:
-    """How many of the owner's active, non-global, non-pattern memories were created since `since`."""
+    """How many memories of the window (see the module docstring) were created since `since`."""
     return int(await rc.pool.fetchval(f"SELECT count(*) {_WINDOW}", rc.owner, since))
 
 

@@ -14,9 +14,12 @@ Reply schema: `{"candidates": [{"person", "target", "emotion", "kind": "occasion
    edge whose session set (or evidence) intersects is merged into it: evidence and
    sessions united, sessionCount recomputed, lastMergedRunId = the run. A merge that adds
    nothing is an unchanged merge (`mergeUnchanged`, a refresh).
-4. Creation, in the LLM's order, at most `max_relations_per_run` new items (new edges and
-   new trait patterns; `capSkipped` for the rest). Candidates of the same key in one reply
-   fold into the first (`combined`), so a replay never creates a second edge.
+4. Creation, in the LLM's order: at most `max_relations_per_run` new edges (`capSkipped`
+   for the rest) and at most `max_new_traits` new trait patterns (`sleepMaxPatternPerRun`
+   less the patterns discovery created in this run; `traitsCapSkipped`); refreshing a known
+   trait is not new. Candidates of the same key in one reply fold into the first
+   (`combined`), so a replay never creates a second edge. An edge made from a downgraded
+   trait carries `downgradedFrom: "trait"`.
 5. A confirmed trait becomes a `pattern` memory, key `affect:<person>:<target>:<emotion>`,
    titled "<person> feels <emotion> about <target>"; an existing one is refreshed in
    place and its text changes only with new evidence. Every occasion edge of that
@@ -80,6 +83,7 @@ class NewAffectiveEdge(msgspec.Struct, frozen=True, kw_only=True):
     run_id: str
     promoted_to_trait: bool = False
     trait_session_count: int = 0
+    downgraded_from: str | None = None  # "trait" when the LLM's trait lacked the sessions
 
 
 class AffectiveEdgeUpdate(msgspec.Struct, frozen=True, kw_only=True):
@@ -122,6 +126,7 @@ class _Group:
     trait_count: int = 0
     last_merged: str | None = None
     touched: bool = False
+    downgraded: bool = False
 
     def overlaps(self, evidence: set[str], sessions: set[str]) -> bool:
         return bool(self.sessions & sessions or self.evidence & evidence)
@@ -166,6 +171,7 @@ class _Valid:
     evidence: set[str]
     sessions: set[str]
     why: str
+    downgraded: bool = False
 
 
 def _validate(
@@ -192,7 +198,8 @@ def _validate(
     if not evidence:
         return DroppedCandidate(index=index, reason="no real evidence")
     sessions = {s for e in evidence if (s := pool_sessions[e])}
-    if kind == TRAIT and len(sessions) < trait_min_sessions:
+    downgraded = kind == TRAIT and len(sessions) < trait_min_sessions
+    if downgraded:
         kind = OCCASION
         tally["downgraded"] += 1
     return _Valid(
@@ -201,6 +208,7 @@ def _validate(
         evidence=evidence,
         sessions=sessions,
         why=cand.why.strip(),
+        downgraded=downgraded,
     )
 
 
@@ -214,10 +222,13 @@ def attribute_affect(
     run_id: str,
     trait_min_sessions: int,
     max_relations_per_run: int,
+    max_new_traits: int,
 ) -> AffectivePlan:
     """Apply the rules of the module docstring; `pool_sessions` maps pool ids to sessions."""
     resolve = _Resolver(entities)
-    tally = dict.fromkeys(("fake", "downgraded", "merged", "unchanged", "combined", "created", "capped"), 0)
+    tally = dict.fromkeys(
+        ("fake", "downgraded", "merged", "unchanged", "combined", "created", "capped", "traits_capped"), 0
+    )
     valid: list[_Valid] = []
     dropped: list[DroppedCandidate] = []
     for index, cand in enumerate(candidates):
@@ -258,7 +269,7 @@ def attribute_affect(
             pending.append(item)
     traits: dict[AffectKey, _Group] = {}
     known_traits = {t.key: t for t in existing_traits}
-    new_items = 0
+    new_edges = new_traits = 0
     for item in pending:
         if item.kind == OCCASION and merge_into_existing(item):  # an edge grew meanwhile
             continue
@@ -271,13 +282,19 @@ def attribute_affect(
             group.absorb(item.evidence, item.sessions)
             tally["combined"] += 1
             continue
-        is_new = item.kind == OCCASION or trait_key(*item.key) not in known_traits
-        if is_new and new_items >= max_relations_per_run:
-            tally["capped"] += 1
-            continue
-        new_items += int(is_new)
+        if item.kind == OCCASION:
+            if new_edges >= max_relations_per_run:
+                tally["capped"] += 1
+                continue
+            new_edges += 1
+        elif trait_key(*item.key) not in known_traits:
+            if new_traits >= max_new_traits:
+                tally["traits_capped"] += 1
+                continue
+            new_traits += 1
         fresh = _Group(*item.key, evidence=set(item.evidence), sessions=set(item.sessions))
         fresh.why = item.why  # the first candidate's reason stays
+        fresh.downgraded = item.downgraded
         if item.kind == OCCASION:
             edges.setdefault(item.key, []).append(fresh)
             tally["created"] += 1
@@ -337,6 +354,7 @@ def _plan(
             run_id=run_id,
             promoted_to_trait=g.promoted,
             trait_session_count=g.trait_count,
+            downgraded_from=TRAIT if g.downgraded else None,
         )
         for g in groups
         if g.edge_id is None
@@ -370,6 +388,7 @@ def _plan(
             combined=tally["combined"],
             created=tally["created"],
             cap_skipped=tally["capped"],
+            traits_cap_skipped=tally["traits_capped"],
             traits_created=len(patterns) - len(refreshed),
             traits_refreshed=len(refreshed),
             traits_unchanged=sum(1 for p in refreshed if p.previous_content is None),

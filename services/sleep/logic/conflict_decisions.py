@@ -343,3 +343,41 @@ def conflict_prompt(batch: Sequence[ConflictPair], contents: Mapping[str, str], 
         lines.append(f"  a (updated {pair.a_updated_at.isoformat()}): {contents[pair.a_id]}")
         lines.append(f"  b (updated {pair.b_updated_at.isoformat()}): {contents[pair.b_id]}")
     return "\n".join(lines)
+
+
+#: Actions that pick a winner or change a memory: with `conflictFreezeEnabled` they go to review.
+ADJUDICATING: Final = frozenset({"merge", "update", "archive", "supersede"})
+
+
+class HeldBatch(msgspec.Struct, frozen=True, kw_only=True):
+    """A batch's decisions after the freeze and the run's update cap.
+
+    `capped` pairs (an `update` over `reflectionUpdateMaxPerRun`) become keep, are not
+    recorded in the ledger and stay in the backlog: a later run judges them again.
+    """
+
+    decisions: tuple[PairDecision, ...]
+    frozen: int = 0
+    capped: frozenset[PairKey] = frozenset()
+
+
+def hold_decisions(decisions: Iterable[PairDecision], *, freeze: bool, updates_left: int) -> HeldBatch:
+    """Freeze mode: every adjudicating decision becomes a review-queue entry (`conflict`);
+    otherwise `update` decisions beyond `updates_left` (the run's remaining cap) are held back."""
+    out: list[PairDecision] = []
+    frozen = 0
+    capped: set[PairKey] = set()
+    left = max(0, updates_left)
+    for decision in decisions:
+        pair, plan = decision.pair, decision.plan
+        if freeze and decision.action in ADJUDICATING:
+            note = f"conflictFreezeEnabled: the LLM proposed {decision.action}"
+            out.append(PairDecision(pair=pair, plan=ConflictPendingPlan(a_id=pair.a_id, b_id=pair.b_id, note=note)))
+            frozen += 1
+        elif isinstance(plan, UpdatePlan) and left == 0:
+            out.append(PairDecision(pair=pair, plan=KeepPlan(a_id=pair.a_id, b_id=pair.b_id), defaulted=True))
+            capped.add(pair.key)
+        else:
+            left -= isinstance(plan, UpdatePlan)
+            out.append(decision)
+    return HeldBatch(decisions=tuple(out), frozen=frozen, capped=frozenset(capped))

@@ -19,7 +19,7 @@ are canonical lowercase uuid strings (`str(uuid)`), whose string order is Postgr
 order, so `CHECK (memory_a < memory_b)` holds.
 """
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from datetime import datetime, timedelta
 
 import msgspec
@@ -214,3 +214,21 @@ def incremental_since(
         if scan.since is None:
             return newest if now - scan.started_at <= full_every else None
     return None
+
+
+def cross_scope_pairs(
+    candidates: Iterable[CandidatePair], own: Collection[str], global_ids: Collection[str], *, threshold: float
+) -> list[PairKey]:
+    """Pairs of one of the owner's memories and a global one at or above the threshold.
+
+    An owner's run never changes a global memory, so these skip the LLM and the ledger and
+    go to the human review queue (`conflict_pending`) instead; normalised, each once, sorted.
+    """
+    found: set[PairKey] = set()
+    for c in candidates:
+        if c.a_id == c.b_id or c.similarity < threshold:
+            continue
+        ids = {c.a_id, c.b_id}
+        if len(ids & set(global_ids)) == 1 and len(ids & set(own)) == 1:
+            found.add(normalise_pair(c.a_id, c.b_id))
+    return sorted(found)

@@ -1,7 +1,10 @@
 """Phase 5, affective attribution (opt-in): emotion edges between entities and trait patterns.
 
-Skipped with a reason when `sleepAffectiveEnabled` is off, without an LLM route, or with
-fewer than 2 entities. One LLM call over the newest memories of the lookback window
+Skipped with a reason when `sleepAffectiveEnabled` is off, without an LLM route, with
+fewer than 2 entities, or with fewer than `sleepAffectiveMinPool` memories in the pool
+(the pattern window: not imported, no pattern or summary memories). New traits share
+`sleepMaxPatternPerRun` with the patterns discovery created in the same run. One LLM
+call over the newest memories of the lookback window
 (ids and sessions shown); the rules (validation against real entities and pool ids,
 trait downgrade, occasion merge before the cap, traits as pattern memories, promotion)
 are `affective_logic`. Edges are `entity_relations` rows with relation
@@ -37,6 +40,12 @@ from services.sleep.receipt import AffectiveResult
 
 TRAIT_PREFIX = "affect:"
 NO_POOL = "no memories in the lookback window"
+
+
+def small_pool(minimum: int) -> str:
+    return f"fewer than {minimum} memories in the lookback window (sleepAffectiveMinPool)"
+
+
 MAX_PROMPT_ENTITIES = 200
 
 
@@ -85,6 +94,8 @@ async def _apply(rc: RunContext, plan: AffectivePlan) -> list[Embed]:
                 "promotedToTrait": edge.promoted_to_trait,
                 "traitSessionCount": edge.trait_session_count,
             }
+            if edge.downgraded_from is not None:
+                meta["downgradedFrom"] = edge.downgraded_from
             await conn.execute(
                 "INSERT INTO entity_relations (id, owner, source_id, target_id, relation, metadata, run_id)"
                 " VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7)",
@@ -146,8 +157,8 @@ async def run(rc: RunContext, result: AffectiveResult) -> None:
         result.status, result.reason = "skipped", skip
         return
     pool = await window_pool(rc, window_start(rc), rc.cfg.affective_pool)
-    if not pool:
-        result.status, result.reason = "skipped", NO_POOL
+    if not pool or len(pool) < settings.sleep_affective_min_pool:
+        result.status, result.reason = "skipped", NO_POOL if not pool else small_pool(settings.sleep_affective_min_pool)
         return
     edge_rows = await rc.pool.fetch(
         "SELECT id, source_id, target_id, metadata FROM entity_relations WHERE owner = $1 AND relation = $2",
@@ -176,6 +187,7 @@ async def run(rc: RunContext, result: AffectiveResult) -> None:
         run_id=rc.run_id,
         trait_min_sessions=settings.sleep_affective_trait_min_sessions,
         max_relations_per_run=settings.sleep_affective_max_relations_per_run,
+        max_new_traits=max(0, settings.sleep_max_pattern_per_run - int(rc.extra.get("patternsCreated", 0))),
     )
     result.add(plan.counts)
     await rc.publish_embeds(await _apply(rc, plan))

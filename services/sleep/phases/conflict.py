@@ -1,12 +1,17 @@
 """Phase 1, conflict resolution: vector-similar pairs -> LLM batches -> plans applied per batch.
 
 Candidates come from the vector index (`PgVectorStore.neighbours`: each memory probes its
-nearest neighbours of the same owner; never all pairs) plus the owner's backlog (pairs
-an earlier scan found but left for later). Pairs touching a global-scope memory are
-dropped before selection (an owner's run never modifies them). Selection, batching,
-decisions and the ledger rules are `conflict_logic` / `decision_logic`; each batch is one
-LLM call whose plans are applied, with the ledger rows, in one transaction
-(`conflict_apply`). A broken batch is counted and skipped; the others land.
+nearest neighbours of the same owner; never all pairs; imported memories take no part)
+plus the owner's backlog (pairs an earlier scan found but left for later). A pair of an
+owner's memory and a global one skips the LLM and the ledger: it goes to the human
+review queue (`conflict_pending`, `crossScopePending`), since an owner's run never
+modifies a global memory. Selection, batching, decisions and the ledger rules are
+`logic.conflict_pairs` / `logic.conflict_decisions`; each batch is one LLM call whose
+plans, after `hold_decisions` (`conflictFreezeEnabled`: every merge, update, archive or
+supersede goes to the review queue instead, `frozen`; `reflectionUpdateMaxPerRun`: updates
+past the run's cap wait for a later run, `updateCapSkipped`), are applied with the ledger
+rows in one transaction (`conflict_apply`). A broken batch is counted and skipped; the
+others land.
 
 Scans are incremental. A finished phase records `conflictScan` in `dream_runs.counters`
 and replaces the backlog with every candidate it did not judge (leftovers of the
@@ -27,6 +32,7 @@ from services.sleep.context import BatchBroken, RunContext
 from services.sleep.logic.conflict_decisions import (
     batch_updated_ats,
     conflict_prompt,
+    hold_decisions,
     judged_at_for_batch,
     parse_decisions,
     tally_applied,
@@ -34,6 +40,7 @@ from services.sleep.logic.conflict_decisions import (
 from services.sleep.logic.conflict_pairs import (
     CandidatePair,
     ConflictPair,
+    cross_scope_pairs,
     incremental_since,
     normalise_pair,
     select_pairs,
@@ -45,6 +52,7 @@ from services.sleep.phases.conflict_apply import apply_batch
 from services.sleep.receipt import ConflictResult, phase_status
 
 NO_VECTORS = "no active vector signature"
+CROSS_SCOPE = "cross-scope: one memory is global (an owner's run never changes it)"
 CANDIDATE_LIMIT = 100_000  # pairs a scan may return; a scan cut here is not complete
 
 
@@ -83,6 +91,8 @@ async def run(rc: RunContext, result: ConflictResult) -> None:
     )
     found = [CandidatePair(a, b, s) for a, b, s in hits] + await db.backlog(rc.pool, rc.owner)
     memories, global_ids = await db.pair_memories(rc.pool, rc.owner, {i for c in found for i in (c.a_id, c.b_id)})
+    cross = cross_scope_pairs(found, memories, global_ids, threshold=threshold)
+    result.cross_scope_pending = await db.queue_for_review(rc.pool, rc.owner, rc.run_id, cross, CROSS_SCOPE)
     candidates = [c for c in found if c.a_id != c.b_id and not {c.a_id, c.b_id} & global_ids]
     differentiated, ledger = await db.ledgers(
         rc.pool, rc.owner, sorted({normalise_pair(c.a_id, c.b_id) for c in candidates})
@@ -114,13 +124,20 @@ async def run(rc: RunContext, result: ConflictResult) -> None:
             continue
         result.invalid += parsed.invalid
         result.undecided += parsed.undecided
+        held = hold_decisions(
+            parsed.decisions,
+            freeze=settings.conflict_freeze_enabled,
+            updates_left=settings.reflection_update_max_per_run - result.update,
+        )
+        result.frozen += held.frozen
+        result.update_cap_skipped += len(held.capped)
         judged_at = judged_at_for_batch(sent_at, batch_updated_ats(batch))
-        applied = await apply_batch(rc, parsed.decisions, judged_at)
-        for action, count in tally_applied(parsed.decisions, applied.failed).items():
+        applied = await apply_batch(rc, held.decisions, judged_at, unrecorded=held.capped)
+        for action, count in tally_applied(held.decisions, applied.failed | held.capped).items():
             setattr(result, action, getattr(result, action) + count)
         result.apply_failed += len(applied.failed)
         result.recorded += applied.recorded
-        later.extend(pair for pair in batch if pair.key in applied.failed)
+        later.extend(pair for pair in batch if pair.key in applied.failed or pair.key in held.capped)
         await rc.publish_embeds(applied.embeds)
         await rc.mirror_state(applied.archived, "archived")
     result.status = phase_status(result.batches, result.batches_failed)

@@ -11,7 +11,7 @@ caller publishes their EmbedJobs after the commit.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -144,8 +144,10 @@ def _check(decision: PairDecision, rows: dict[str, Any]) -> None:
             raise _Stale(f"memory {memory_id} changed since it was judged")
 
 
-async def apply_batch(rc: RunContext, decisions: Sequence[PairDecision], judged_at: datetime) -> Applied:
-    """Apply the plans of one batch and record its ledger rows, in one transaction."""
+async def apply_batch(
+    rc: RunContext, decisions: Sequence[PairDecision], judged_at: datetime, unrecorded: Collection[PairKey] = ()
+) -> Applied:
+    """Apply the plans of one batch and record its ledger rows (not `unrecorded`'s), in one transaction."""
     out = Applied()
     ids = [uuid.UUID(i) for d in decisions for i in d.pair.key]
     async with rc.pool.acquire() as conn, conn.transaction():
@@ -168,7 +170,7 @@ async def apply_batch(rc: RunContext, decisions: Sequence[PairDecision], judged_
                 del out.embeds[mark[0] :], out.archived[mark[1] :]
                 out.failed.add(decision.pair.key)
                 log.info("sleep.conflict_apply_failed", pair=list(decision.pair.key), error=str(exc))
-        entries = ledger_entries(decisions, judged_at, out.failed)
+        entries = ledger_entries(decisions, judged_at, out.failed | set(unrecorded))
         await conn.executemany(
             "INSERT INTO conflict_reviewed (owner, memory_a, memory_b, judged_at, outcome, run_id)"
             " VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (owner, memory_a, memory_b) DO UPDATE SET"

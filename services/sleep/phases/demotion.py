@@ -1,6 +1,7 @@
 """Phase 2, archival demotion (rules, no LLM): cold memories -> `summary`, colder -> `archived`.
 
-The owner's memories not accessed since `snapshot - sleepArchiveDays` are read in
+The owner's own memories (imported ones stay as they came) not accessed since
+`snapshot - sleepArchiveDays` are read in
 batches (keyset over the `memories_owner_cold` index, oldest access first); the rules are
 `demotion_logic.demotion_plan`. Each batch is applied in one transaction that locks the
 rows and re-checks `last_accessed_at` against the run's snapshot time (`still_cold`): a
@@ -25,7 +26,7 @@ from shared.db.memories import content_hash
 _COLD = "coalesce(last_accessed_at, created_at)"
 _SELECT = f"""
 SELECT id, state, last_accessed_at, created_at, content, scope, {_COLD} AS cold_since FROM memories
-WHERE owner = $1 AND state IN ('active', 'summary') AND {_COLD} <= $2
+WHERE owner = $1 AND state IN ('active', 'summary') AND source <> 'import' AND {_COLD} <= $2
   AND ({_COLD}, id) > ($3::timestamptz, $4::uuid)
 ORDER BY {_COLD}, id LIMIT $5
 """

@@ -1,7 +1,8 @@
 """Phase 3, pattern discovery: one LLM call over the owner's recent memories -> pattern memories.
 
 The window is the last `sleepPatternLookbackDays` of the owner's active, non-global,
-non-pattern memories; it needs at least `sleepPatternMinMemories` of them. The newest
+non-imported memories that are neither patterns nor summaries; it needs at least
+`sleepPatternMinMemories` of them. The newest
 `pattern_pool` (service config) are shown to the LLM, and evidence is intersected with
 exactly those ids (`pattern_logic.validate_patterns`). Creates and in-place refreshes
 are written in one transaction.
@@ -75,4 +76,5 @@ async def run(rc: RunContext, result: PatternResult) -> None:
             result.refreshed += 1
             if digest is not None:
                 embeds.append((refresh.memory_id, digest, "update"))
+    rc.extra["patternsCreated"] = result.created  # the affective phase's traits share the cap
     await rc.publish_embeds(embeds)

@@ -1,9 +1,9 @@
 """Phase 4, relation completion (rules, no LLM): orphan entities get edges from co-occurrence.
 
 Entities and their mentions come from the extractor (`entities`, `entity_mentions`).
-Two of the owner's entities co-occur when the same memory of the owner mentions both;
-only pairs touching an orphan (no structural edge yet) are counted. A direction hint
-comes from the shared texts ("A is part of B", "A depends on B", case-insensitive).
+Two of the owner's entities co-occur when the same memory of the owner (not an imported
+one) mentions both; only pairs touching an orphan (no structural edge yet) are counted.
+A direction hint comes from the shared texts ("A is part of B", "A depends on B", case-insensitive).
 The rules (orphans only, no `part_of`/`depends_on` cycles) are `relation_logic`; the
 new edges are inserted in one transaction, idempotently (unique per owner, ends, relation).
 """
@@ -36,7 +36,7 @@ SELECT a.entity_id AS a, b.entity_id AS b, count(*) AS n,
        {_phrase("ea", _DEPENDS, "eb")} AS a_dep_b, {_phrase("eb", _DEPENDS, "ea")} AS b_dep_a
 FROM entity_mentions a
 JOIN entity_mentions b ON b.memory_id = a.memory_id AND a.entity_id < b.entity_id
-JOIN memories m ON m.id = a.memory_id AND m.owner = $1
+JOIN memories m ON m.id = a.memory_id AND m.owner = $1 AND m.source <> 'import'
 JOIN entities ea ON ea.id = a.entity_id AND ea.owner = $1
 JOIN entities eb ON eb.id = b.entity_id AND eb.owner = $1
 WHERE a.entity_id = ANY($2::uuid[]) OR b.entity_id = ANY($2::uuid[])

@@ -157,6 +157,7 @@ async def add_memory(
     memory_type: str = "factual",
     created_days_ago: float = 1.0,
     accessed_days_ago: float | None = None,
+    source: str = "api",
 ) -> str:
     created = NOW - timedelta(days=created_days_ago)
     record = await memories.insert(
@@ -164,7 +165,7 @@ async def add_memory(
         owner=owner,
         memory_type=memory_type,
         content=content,
-        source="api",
+        source=source,
         session_id=session_id,
         scope=scope,
         created_at=created,

@@ -43,21 +43,23 @@ def cand(
 def run(
     candidates: list[AffectiveCandidate],
     edges: list[AffectiveEdge] | None = None,
-    traits: list[ExistingTrait] | None = None,
+    known: list[ExistingTrait] | None = None,
     *,
     run_id: str = "run-1",
     min_sessions: int = 3,
     cap: int = 10,
+    traits: int = 3,
 ) -> AffectivePlan:
     return attribute_affect(
         candidates,
         ENTITIES,
         POOL,
         edges or [],
-        traits or [],
+        known or [],
         run_id=run_id,
         trait_min_sessions=min_sessions,
         max_relations_per_run=cap,
+        max_new_traits=traits,
     )
 
 
@@ -137,6 +139,22 @@ def test_trait_spanning_two_sessions_is_downgraded_with_min_three() -> None:
     (edge,) = plan.new_edges
     assert edge.session_count == 2
     assert edge.sessions == ("s1", "s2")
+    assert edge.downgraded_from == "trait"  # the edge says it was a trait the evidence did not carry
+    assert run([cand(evidence=("m1",))]).new_edges[0].downgraded_from is None
+
+
+def test_new_traits_are_capped_by_the_pattern_cap_not_the_relation_cap() -> None:
+    two = [
+        cand("trait", ("m1", "m3", "m5")),
+        cand("trait", ("m2", "m4", "m6"), target="Flaky tests", emotion="frustration"),
+    ]
+    plan = run(two, cap=0)  # no new edges allowed: traits still come
+    assert plan.counts.traits_created == 2 and plan.counts.cap_skipped == 0
+    plan = run(two, traits=1)  # what discovery left of sleepMaxPatternPerRun
+    assert plan.counts.traits_created == 1 and plan.counts.traits_cap_skipped == 1
+    known = ExistingTrait(memory_id="p1", key="affect:e-alice:e-deploy:anxiety", content="old", evidence=("m1",))
+    plan = run(two[:1], known=[known], traits=0)  # refreshing a known trait is not new
+    assert plan.counts.traits_refreshed == 1 and plan.counts.traits_cap_skipped == 0
 
 
 def test_trait_with_min_two_is_confirmed_for_the_same_evidence() -> None:
@@ -311,7 +329,7 @@ def test_trait_with_new_evidence_refreshes_text_and_keeps_old_in_history() -> No
         content="Alice feels anxiety about Friday deploys. old reason",
         evidence=("m1", "m3", "m5"),
     )
-    plan = run([cand("trait", ("m1", "m3", "m6"), why="new reason")], traits=[old])
+    plan = run([cand("trait", ("m1", "m3", "m6"), why="new reason")], known=[old])
     (pattern,) = plan.trait_patterns
     assert pattern.memory_id == "mem-1"
     assert pattern.previous_content == "Alice feels anxiety about Friday deploys. old reason"

@@ -19,6 +19,7 @@ from services.sleep.logic.conflict_decisions import (
     allowed_actions,
     batch_updated_ats,
     conflict_prompt,
+    hold_decisions,
     judged_at_for_batch,
     ledger_entries,
     ledger_outcome,
@@ -26,7 +27,7 @@ from services.sleep.logic.conflict_decisions import (
     plan_action,
     tally_applied,
 )
-from services.sleep.logic.conflict_pairs import ConflictPair
+from services.sleep.logic.conflict_pairs import CandidatePair, ConflictPair, cross_scope_pairs
 from services.sleep.logic.llm_reply import LlmReplyError
 
 T0 = datetime(2026, 2, 1, tzinfo=UTC)
@@ -254,3 +255,62 @@ def test_prompt_lists_the_allowed_actions_and_every_pair() -> None:
     assert "text of b3" in default
     with pytest.raises(ValueError, match="a1"):
         conflict_prompt(BATCH, {}, "default")
+
+
+def _decided(*actions: str) -> tuple[PairDecision, ...]:
+    pairs = [pair(f"a{i}", f"b{i}", T0, T0 + timedelta(hours=1)) for i in range(len(actions))]
+    decisions = []
+    for p, action in zip(pairs, actions, strict=True):
+        body: dict[str, object] = {"pair": 0, "action": action, "keep": "a", "target": "b", "content": "x"}
+        body.update({"distinctions": "d"} if action == "differentiate" else {})
+        decisions.append(parse_decisions(reply(body), [p], "full").decisions[0])
+    return tuple(decisions)
+
+
+def test_freeze_sends_every_adjudicating_decision_to_review() -> None:
+    held = hold_decisions(
+        _decided("merge", "update", "archive", "supersede", "keep", "create", "differentiate"),
+        freeze=True,
+        updates_left=10,
+    )
+    assert [d.action for d in held.decisions] == [
+        "conflict",
+        "conflict",
+        "conflict",
+        "conflict",
+        "keep",
+        "create",
+        "differentiate",
+    ]
+    assert held.frozen == 4 and held.capped == frozenset()
+    assert all(
+        "conflictFreezeEnabled" in d.plan.note for d in held.decisions[:4] if isinstance(d.plan, ConflictPendingPlan)
+    )
+
+
+def test_updates_past_the_run_cap_wait_for_a_later_run() -> None:
+    decisions = _decided("update", "merge", "update", "update")
+    held = hold_decisions(decisions, freeze=False, updates_left=1)
+    assert [d.action for d in held.decisions] == ["update", "merge", "keep", "keep"]
+    assert held.capped == {decisions[2].pair.key, decisions[3].pair.key}
+    entries = ledger_entries(held.decisions, T0, held.capped)  # held-back pairs are not recorded
+    assert {(e.a_id, e.b_id) for e in entries} == {decisions[0].pair.key, decisions[1].pair.key}
+    assert hold_decisions(decisions, freeze=False, updates_left=0).capped == {
+        decisions[0].pair.key,
+        decisions[2].pair.key,
+        decisions[3].pair.key,
+    }
+    assert hold_decisions(decisions, freeze=False, updates_left=-3).decisions[0].action == "keep"
+
+
+def test_cross_scope_pairs_go_to_review_once_each() -> None:
+    hits = [
+        CandidatePair("own1", "glob", 0.95),
+        CandidatePair("glob", "own1", 0.95),  # the same pair, other way round
+        CandidatePair("own2", "glob", 0.80),  # below the threshold
+        CandidatePair("own1", "own2", 0.99),  # the owner's own pair: the LLM decides
+        CandidatePair("glob", "glob2", 0.99),  # two global memories: not this owner's business
+        CandidatePair("gone", "glob", 0.99),  # the owner's side vanished (or is imported)
+    ]
+    own, global_ids = {"own1", "own2"}, {"glob", "glob2"}
+    assert cross_scope_pairs(hits, own, global_ids, threshold=0.85) == [("glob", "own1")]
