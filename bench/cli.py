@@ -192,13 +192,38 @@ def embed(**o: Any) -> int:
     show_default=True,
     help="memories of the one owner",
 )
+@click.option("--owners", type=int, default=50, show_default=True, help="owners per limit in the many-owners part")
+@click.option("--owner-memories", type=int, default=30, show_default=True, help="memories of each of those owners")
+@click.option("--llm-latency-ms", type=float, default=500.0, show_default=True, help="scripted LLM latency there")
+@click.option(
+    "--limits", type=IntList(1, "limits must be integers >= 1"), default="1,4", show_default=True,
+    help="sleepMaxConcurrentRuns values to compare",
+)  # fmt: skip
+@click.option("--owners-only", is_flag=True, help="only the many-owners part")
 @json_option
-def sleep(sizes: list[int], json_path: str | None) -> int:
-    """A full sleep run's time and LLM tokens (scripted LLM)."""
+def sleep(
+    sizes: list[int],
+    owners: int,
+    owner_memories: int,
+    llm_latency_ms: float,
+    limits: list[int],
+    owners_only: bool,
+    json_path: str | None,
+) -> int:
+    """A full sleep run's time and LLM tokens (scripted LLM), and runs per hour across many owners."""
     from bench.sleep import render, run_sleep_bench
 
     with running("sleep") as log:
-        report = asyncio.run(run_sleep_bench(sizes, log=log))
+        report = asyncio.run(
+            run_sleep_bench(
+                [] if owners_only else sizes,
+                log=log,
+                owners=owners,
+                owner_memories=owner_memories,
+                llm_latency_s=llm_latency_ms / 1000,
+                limits=limits,
+            )
+        )
     emit(render(report), report, json_path)
     return 0
 

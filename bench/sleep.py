@@ -1,4 +1,5 @@
-"""``python -m bench sleep``: a full sleep run's time and LLM tokens on N memories of one owner.
+"""``python -m bench sleep``: a full sleep run's time and LLM tokens on N memories of one owner, and
+runs per hour across many owners at limits 1 and 4.
 
 Per size, one owner gets N synthetic memories (``synth.sentences``) with 384-d vectors,
 about 5% of them near-duplicates of another memory (cosine ~0.97, so conflict resolution
@@ -12,16 +13,20 @@ as ``len/4`` of prompt and reply; its latency is zero, so the times are memoryd'
 The sleep service runs in this process against an embedded NATS + PostgreSQL; each size
 gets a first run and a second one (ledgers and demotions in place: the steady state).
 Reported per run: wall time, per-phase milliseconds, LLM calls and tokens, status, writes.
+
+Then, in the same stack, runs per hour across many owners at each `sleepMaxConcurrentRuns`
+(1 and 4 by default; `bench.sleep_owners`), with an LLM that takes its time.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import re
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -32,6 +37,7 @@ from pgvector import Vector
 from bench import synth
 from bench.harness import ServiceStack, embedded_servers
 from bench.report import environment, markdown_table
+from bench.sleep_owners import measure, owner_name, render_owners, seed_owners
 from shared.bus.rpc_client import call
 from shared.db.memories import content_hash
 from shared.db.pool import create_pool
@@ -140,13 +146,18 @@ def scripted_reply(request: dict[str, Any]) -> str:
     return json.dumps({"candidates": []})
 
 
-async def _prepare(dsn: str, sizes: Sequence[int], log: Log) -> dict[str, float]:
+async def _prepare(
+    dsn: str, sizes: Sequence[int], log: Log, groups: Mapping[int, Sequence[str]], owner_memories: int
+) -> dict[str, float]:
     pool = await create_pool(PgConfig(dsn=dsn, pool_min=1, pool_max=4))
     try:
         started = time.perf_counter()
         for size in sizes:
             await seed(pool, size)
             log(f"bench sleep: seeded {size} memories")
+        for limit, group in groups.items():
+            await seed_owners(pool, SIGNATURE, group, owner_memories, seed=limit)
+        log(f"bench sleep: seeded {sum(len(g) for g in groups.values())} owners of {owner_memories} memories")
         seeded = time.perf_counter() - started
         started = time.perf_counter()
         await PgVectorStore(pool).ensure(SIGNATURE, DIM)
@@ -189,27 +200,49 @@ async def _one_run(stack: ServiceStack, fake: FakeLlm, size: int, label: str) ->
     }
 
 
-async def run_sleep_bench(sizes: Sequence[int], log: Log = print) -> dict[str, Any]:
-    """Seed, index, and run sleep twice per size; the report (see ``render``)."""
+async def run_sleep_bench(
+    sizes: Sequence[int],
+    log: Log = print,
+    *,
+    owners: int = 50,
+    owner_memories: int = 30,
+    llm_latency_s: float = 0.5,
+    limits: Sequence[int] = (1, 4),
+) -> dict[str, Any]:
+    """Seed, index, and run sleep twice per size; then runs per hour across many owners per limit."""
+    groups = {limit: [owner_name(limit, i) for i in range(owners)] for limit in limits}
+
+    async def handler(request: dict[str, Any]) -> str:
+        if "bench-lane" in str(request["messages"][-1]["content"]):
+            await asyncio.sleep(llm_latency_s)
+        return scripted_reply(request)
+
     async with embedded_servers() as servers, FakeLlm() as fake:
-        fake.handler = scripted_reply
-        prep = await _prepare(servers.pg_dsn, sizes, log)
+        fake.handler = handler
+        prep = await _prepare(servers.pg_dsn, sizes, log, groups, owner_memories)
         env = {
             "MEMORYD_LLM_BASE_URL": fake.base_url,
             "MEMORYD_LLM_MODEL": "fake",
             "MEMORYD_LLM_DAILY_TOKEN_BUDGET": "0",
             "MEMORYD_SLEEP_SCHEDULER": "false",
             "MEMORYD_SLEEP_ACK_WAIT_S": "120",
+            "MEMORYD_SLEEP_LANES": str(max(limits, default=1)),
+            "MEMORYD_SLEEP_LOCK_POLL_S": "0.1",
         }
         runs = []
+        lanes: list[dict[str, Any]] = []
         async with ServiceStack(
             servers.nats_url, servers.pg_dsn, services=("sleep",), mode="inprocess", env=env, servers=servers
         ) as stack:
+            for limit, group in groups.items():
+                lanes.append(await measure(stack.pool, stack.nc, group, limit, settle_s=1.5))
+                log(f"bench sleep: limit {limit}, {owners} owners: {lanes[-1]['runs_per_hour']} runs/h")
             for size in sizes:
                 for label in ("first", "second"):
                     runs.append(await _one_run(stack, fake, size, label))
                     log(f"bench sleep: {size} memories, {label} run: {runs[-1]['wall_s']} s, {runs[-1]['status']}")
-    return {"benchmark": "sleep", "environment": environment(), "prepare": prep, "runs": runs}
+    many = {"memories": owner_memories, "llm_latency_s": llm_latency_s, "limits": lanes}
+    return {"benchmark": "sleep", "environment": environment(), "prepare": prep, "runs": runs, "many_owners": many}
 
 
 def render(report: dict[str, Any]) -> str:
@@ -229,7 +262,13 @@ def render(report: dict[str, Any]) -> str:
     headers = ["memories", "run", "status", "wall s", "conflict s", "demotion s", "patterns s", "relations s",
                "affective s", "LLM calls", "LLM tokens", "writes"]  # fmt: skip
     prep = report["prepare"]
-    return (
-        f"sleep benchmark (seed {prep['seed_s']} s, HNSW build {prep['index_s']} s; scripted LLM, zero latency)\n"
-        + markdown_table(headers, rows, digits=2)
-    )
+    text = ""
+    if rows:
+        text = (
+            f"sleep benchmark (seed {prep['seed_s']} s, HNSW build {prep['index_s']} s; scripted LLM, zero latency)\n"
+            + markdown_table(headers, rows, digits=2)
+        )
+    many = report.get("many_owners")
+    if many and many["limits"]:
+        text = f"{text}\n\n{render_owners(many)}" if text else render_owners(many)
+    return text

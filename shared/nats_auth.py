@@ -66,7 +66,7 @@ def role_permissions() -> dict[str, dict[str, object]]:
         "embed": _service("embed", ["mem.v1.jobs.embed"], ["mem.v1.rpc.embed", "mem.v1.rpc.reindex"]),
         "retrieve": _service(
             "retrieve",
-            ["mem.v1.rpc.embed"],
+            ["mem.v1.rpc.embed", "mem.v1.activity.>", "$KV.MEM_ACTIVITY.>"],
             [
                 "mem.v1.rpc.retrieve",
                 "mem.v1.rpc.retrieve.*",

@@ -16,8 +16,10 @@ from collections.abc import Mapping
 import msgspec
 
 from services.retrieve.adapters.postgres_touch import Toucher
+from services.retrieve.adapters.reads import ReadAnnouncer
 from services.retrieve.logic import injection
 from services.retrieve.store_follow import StoreFollower, search_order
+from shared.bus.provision import ensure_activity_bucket
 from shared.llm import LlmClient
 from shared.observability.metrics import LLM, QUEUE_LAG, RETRIEVE_FALLBACKS, RETRIEVE_RESULTS, RETRIEVE_SECONDS
 from shared.schemas import RPC_OPS
@@ -85,7 +87,9 @@ async def setup(ctx: ServiceContext) -> None:
     ctx.closers.append(toucher.flush_logged)  # what requests drained after the loop stopped queued
     engine = Engine(pool=ctx.db, nc=ctx.nc, stores=stores, settings=settings.get, toucher=toucher, config=config)
     providers = frozenset(p.strip().lower() for p in config.no_system_providers.split(",") if p.strip())
-    handlers = Handlers(engine, ctx.js, providers or injection.DEFAULT_NO_SYSTEM_PROVIDERS)
+    reads = ReadAnnouncer(ctx.nc, await ensure_activity_bucket(ctx.js))
+    ctx.closers.append(reads.close)
+    handlers = Handlers(engine, ctx.js, providers or injection.DEFAULT_NO_SYSTEM_PROVIDERS, reads)
     llm = LlmClient(ctx.config.llm, ctx.db) if ctx.config.llm.configured else None
     if llm is not None:
         ctx.closers.append(llm.close)

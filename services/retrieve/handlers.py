@@ -2,7 +2,8 @@
 
 ``retrieve`` is the engine; ``inject`` retrieves for a chat request and returns it with the
 memory context placed as docs/design.md says (``injection.py``); ``engine.status`` reports the
-tiers (``status.py``).
+tiers (``status.py``). A retrieval that is not a dry run announces a read of its owner
+(``adapters/reads.py``; the sleep worker counts it as activity where the owner's settings say so).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from shared.schemas.events import ChatMessage
 from shared.schemas.ops import EngineStatusRequest, EngineStatusResult
 from shared.schemas.retrieval import InjectRequest, InjectResult, RetrieveRequest, RetrieveResult
 
+from .adapters.reads import ReadAnnouncer
 from .engine import Engine
 from .status import engine_status
 
@@ -27,14 +29,18 @@ class Handlers:
     engine: Engine
     js: JetStreamContext
     no_system_providers: frozenset[str] = injection.DEFAULT_NO_SYSTEM_PROVIDERS
+    reads: ReadAnnouncer | None = None
 
     async def retrieve(self, req: RetrieveRequest) -> RetrieveResult:
-        return await self.engine.retrieve(req)
+        result = await self.engine.retrieve(req)
+        if self.reads is not None and not req.dry_run and not req.no_memory:
+            self.reads.note(req.owner, req.session_id)
+        return result
 
     async def inject(self, req: InjectRequest) -> InjectResult:
         messages = [msgspec.to_builtins(m) for m in req.messages]
         query = req.query if req.query is not None else injection.default_query(messages)
-        result = await self.engine.retrieve(
+        result = await self.retrieve(
             RetrieveRequest(
                 owner=req.owner,
                 query=query[:MAX_QUERY_CHARS],

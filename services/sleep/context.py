@@ -128,34 +128,32 @@ class RunContext:
             log.warning("sleep.in_progress_failed", error=str(exc) or type(exc).__name__)
 
     async def _interruptible(self, call: asyncio.Future[Any], operation: str) -> Any:
-        """Await an LLM call; owner activity or a stopping worker cancels it (and says so)."""
+        """Await an LLM call; owner activity meanwhile cancels it and aborts the run (and says so).
+
+        A stopping worker lets the call finish (its reply is applied; the run stops at the
+        next checkpoint), so no tokens are spent for nothing.
+        """
         while True:
             self.live.changed.clear()
-            waiters = [asyncio.ensure_future(self.live.changed.wait()), asyncio.ensure_future(self.deps.stop.wait())]
+            waiter = asyncio.ensure_future(self.live.changed.wait())
             try:
-                await asyncio.wait([call, *waiters], timeout=INTERRUPT_POLL_S, return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait([call, waiter], timeout=INTERRUPT_POLL_S, return_when=asyncio.FIRST_COMPLETED)
             finally:
-                for waiter in waiters:
-                    waiter.cancel()
+                waiter.cancel()
             if call.done():
                 return call.result()
-            reason: Exception | None = None
-            if self.deps.stop.is_set():
-                reason = WorkerStopping("sleep worker stopping during an LLM call")
-            elif (active := await self.active_since_snapshot()) is not None:
-                reason = RunAborted(f"owner activity at {active.isoformat()} during the {operation} LLM call")
-            if reason is not None:
+            active = await self.active_since_snapshot()
+            if active is not None:
                 call.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await call
                 self.extra["llmCallsCancelled"] = int(self.extra.get("llmCallsCancelled", 0)) + 1
-                raise reason
+                raise RunAborted(f"owner activity at {active.isoformat()} during the {operation} LLM call")
 
     async def ask(self, operation: str, prompt: str) -> bytes:
         """One LLM call; the decoded JSON reply re-encoded, or `BatchBroken`.
 
-        Owner activity during the call cancels it and aborts the run (`RunAborted`); a
-        stopping worker cancels it too (`WorkerStopping`).
+        Owner activity during the call cancels it and aborts the run (`RunAborted`).
         """
         llm = self.deps.llm
         if llm is None:

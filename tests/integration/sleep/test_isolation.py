@@ -32,7 +32,9 @@ async def test_a_run_reads_and_writes_only_its_owner(
         await add_entity(pool, owner, f"{owner}-band", "thing")
         if owner == "o2":
             theirs = ids
-    await put_settings(pool, "*", {"sleepPatternMinMemories": 1, "sleepAffectiveEnabled": True})
+    await put_settings(
+        pool, "*", {"sleepPatternMinMemories": 1, "sleepAffectiveEnabled": True, "sleepAffectiveMinPool": 1}
+    )
     before = await snapshot(pool, "o2")
     llm.phases["conflict"] = lambda prompt: {
         "decisions": [
