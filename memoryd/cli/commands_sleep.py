@@ -7,6 +7,7 @@ with the elapsed time until the run is done, prints the run, and exits 1 when it
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import click
@@ -109,6 +110,8 @@ def run_(owner: str, wait: bool, timeout: float, as_json: bool, nats_url: str | 
             print(render_run(result.run))
         else:
             print(f"run {result.run_id} queued")
+        if result.notice and not as_json:
+            print(f"note: {result.notice}", file=sys.stderr)
         status = result.run.status if result.run is not None else "queued"
         return 1 if wait and status == "failed" else 0
 
