@@ -20,7 +20,7 @@ class SleepServiceConfig(msgspec.Struct, frozen=True, kw_only=True):
     tick_s: Seconds = 30.0  # how often the scheduler evaluates owners
     ack_wait_s: Seconds = 60.0  # the sleep consumer's ack wait (in_progress keeps long runs alive)
     lock_poll_s: Seconds = 0.5  # how often an idle lane looks for a free run slot
-    lanes: Positive = 4  # runs this replica may hold at once (sleepMaxConcurrentRuns limits all replicas)
+    lanes: Positive = 4  # runs this replica may hold at once; each holds a pooled connection (PG pool >= 2 x lanes)
     max_ack_pending: Positive = 256  # sleep jobs handed out at once (>= lanes of every replica)
     fetch_timeout_s: Seconds = 1.0  # how long a lane holding a slot waits for a job
     requeue_s: Seconds = 1.0  # a job whose owner is running elsewhere comes back after this
