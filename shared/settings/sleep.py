@@ -25,18 +25,7 @@ Positive = Annotated[int, msgspec.Meta(ge=1)]
 
 
 class SleepSettings(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    """Settings of the sleep worker; 0 means "unlimited" for the two conflict pair caps.
-
-    ``sleepMaxConcurrentRuns`` is read from the global row only (runs of different owners at
-    once, across every replica; one owner never has two). ``sleepCountReads``: retrievals
-    count as owner activity (idle check, abort). ``conflictFreezeEnabled``: conflict
-    resolution changes no memory; every pair the LLM would change goes to the review
-    queue (``conflict_pending``). ``reflectionUpdateMaxPerRun``: ``update`` decisions applied
-    per run, over all batches (0: none). ``sleepModel`` (``sleepLlmModel`` is its older
-    name) and ``sleepProvider`` (sent as ``<provider>/<model>``) pick the LLM route;
-    ``sleepReasoningEffort`` is sent as ``reasoning_effort``. ``sleepAffectiveMinPool``: the
-    affective phase needs at least this many memories in its pool.
-    """
+    """Settings of the sleep worker; 0 means "unlimited" for the two conflict pair caps (see docs/sleep.md)."""
 
     #: run sleep (consolidation) for this owner when due
     sleep_mode_enabled: bool = False
@@ -62,25 +51,33 @@ class SleepSettings(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     sleep_pattern_min_memories: NonNegative = 100
     #: pattern discovery looks at memories of this many days
     sleep_pattern_lookback_days: Positive = 30
-    #: patterns written per run
+    #: patterns written per run, discovered ones and affective traits together
     sleep_max_pattern_per_run: NonNegative = 3
     #: run affective attribution (emotion edges between entities); opt-in
     sleep_affective_enabled: bool = False
     #: distinct sessions of evidence a trait needs (else it is an occasion)
     sleep_affective_trait_min_sessions: Annotated[int, msgspec.Meta(ge=2, le=10)] = 3
-    #: emotion edges written per run
+    #: new emotion edges written per run (traits count against sleepMaxPatternPerRun)
     sleep_affective_max_relations_per_run: Annotated[int, msgspec.Meta(ge=0, le=50)] = 10
     #: reply token limit of one sleep LLM call
     sleep_max_tokens: Annotated[int, msgspec.Meta(ge=256)] = 8192
     #: model of the sleep LLM calls; unset = `MEMORYD_LLM_MODEL`
     sleep_llm_model: Annotated[str, msgspec.Meta(min_length=1)] | None = None
+    #: model of the sleep LLM calls (wins over `sleepLlmModel`, its older name); unset = `MEMORYD_LLM_MODEL`
     sleep_model: Annotated[str, msgspec.Meta(min_length=1)] | None = None
+    #: provider of the sleep LLM route, sent as `<provider>/<model>` (the router convention)
     sleep_provider: Annotated[str, msgspec.Meta(min_length=1, pattern="^[^/]+$")] | None = None
+    #: sent as `reasoning_effort` with every sleep LLM call; unset = not sent
     sleep_reasoning_effort: ReasoningEffort | None = None
+    #: runs of different owners at once over every replica (global row only; one owner never has two)
     sleep_max_concurrent_runs: Annotated[int, msgspec.Meta(ge=1, le=256)] = 1
+    #: retrievals count as owner activity (the idle check, aborting a run)
     sleep_count_reads: bool = False
+    #: affective attribution needs at least this many memories in its pool
     sleep_affective_min_pool: NonNegative = 5
+    #: conflict resolution applies no merge, update, archive or supersede: they go to the review queue
     conflict_freeze_enabled: bool = False
+    #: `update` decisions applied per run, over all batches (0 = none); the rest wait for a later run
     reflection_update_max_per_run: NonNegative = 10
 
     def llm_model(self, default: str | None) -> str | None:
