@@ -126,9 +126,9 @@ def test_the_llm_route_comes_from_sleep_model_provider_and_effort() -> None:
     assert SleepSettings(sleep_provider="openai").llm_model("base") == "openai/base"
     assert SleepSettings(sleep_provider="anthropic", sleep_model="m").llm_model(None) == "anthropic/m"
     assert SleepSettings().llm_model(None) is None
-    with pytest.raises(msgspec.ValidationError, match="sleepReasoningEffort"):
-        resolve_settings({"sleepReasoningEffort": "extreme"})
-    with pytest.raises(msgspec.ValidationError, match="sleepProvider"):
-        resolve_settings({"sleepProvider": "a/b"})
-    with pytest.raises(msgspec.ValidationError, match="sleepMaxConcurrentRuns"):
-        resolve_settings({"sleepMaxConcurrentRuns": 0})
+    with pytest.raises(ValidationFailed, match="sleepReasoningEffort"):
+        effective_sleep({"sleepReasoningEffort": "extreme"}, {})
+    with pytest.raises(ValidationFailed, match="sleepProvider"):
+        effective_sleep({"sleepProvider": "a/b"}, {})
+    with pytest.raises(ValidationFailed, match="sleepMaxConcurrentRuns"):
+        effective_sleep({"sleepMaxConcurrentRuns": 0}, {})
