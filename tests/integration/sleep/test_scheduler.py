@@ -126,11 +126,12 @@ async def test_a_job_whose_slot_is_no_longer_current_is_dropped(
         _sched, deps = await scheduler(pool, nc)
         stale, msg_id = jobs.scheduled_job("o1", "first", NOW)
         await jobs.enqueue(pool, deps.js, stale, msg_id)
-        for _ in range(200):
-            if await pool.fetchval("SELECT count(*) FROM dream_runs WHERE id = $1", uuid.UUID(stale.run_id)) == 0:
+        for _ in range(200):  # the row goes first, then the job is acked
+            gone = await pool.fetchval("SELECT count(*) FROM dream_runs WHERE id = $1", uuid.UUID(stale.run_id)) == 0
+            info = await nc.jetstream().stream_info(SLEEP_STREAM)
+            if gone and info.state.messages == 0:
                 break
             await asyncio.sleep(0.05)
-        info = await nc.jetstream().stream_info(SLEEP_STREAM)
     assert await pool.fetchval("SELECT count(*) FROM dream_runs WHERE id = $1", uuid.UUID(stale.run_id)) == 0
     assert info.state.messages == 0  # consumed (acked), not retried
     assert [r["id"] for r in await pool.fetch("SELECT id FROM dream_runs")] == [uuid.UUID(manual.run_id)]
