@@ -42,18 +42,17 @@ from services.retrieve.logic.fusion import (
     RankedList,
     Strategy,
     clamp_max_tokens,
-    neighbour_boost,
     normalize_query,
     parse_strategy,
     rrf_fuse,
     score_fuse,
-    session_boost,
 )
 from services.retrieve.logic.plan import (
     Attempt,
     FallbackCode,
     MemoryRow,
     answer,
+    boost,
     fallback_labels,
     plan,
     recency_ranking,
@@ -169,7 +168,7 @@ class Engine:
         boost = strategy is Strategy.HYBRID and not recent_only
         rows = await self._rows(vis, ranked, turns=boost and settings.neighbour_boost > 0)
         if boost:
-            ranked = self._boost(ranked, rows, settings)
+            ranked = self._boost(ranked, rows, query, settings)
         fallbacks = fallback_labels(run.attempts)
         if settings.rerank and not recent_only and self.reranker is not None:
             ranked, skipped = await self.reranker.rerank(req.owner, query, ranked, rows, settings.rerank_depth)
@@ -214,17 +213,11 @@ class Engine:
         except _PG_ERRORS as exc:
             raise DependencyDown(f"postgres unavailable: {type(exc).__name__}") from exc
 
-    def _boost(self, ranked: list[Fused], rows: dict[str, MemoryRow], s: MemorySettings) -> list[Fused]:
-        """Hybrid re-scoring: a share of the best score of a result's session, and of the scores
-        of its neighbouring turns (the owner's ``sessionBoost``/``neighbourBoost``; 0 turns one off)."""
-        if s.session_boost > 0:
-            ranked = session_boost(ranked, {i: r.session_id for i, r in rows.items()}, s.session_boost)
-        positions = {
-            i: (r.session_id, r.turn) for i, r in rows.items() if r.session_id is not None and r.turn is not None
-        }
-        if positions:
-            ranked = neighbour_boost(ranked, positions, s.neighbour_boost)
-        return ranked
+    def _boost(self, ranked: list[Fused], rows: dict[str, MemoryRow], query: str, s: MemorySettings) -> list[Fused]:
+        """Hybrid re-scoring: a share of the best score of a result's session, of the scores of its
+        neighbouring turns and of its own score when the question names its speaker (the owner's
+        ``sessionBoost``/``neighbourBoost``/``speakerBoost``; 0 turns one off)."""
+        return boost(ranked, rows, s.session_boost, s.neighbour_boost, s.speaker_boost, query)
 
     def _observe(self, strategy: Strategy, attempts: list[Attempt], total_ms: float, results: int) -> None:
         for attempt in attempts:

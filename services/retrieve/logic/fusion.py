@@ -218,6 +218,38 @@ def neighbour_boost(
     return _rescored(fused, share, gain)
 
 
+_QUERY_WORD = re.compile(r"\w+")
+
+
+def query_words(query: str) -> frozenset[str]:
+    """The casefolded words of a question (``"Caroline's"`` gives ``caroline`` and ``s``)."""
+    return frozenset(_QUERY_WORD.findall(query.casefold()))
+
+
+def speaker_boost(
+    fused: Sequence[Fused], speaker_of: Mapping[str, str | None], query: str, share: float = 0.0
+) -> list[Fused]:
+    """A memory whose speaker the question names gains ``share`` x its own score.
+
+    ``speaker_of`` maps a memory to the name its turn was said under (the chat message's
+    ``name``); a name counts as named when every word of it is a word of the question,
+    casefolded. Memories without a speaker neither gain nor lose. ``share=0`` only re-sorts.
+    """
+    words = query_words(query)
+    named: dict[str, bool] = {}
+
+    def gain(f: Fused) -> float:
+        speaker = speaker_of.get(f.memory_id)
+        if not speaker:
+            return 0.0
+        if speaker not in named:
+            parts = query_words(speaker)
+            named[speaker] = bool(parts) and parts <= words
+        return f.score if named[speaker] else 0.0
+
+    return _rescored(fused, share, gain)
+
+
 def apply_budget(items: Sequence[T], tokens_of: Callable[[T], int], max_tokens: int) -> list[T]:
     """Take items in rank order while the running total fits in ``max_tokens``.
 

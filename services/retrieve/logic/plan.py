@@ -14,7 +14,16 @@ from typing import Any, Literal
 
 import msgspec
 
-from services.retrieve.logic.fusion import Fused, RankedList, Strategy, apply_budget, keyword_query_is_usable
+from services.retrieve.logic.fusion import (
+    Fused,
+    RankedList,
+    Strategy,
+    apply_budget,
+    keyword_query_is_usable,
+    neighbour_boost,
+    session_boost,
+    speaker_boost,
+)
 from shared.errors import DependencyDown, MemorydError, ValidationFailed
 from shared.schemas.retrieval import RetrievedMemory, Tier
 from shared.tokens import estimate_tokens
@@ -113,9 +122,40 @@ class MemoryRow(msgspec.Struct, frozen=True, kw_only=True):
     turn: int | None = None  # position among its session's chat turns, when asked (``tiers.fetch_rows``)
 
     @property
+    def speaker(self) -> str | None:
+        """The name the turn was said under (ingest's ``speaker`` metadata), if any."""
+        if '"speaker"' not in self.metadata_json:  # most rows: no decode
+            return None
+        value = self.metadata.get("speaker")
+        return value if isinstance(value, str) else None
+
+    @property
     def metadata(self) -> dict[str, Any]:
         value: dict[str, Any] | None = msgspec.json.decode(self.metadata_json)
         return value or {}  # a JSON null stored by hand reads as no metadata
+
+
+def boost(
+    ranked: Sequence[Fused],
+    rows: Mapping[str, MemoryRow],
+    session_share: float,
+    neighbour_share: float,
+    speaker_share: float = 0.0,
+    query: str = "",
+) -> list[Fused]:
+    """Hybrid re-scoring of the fused candidates whose ``rows`` were fetched: ``session_share``
+    of the best score in a result's session, then ``neighbour_share`` of its neighbouring
+    turns' scores, then ``speaker_share`` of its own score when ``query`` names its speaker
+    (0 turns each off; the engine and the quality study both call this)."""
+    out = list(ranked)
+    if session_share > 0:
+        out = session_boost(out, {i: r.session_id for i, r in rows.items()}, session_share)
+    positions = {i: (r.session_id, r.turn) for i, r in rows.items() if r.session_id is not None and r.turn is not None}
+    if positions:
+        out = neighbour_boost(out, positions, neighbour_share)
+    if speaker_share > 0 and query:
+        out = speaker_boost(out, {i: r.speaker for i, r in rows.items()}, query, speaker_share)
+    return out
 
 
 def single_ranking(ranked: RankedList, source: Literal["fts", "vec"]) -> list[Fused]:
