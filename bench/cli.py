@@ -78,6 +78,12 @@ log_dir_option = click.option("--log-dir", type=click.Path(path_type=Path), help
 @click.option("--all-variants", is_flag=True, help="run every built-in variant")
 @click.option("--conversations", type=int, default=0, show_default=True, help="only the first N (0 = all)")
 @click.option("--mode", type=click.Choice(("processes", "inprocess")), default="processes", show_default=True)
+@click.option(
+    "--protocol/--no-protocol",
+    default=True,
+    show_default=True,
+    help="also leave-one-conversation-out over a grid of hybrid settings (in-process, same engine code)",
+)
 @log_dir_option
 def quality(**o: Any) -> int:
     """LoCoMo retrieval quality through the services (R@k, All@k)."""
@@ -102,7 +108,9 @@ def quality(**o: Any) -> int:
             ) as stack,
         ):
             strategies = list(o["strategy"]) or q.DEFAULT_STRATEGIES
-            return await q.run_quality(stack, convs, strategies, variants, data_name=data.name, log=log)
+            return await q.run_quality(
+                stack, convs, strategies, variants, data_name=data.name, log=log, with_protocol=o["protocol"]
+            )
 
     with running("quality") as log:
         report = asyncio.run(go(log))

@@ -114,6 +114,11 @@ BUILTIN_VARIANTS: dict[str, Variant] = {
             {"fusion": "rrf", "rrfDepth": 20, "neighbourBoost": 0, "sessionBoost": 0},
         ),
         Variant("turns-only", types=("episodic",)),
+        Variant("no-speaker-boost", {"speakerBoost": 0}),
+        Variant(
+            "previous-defaults",
+            {"rrfDepth": 50, "speakerBoost": 0, "neighbourBoost": 0.3},
+        ),
     )
 }
 
@@ -239,6 +244,7 @@ def engine_defaults() -> dict[str, Any]:
         "neighbourBoost": d.neighbour_boost,
         "ftsWeight": d.fts_weight,
         "vecWeight": d.vec_weight,
+        "speakerBoost": d.speaker_boost,
     }
 
 
@@ -312,10 +318,13 @@ async def run_quality(
     data_name: str = "",
     log: Any = print,
     after_ingest: Callable[[], Awaitable[None]] | None = None,
+    with_protocol: bool = True,
 ) -> dict[str, Any]:
     """Ingest once, then score every (variant, strategy); returns the JSON report.
 
     ``after_ingest`` runs once everything is searchable (e.g. an in-process study on the same data).
+    ``with_protocol``: also the leave-one-conversation-out protocol (``bench.protocol``), run
+    before any variant changes a setting, so it sees the defaults.
     """
     plans = [STRATEGIES[s] for s in strategies]
     plans.sort(key=lambda p: p.embed_down)  # runs with the embed service down go last
@@ -324,6 +333,11 @@ async def run_quality(
     log(f"searchable after {ingest_info['searchable_after_s']} s: {ingest_info['memories']}")
     if after_ingest is not None:
         await after_ingest()
+    study = None
+    if with_protocol:
+        from bench import protocol
+
+        study = await protocol.run_protocol(stack.pg_dsn, stack.nc, convs, owner_of, dia_map(convs), log=log)
     runs: list[dict[str, Any]] = []
     embed_stopped = False
     for plan in plans:
@@ -366,6 +380,7 @@ async def run_quality(
         "limit": LIMIT,
         "ingest": ingest_info,
         "runs": runs,
+        "protocol": study,
         "reference": REFERENCE,
         "environment": environment(),
     }
@@ -421,6 +436,10 @@ def render(report: Mapping[str, Any]) -> str:
     out.append("### Summary (overall; latency = client round trip, server = the service's own ms)")
     head = ["variant", "strategy", "R@5", "R@10", "R@20", "All@10", "p50 ms", "p95 ms", "server p50 ms", "tokens top10"]
     out.append(markdown_table(head, summary + ref))
+    if report.get("protocol"):
+        from bench import protocol
+
+        out += ["", protocol.render(report["protocol"])]
     return "\n".join(out)
 
 

@@ -227,7 +227,6 @@ def test_fact_metadata() -> None:
     assert fact_metadata(fact, extracted_at="t", source="llm")["source"] == "llm"
 
 
-
 def test_fact_is_frozen() -> None:
     fact = Fact(category="pattern", memory_type="factual", key="pattern:x", content="c", subject="x")
     assert fact.polarity == "positive"

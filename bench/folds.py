@@ -1,0 +1,103 @@
+"""Leave-one-conversation-out: how a tuned setting does on a conversation it was not tuned on.
+
+For each conversation (a fold), the grid point with the best R@10 over the *other*
+conversations' questions is chosen, then scored on the held-out conversation alone. The
+report gives each fold's choice and held-out scores, their mean and the worst fold, next to
+the in-sample figures (the best point over all conversations, scored on them: optimistic by
+construction) and any fixed points (the shipped defaults). Pure: ``evaluate`` is given the
+scores of every (point, conversation), computed by the caller once.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from bench import locomo
+
+P = TypeVar("P")
+Metric = Callable[[Sequence[locomo.QAOutcome]], float]
+
+
+def r_at_10(outs: Sequence[locomo.QAOutcome]) -> float:
+    return locomo.score(outs).recall[10]
+
+
+@dataclass(frozen=True)
+class Fold(Generic[P]):
+    held_out: str
+    chosen: P
+    tuned_score: float  # the selection metric on the four tuning conversations
+    held_out_scores: dict[str, Any]  # by category, as ``locomo.Scores.as_dict``
+
+
+@dataclass(frozen=True)
+class Protocol(Generic[P]):
+    folds: list[Fold[P]]
+    in_sample_point: P
+    in_sample: dict[str, Any]
+
+    def held_out_mean(self, key: str = "R@10", category: str = "overall") -> float:
+        return math.fsum(f.held_out_scores[category][key] for f in self.folds) / len(self.folds)
+
+    def worst(self, key: str = "R@10") -> Fold[P]:
+        return min(self.folds, key=lambda f: f.held_out_scores["overall"][key])
+
+
+def evaluate(
+    points: Sequence[P],
+    outcomes: Mapping[int, Mapping[str, Sequence[locomo.QAOutcome]]],
+    metric: Metric = r_at_10,
+) -> Protocol[P]:
+    """``outcomes[i][conversation]``: point ``i``'s outcomes on one conversation's questions.
+
+    Ties in the selection metric go to the earlier point (list the defaults first).
+    """
+    if not points:
+        raise ValueError("no grid points")
+    convs = list(outcomes[0])
+    folds: list[Fold[P]] = []
+    for held in convs:
+        best_i, best = 0, -math.inf
+        for i in range(len(points)):
+            tuned = [o for c in convs if c != held for o in outcomes[i][c]]
+            value = metric(tuned)
+            if value > best + 1e-12:
+                best_i, best = i, value
+        scores = {k: v.as_dict() for k, v in locomo.score_by_category(outcomes[best_i][held]).items()}
+        folds.append(Fold(held, points[best_i], round(best, 4), scores))
+    best_i, best = 0, -math.inf
+    for i in range(len(points)):
+        value = metric([o for c in convs for o in outcomes[i][c]])
+        if value > best + 1e-12:
+            best_i, best = i, value
+    everything = [o for c in convs for o in outcomes[best_i][c]]
+    in_sample = {k: v.as_dict() for k, v in locomo.score_by_category(everything).items()}
+    return Protocol(folds, points[best_i], in_sample)
+
+
+def summary(protocol: Protocol[Any], label: Callable[[Any], str]) -> dict[str, Any]:
+    """The JSON of a protocol: per fold, mean and worst fold, in-sample, which settings each."""
+    keys = ("R@5", "R@10", "R@20", "All@10")
+    cats = list(protocol.in_sample)
+    worst = protocol.worst()
+    return {
+        "folds": [
+            {
+                "held_out": f.held_out,
+                "chosen": label(f.chosen),
+                "tuned_R@10": f.tuned_score,
+                "scores": f.held_out_scores,
+            }
+            for f in protocol.folds
+        ],
+        "held_out_mean": {
+            c: {k: round(protocol.held_out_mean(k, c), 4) for k in keys}
+            for c in cats
+            if all(c in f.held_out_scores for f in protocol.folds)
+        },
+        "worst_fold": {"held_out": worst.held_out, "R@10": worst.held_out_scores["overall"]["R@10"]},
+        "in_sample": {"chosen": label(protocol.in_sample_point), "scores": protocol.in_sample},
+    }

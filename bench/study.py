@@ -1,0 +1,137 @@
+"""The in-process retrieval study: every question's candidates read once, then re-ranked for
+any setting without a round trip.
+
+``collect`` runs, per LoCoMo question, the same adapters the retrieve engine runs for hybrid
+(``Engine.keyword_ranking`` with its pruning, ``vector_search`` on pgvector with the query
+vector of the embed service, ``fetch_rows`` with the turn positions) at the deepest
+``rrfDepth`` of the sweep. ``rank`` then applies the engine's own pure steps (``score_fuse``
+or ``rrf_fuse`` over the top ``rrfDepth`` of each list, ``plan.boost``, the visibility
+filter and the limit) for one ``Params``: each list truncated to a depth is exactly what the
+tier returns when asked for that depth, so a ranking here is the service's ranking for the
+same settings (the quality benchmark prints both for the defaults as a check).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from bench import locomo
+from bench.floor import in_process_engine
+from services.retrieve.adapters import postgres as tiers
+from services.retrieve.logic.fusion import Fused, normalize_query, rrf_fuse, score_fuse
+from services.retrieve.logic.plan import MemoryRow, boost
+from shared.settings.memory import MemorySettings
+
+LIMIT = 20
+
+
+@dataclass(frozen=True)
+class Params:
+    """One point of the sweep: the hybrid settings that change a ranking."""
+
+    fusion: str = "score"
+    rrf_k: int = 60
+    depth: int = 50
+    fts_weight: float = 0.5
+    vec_weight: float = 0.5
+    session_boost: float = 0.3
+    neighbour_boost: float = 0.3
+    speaker_boost: float = 0.0
+
+    def label(self) -> str:
+        if self.fusion == "rrf":
+            head = f"rrf k={self.rrf_k} depth={self.depth}"
+        else:
+            head = f"score depth={self.depth} fts={self.fts_weight:g} vec={self.vec_weight:g}"
+        return (
+            f"{head} session={self.session_boost:g} neighbour={self.neighbour_boost:g} speaker={self.speaker_boost:g}"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def defaults(s: MemorySettings | None = None) -> Params:
+    """The hybrid settings of ``s`` (the shipped defaults when None) as a ``Params``."""
+    s = s or MemorySettings()
+    return Params(
+        s.fusion, s.rrf_k, s.rrf_depth, s.fts_weight, s.vec_weight, s.session_boost, s.neighbour_boost, s.speaker_boost
+    )
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """What the tiers returned for one question at the deepest depth, and the rows to join."""
+
+    conversation: str
+    qa: locomo.QA
+    fts: tuple[tuple[str, float], ...]
+    vec: tuple[tuple[str, float], ...]
+    rows: Mapping[str, MemoryRow]
+    dia: Mapping[str, str]  # memory id -> LoCoMo dia_id (turn memories only)
+
+
+def rank(c: Candidates, p: Params) -> tuple[str | None, ...]:
+    """The top ``LIMIT`` dia_ids (None: not a turn) the engine returns for ``p``."""
+    lists = {"fts": c.fts[: p.depth], "vec": c.vec[: p.depth]}
+    fused: list[Fused]
+    if p.fusion == "score":
+        fused = score_fuse(lists, {"fts": p.fts_weight, "vec": p.vec_weight}, p.depth)
+    else:
+        fused = rrf_fuse(lists, p.rrf_k, p.depth)
+    rows = {f.memory_id: c.rows[f.memory_id] for f in fused if f.memory_id in c.rows}
+    ranked = boost(fused, rows, p.session_boost, p.neighbour_boost, p.speaker_boost, normalize_query(c.qa.question))
+    present = [f.memory_id for f in ranked if f.memory_id in rows][:LIMIT]
+    return tuple(c.dia.get(i) for i in present)
+
+
+def outcomes(cands: Sequence[Candidates], p: Params) -> list[locomo.QAOutcome]:
+    return [locomo.QAOutcome(c.qa.category, c.qa.evidence, rank(c, p)) for c in cands]
+
+
+async def collect(
+    dsn: str,
+    nc: Any,
+    convs: Sequence[locomo.Conversation],
+    owner_of: Any,
+    dia_of_event: Mapping[str, str],
+    depth: int,
+) -> list[Candidates]:
+    """Every question's keyword and vector lists (``depth`` each) and their rows, in-process."""
+    queries = {normalize_query(qa.question) for conv in convs for qa in conv.qas}
+    vectors: dict[str, list[float]] = {}
+    signature = ""
+    for q in sorted(queries):
+        result = await tiers.embed_query(nc, q, 30.0)
+        vectors[q] = list(result.vectors[0])
+        signature = result.signature
+    out: list[Candidates] = []
+    async with in_process_engine(dsn, nc, signature, vectors) as engine:
+        store = engine.stores[0]
+        for conv in convs:
+            owner = owner_of(conv)
+            settings = await engine.settings(owner)
+            vis = tiers.Visibility(owner, None, None, settings.retention_days)
+            for qa in conv.qas:
+                q = normalize_query(qa.question)
+                fts = await engine.keyword_ranking(vis, q, depth)
+                vec = await tiers.vector_search(store, signature, vis, vectors[q], depth)
+                ids = list(dict.fromkeys([i for i, _ in fts] + [i for i, _ in vec]))
+                rows = await tiers.fetch_rows(engine.pool, vis, ids, turns=True)
+                dia = {}
+                for i, row in rows.items():
+                    d = _dia(row, dia_of_event)
+                    if d is not None:
+                        dia[i] = d
+                out.append(Candidates(conv.sample_id, qa, tuple(fts), tuple(vec), rows, dia))
+    return out
+
+
+def _dia(row: MemoryRow, by_event: Mapping[str, str]) -> str | None:
+    meta = row.metadata
+    if isinstance(meta.get("dia_id"), str):
+        return str(meta["dia_id"])
+    event = meta.get("event_id")
+    return by_event.get(event) if isinstance(event, str) else None

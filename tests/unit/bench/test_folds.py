@@ -1,0 +1,69 @@
+"""Leave-one-conversation-out selection and the in-process study's ranking on hand-made candidates."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from bench import folds, study
+from bench.locomo import QA, QAOutcome
+from services.retrieve.logic.plan import MemoryRow
+
+
+def outcome(hit: bool) -> QAOutcome:
+    return QAOutcome(category=4, evidence=("D1:1",), ranked=("D1:1",) if hit else ("D1:2",))
+
+
+def test_each_fold_is_tuned_on_the_other_conversations_only() -> None:
+    # point 0 is perfect on c1 only, point 1 on c2 and c3: held out c1 -> point 1 chosen (scores 0 on c1)
+    outcomes = {
+        0: {"c1": [outcome(True)] * 3, "c2": [outcome(False)], "c3": [outcome(False)]},
+        1: {"c1": [outcome(False)] * 3, "c2": [outcome(True)], "c3": [outcome(True)]},
+    }
+    result = folds.evaluate(["p0", "p1"], outcomes)
+    chosen = {f.held_out: f.chosen for f in result.folds}
+    assert chosen == {"c1": "p1", "c2": "p0", "c3": "p0"}
+    assert [f.held_out_scores["overall"]["R@10"] for f in result.folds] == [0.0, 0.0, 0.0]
+    assert result.in_sample_point == "p0"  # 3 of 5 questions in-sample
+    assert result.held_out_mean() == 0.0 and result.worst().held_out == "c1"
+    summary = folds.summary(result, str)
+    assert summary["held_out_mean"]["overall"]["R@10"] == 0.0
+    assert summary["in_sample"]["chosen"] == "p0"
+
+
+def test_ties_go_to_the_earlier_point() -> None:
+    same = {"a": [outcome(True)], "b": [outcome(True)]}
+    result = folds.evaluate(["defaults", "other"], {0: same, 1: same})
+    assert {f.chosen for f in result.folds} == {"defaults"} and result.in_sample_point == "defaults"
+
+
+def _row(memory_id: str, turn: int, speaker: str) -> MemoryRow:
+    return MemoryRow(
+        id=memory_id,
+        content="x",
+        memory_type="episodic",
+        created_at=datetime(2026, 1, 1, tzinfo=UTC),
+        session_id="s",
+        metadata_json=f'{{"speaker": "{speaker}"}}',
+        turn=turn,
+    )
+
+
+def test_rank_truncates_each_list_to_the_depth_and_boosts() -> None:
+    rows = {"a": _row("a", 1, "Mel"), "b": _row("b", 5, "Jon"), "c": _row("c", 9, "Mel")}
+    cands = study.Candidates(
+        conversation="c1",
+        qa=QA(question="what did Jon paint?", category=4, evidence=("D1:2",)),
+        fts=(("a", 2.0), ("b", 1.0), ("c", 0.5)),
+        vec=(("a", 0.9), ("c", 0.8), ("b", 0.1)),
+        rows=rows,
+        dia={"a": "D1:1", "b": "D1:2", "c": "D1:3"},
+    )
+
+    def params(depth: int, speaker: float) -> study.Params:
+        return study.Params(depth=depth, session_boost=0, neighbour_boost=0, speaker_boost=speaker)
+
+    # depth 3: a = 1; b = 0.5 * (1 - 0.5) / 1.5 = 0.167; c = 0.5 * (0.8 - 0.1) / 0.8 = 0.4375
+    assert study.rank(cands, params(3, 0)) == ("D1:1", "D1:3", "D1:2")
+    assert study.rank(cands, params(1, 0)) == ("D1:1",)  # only the top 1 of each list
+    assert study.rank(cands, params(3, 3.0))[0] == "D1:1"  # b: 0.167 * 4 < 1
+    assert study.rank(cands, params(3, 9.0))[0] == "D1:2"  # b: 0.167 * 10 > 1
