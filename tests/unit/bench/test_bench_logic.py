@@ -71,12 +71,13 @@ def test_parse_variant() -> None:
 def test_engine_defaults_reset_every_engine_setting() -> None:
     assert quality.engine_defaults() == {  # MemorySettings defaults
         "rrfK": 60,
-        "rrfDepth": 50,
+        "rrfDepth": 100,
         "fusion": "score",
         "sessionBoost": 0.3,
         "neighbourBoost": 0.3,
         "ftsWeight": 0.5,
         "vecWeight": 0.5,
+        "speakerBoost": 0.6,
     }
 
 
