@@ -25,7 +25,7 @@ from shared.bus.provision import ensure_streams
 from shared.codec import encode
 from shared.schemas import ChatEvent, ChatMessage
 from shared.settings.env import NatsConfig
-from shared.subjects import CHAT_EVENTS, MSG_ID_HEADER
+from shared.subjects import CHAT_EVENTS, MSG_ID_HEADER, chat_msg_id
 
 
 def bench_events(n: int, owners: int = 50) -> list[ChatEvent]:
@@ -53,7 +53,8 @@ async def run_ingest_bench(n: int, log: Callable[[str], None]) -> dict[str, Any]
         await ensure_streams(js, NatsConfig())
         t0 = time.monotonic()
         for e in events:
-            await js.publish(CHAT_EVENTS, encode(e), headers={MSG_ID_HEADER: e.event_id})
+            data = encode(e)
+            await js.publish(CHAT_EVENTS, data, headers={MSG_ID_HEADER: chat_msg_id(e.owner, e.event_id, data)})
         publish_s = time.monotonic() - t0
         await nc.close()
         log(f"published {n} events in {publish_s:.1f} s; starting ingest + extract")

@@ -12,9 +12,11 @@ owner-bound user (``memoryd credentials add-client NAME --owner O``) uses its ow
 subjects, and acting for another owner raises ``Forbidden``.
 
 ``publish_chat`` validates the event as the service will, refuses oversize ones
-(``TooLarge``) and publishes to JetStream with ``Nats-Msg-Id`` = the event id, so a
-retried publish is stored once. Every other call is an RPC that returns the result
-Struct or raises the typed error (``NotFound``, ``ValidationFailed``, ``Forbidden``, ...).
+(``TooLarge``) and publishes to JetStream with a ``Nats-Msg-Id`` made of the owner, the
+event id and a digest of the event (``shared.subjects.chat_msg_id``), so a retried publish
+is stored once and no other owner's id can suppress it. Every other call is an RPC that
+returns the result Struct or raises the typed error (``NotFound``, ``ValidationFailed``,
+``Forbidden``, ...).
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ from shared.schemas.ops import (
 )
 from shared.schemas.retrieval import InjectRequest, InjectResult, RetrieveRequest, RetrieveResult
 from shared.settings.env import NatsConfig
-from shared.subjects import MSG_ID_HEADER, rpc_subject
+from shared.subjects import MSG_ID_HEADER, chat_msg_id, rpc_subject
 
 #: Imports are sent in requests of at most this many bytes of lines (well under the payload limit).
 IMPORT_CHUNK_BYTES = 2 * 1024 * 1024
@@ -216,7 +218,7 @@ class MemoryClient:
         async def send(subject: str) -> None:
             try:
                 await self.nc.jetstream().publish(
-                    subject, data, headers={MSG_ID_HEADER: event.event_id}, timeout=self.timeout
+                    subject, data, headers={MSG_ID_HEADER: chat_msg_id(owner, event.event_id, data)}, timeout=self.timeout
                 )
             except (nats.errors.Error, TimeoutError) as exc:
                 raise DependencyDown(f"cannot publish to {subject}: {type(exc).__name__}: {exc}") from exc

@@ -2,7 +2,9 @@
 
 Decoding failures become ``ValidationFailed`` carrying msgspec's path (e.g.
 ``Expected `str`, got `int` - at `$.messages[0].content```), and oversize payloads
-become ``TooLarge``.
+become ``TooLarge``. JSON nested deeper than ``MAX_JSON_DEPTH`` is refused before
+msgspec sees it (msgspec raises ``RecursionError`` on deep nesting, which no caller
+expects); ``decode`` lets no other exception out.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import msgspec
 from .errors import TooLarge, ValidationFailed
 from .schemas import RPC_OPS, Wire
 from .schemas.base import MAX_PAYLOAD_BYTES
+from .schemas.depth import MAX_JSON_DEPTH, json_depth_exceeds
 from .schemas.events import Activity, ChatEvent, DeadLetter, EmbedJob, ExtractJob, SleepRun
 from .schemas.ops import HealthRequest, HealthResult, RpcError
 
@@ -36,15 +39,19 @@ def _decoder(tp: Any) -> msgspec.json.Decoder[Any]:
 
 
 def decode(data: bytes | str, tp: type[T], *, max_bytes: int = MAX_PAYLOAD_BYTES) -> T:
-    """Decode ``data`` as ``tp``; raise ``TooLarge`` or ``ValidationFailed``."""
+    """Decode ``data`` as ``tp``; raise ``TooLarge`` or ``ValidationFailed``, never anything else."""
     if len(data) > max_bytes:
         raise TooLarge(f"payload is {len(data)} bytes; the limit is {max_bytes}")
+    if json_depth_exceeds(data):
+        raise ValidationFailed(f"JSON nests deeper than {MAX_JSON_DEPTH} levels (or its brackets do not pair up)")
     try:
         return _decoder(tp).decode(data)  # type: ignore[arg-type]
     except msgspec.ValidationError as exc:
         raise ValidationFailed(str(exc)) from exc
     except msgspec.DecodeError as exc:
         raise ValidationFailed(f"malformed JSON: {exc}") from exc
+    except (RecursionError, MemoryError, ValueError, TypeError) as exc:  # msgspec's own limits
+        raise ValidationFailed(f"undecodable payload: {type(exc).__name__}") from exc
 
 
 def decode_reply(data: bytes, result: type[T]) -> T | RpcError:

@@ -6,6 +6,7 @@ request with a PubAck before the service does.
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 PREFIX = "mem.v1"
@@ -118,6 +119,18 @@ MSG_ID_HEADER = "Nats-Msg-Id"
 REQUEST_ID_HEADER = "x-request-id"
 NO_MEMORY_HEADER = "x-memory-no-memory"
 REQUEST_ID_HEADER = "x-request-id"  # an RPC's request id, echoed in its reply and logs
+
+
+def chat_msg_id(owner: str, event_id: str, payload: bytes) -> str:
+    """``Nats-Msg-Id`` of a chat event: ``chat:<owner>:<event_id>:<digest>``.
+
+    ``MEM_EVENTS``' duplicate window spans every owner, so the bare event id would let one
+    owner's id (colliding or guessed) turn another owner's event into a silent duplicate.
+    The owner namespaces the id, and the digest of the encoded event makes a suppressing
+    id unguessable without the exact payload; a retried publish of the same event encodes
+    to the same bytes, so it is still deduplicated.
+    """
+    return f"chat:{owner}:{event_id}:{hashlib.sha256(payload).hexdigest()[:32]}"
 
 
 def embed_msg_id(memory_id: str, content_hash: str) -> str:

@@ -101,6 +101,7 @@ async def setup(ctx: ServiceContext) -> None:
         ctx.closers.append(llm.close)
     lifecycle = LifecycleApi(stores, vectors.pgvector, publisher, cache.get, llm)
     await ctx.rpc.add(RPC_OPS["memory.restore"], lifecycle.restore)
+    await ctx.rpc.add(RPC_OPS["admin.memory.restore"], lifecycle.admin_restore)
     await ctx.rpc.add(RPC_OPS["summarize"], lifecycle.summarize)
     await ctx.rpc.add(RPC_OPS["cleanup"], lifecycle.cleanup)
     settings_api = SettingsApi(ctx.db, ctx.nc, EngineChoice(embedding=own.embedding, qdrant=ctx.config.qdrant))

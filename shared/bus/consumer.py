@@ -1,17 +1,21 @@
 """The pull-consumer loop shared by every JetStream stage.
 
 Policy, per message:
-- undecodable or invalid payload -> a ``DeadLetter`` on ``mem.v1.dlq.<stage>``, then
-  ``term`` (it can never succeed);
+- undecodable or invalid payload (whatever the decoder raised) -> a ``DeadLetter`` on
+  ``mem.v1.dlq.<stage>`` with the error, then ``term`` (it can never succeed); when even
+  the dead letter cannot be published the message is ``nak``ed, never dropped;
 - handler succeeded -> ``ack`` (handlers commit before they return, so an acked
   message is durable);
 - transient failure (NATS/Postgres/embedder down) -> ``nak`` with exponential backoff
   (or the error's own ``retry_after_s``), never dead-lettered: an outage must not throw
   events away;
+- a typed 4xx error from the handler (``ValidationFailed``, ``TooLarge``, ``Forbidden``):
+  the message itself is refused, so the DLQ with the error at once, and ``term``;
 - any other failure -> ``nak`` with backoff until delivery ``max_deliver``, then the
   DLQ with the error and ``term``.
 While a handler runs, ``in_progress`` is sent every third of ``ack_wait`` so long
-work is not redelivered under it.
+work is not redelivered under it. No message can stop the loop: a failure while
+processing one is logged and counted, and the loop fetches the next batch.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from .. import subjects as s
 from ..codec import decode, encode
-from ..errors import DependencyDown, TooLarge, ValidationFailed
+from ..errors import DependencyDown, MemorydError, TooLarge, ValidationFailed
 from ..observability.logging import get_logger
 from ..observability.metrics import DLQ_MESSAGES, JOB_SECONDS, JOBS, QUEUE_LAG
 from ..schemas import DeadLetter
@@ -172,7 +176,11 @@ class PullConsumer(Generic[T]):
                 await asyncio.sleep(1.0)
                 continue
             if msgs:
-                await asyncio.gather(*(self.process(m) for m in msgs))
+                outcomes = await asyncio.gather(*(self.process(m) for m in msgs), return_exceptions=True)
+                for outcome in outcomes:
+                    if isinstance(outcome, Exception):
+                        log.error("consumer.process_failed", stage=spec.stage, exc_info=outcome)
+                        JOBS.labels(spec.stage, "process_failed").inc()
             if time.monotonic() - last_lag > 5.0:
                 last_lag = time.monotonic()
                 with contextlib.suppress(Exception):
@@ -188,10 +196,9 @@ class PullConsumer(Generic[T]):
         deliveries = msg.metadata.num_delivered
         try:
             value = decode(msg.data, self._tp)
-        except (ValidationFailed, TooLarge) as exc:
-            await self._dead_letter(msg, deliveries, f"{exc.err_code}: {exc.description}")
-            await msg.term()
-            JOBS.labels(spec.stage, "invalid").inc()
+        except Exception as exc:  # decode raises only typed errors; anything else is poison too
+            error = f"{exc.err_code}: {exc.description}" if isinstance(exc, ValidationFailed | TooLarge) else repr(exc)
+            await self._reject(msg, deliveries, error[:4000])
             return
         keepalive = asyncio.create_task(self._keepalive(msg))
         try:
@@ -205,6 +212,19 @@ class PullConsumer(Generic[T]):
             keepalive.cancel()
             JOB_SECONDS.labels(spec.stage).observe(time.perf_counter() - started)
 
+    async def _reject(self, msg: Msg, deliveries: int, error: str) -> None:
+        """A payload that can never be handled: dead-letter it with its error, then ``term``."""
+        spec = self._spec
+        try:
+            await self._dead_letter(msg, deliveries, error)
+        except Exception as exc:  # JetStream down: keep the message for a later delivery
+            log.warning("consumer.dead_letter_failed", stage=spec.stage, error=str(exc) or type(exc).__name__)
+            await msg.nak(delay=backoff_s(deliveries))
+            return
+        log.warning("consumer.invalid", stage=spec.stage, deliveries=deliveries, error=error[:200])
+        await msg.term()
+        JOBS.labels(spec.stage, "invalid").inc()
+
     async def _failed(self, msg: Msg, deliveries: int, exc: BaseException) -> None:
         spec = self._spec
         error = f"{type(exc).__name__}: {exc}"
@@ -213,7 +233,7 @@ class PullConsumer(Generic[T]):
             retry_after = getattr(exc, "retry_after_s", None)
             await msg.nak(delay=retry_after if isinstance(retry_after, float) else backoff_s(deliveries))
             JOBS.labels(spec.stage, "retry_transient").inc()
-        elif deliveries >= spec.max_deliver:
+        elif (isinstance(exc, MemorydError) and 400 <= exc.code < 500) or deliveries >= spec.max_deliver:
             log.error("consumer.dead_letter", stage=spec.stage, deliveries=deliveries, error=error)
             await self._dead_letter(msg, deliveries, error)
             await msg.term()

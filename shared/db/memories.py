@@ -15,6 +15,7 @@ from typing import Any, TypeAlias
 
 import asyncpg
 
+from ..errors import Forbidden
 from ..schemas.memory import DeletionReceipt, MemoryRecord
 
 #: The columns of a full ``MemoryRecord``, in SELECT form.
@@ -115,6 +116,7 @@ async def upsert_by_key(
     metadata: dict[str, Any] | None = None,
     scope: str = "apiKey",
     expires_at: datetime | None = None,
+    operator: bool = False,
 ) -> tuple[MemoryRecord, bool, bool]:
     """Insert, or update the owner's memory with this key, merging metadata.
 
@@ -123,6 +125,8 @@ async def upsert_by_key(
     first ``extracted_at`` and kept by every later upsert (a row written before this key
     existed takes its stored ``extracted_at``). Returns ``(record, created, content_changed)``;
     a changed content sets ``needs_reindex`` (the caller publishes an ``EmbedJob``).
+    A global-scope memory is changed only by an ``operator`` write (which also sets the
+    scope it names); any other write to its key raises ``Forbidden`` and changes nothing.
     """
     digest = content_hash(content)
     row = await conn.fetchrow(
@@ -146,7 +150,9 @@ async def upsert_by_key(
             content_hash = EXCLUDED.content_hash,
             updated_at = now(),
             needs_reindex = memories.needs_reindex OR memories.content_hash <> EXCLUDED.content_hash,
-            state = CASE WHEN memories.content_hash <> EXCLUDED.content_hash THEN 'active' ELSE memories.state END
+            state = CASE WHEN memories.content_hash <> EXCLUDED.content_hash THEN 'active' ELSE memories.state END,
+            scope = CASE WHEN $12 THEN EXCLUDED.scope ELSE memories.scope END
+        WHERE $12 OR memories.scope <> 'global'
         RETURNING {COLUMNS}, (SELECT content_hash FROM prev) AS prev_hash
         """,
         new_id(),
@@ -160,8 +166,10 @@ async def upsert_by_key(
         scope,
         expires_at,
         digest,
+        operator,
     )
-    assert row is not None
+    if row is None:
+        raise Forbidden(f"key {key!r} belongs to a global memory: only an operator changes it")
     prev = row["prev_hash"]
     return to_record(row), prev is None, prev is not None and prev != digest
 

@@ -28,6 +28,10 @@ RPC_OPS: dict[str, RpcOp] = {
         RpcOp("memory.create", m.MemoryCreateRequest, m.MemoryCreateResult, "ingest"),
         # operator only (NATS permissions): the one way to create scope=global memories
         RpcOp("admin.memory.create", m.MemoryCreateRequest, m.MemoryCreateResult, "ingest"),
+        # operator only, like admin.memory.create: the only writes that may touch a global memory
+        RpcOp("admin.memory.update", m.MemoryUpdateRequest, m.MemoryUpdateResult, "ingest"),
+        RpcOp("admin.memory.restore", m.MemoryRestoreRequest, m.MemoryRestoreResult, "ingest"),
+        RpcOp("admin.memory.import", m.MemoryImportRequest, m.MemoryImportResult, "ingest"),
         RpcOp("memory.get", m.MemoryGetRequest, m.MemoryGetResult, "ingest"),
         RpcOp("memory.update", m.MemoryUpdateRequest, m.MemoryUpdateResult, "ingest"),
         RpcOp("memory.delete", m.MemoryDeleteRequest, m.MemoryDeleteResult, "ingest"),

@@ -1,7 +1,8 @@
 """Postgres writes of one extract job: fact upserts, entities and mentions, the run record.
 
 All functions take the job's connection so the handler runs them in one transaction.
-Facts go through ``shared.db.memories.upsert_by_key`` (one rule for every keyed write);
+Facts go through ``shared.db.memories.upsert_by_key`` (one rule for every keyed write; a
+fact whose key is a global memory's is skipped);
 rows are written in key / name order so concurrent jobs of one owner lock in the same
 order. Entity mentions are inserted only for memories of the same owner, and the
 ``mentions`` counter grows only by mention rows that are new, so a redelivered job
@@ -19,6 +20,7 @@ import asyncpg
 
 from services.extract.logic.entities import Entity
 from shared.db import memories
+from shared.errors import Forbidden
 
 _KIND_RANK = {"thing": 0, "person": 1, "tech": 2}
 
@@ -51,16 +53,19 @@ async def upsert_facts(
 ) -> list[StoredFact]:
     stored: list[StoredFact] = []
     for fact in sorted(facts, key=lambda f: f.key):
-        record, created, changed = await memories.upsert_by_key(
-            conn,
-            owner=owner,
-            key=fact.key,
-            memory_type=fact.memory_type,
-            content=fact.content,
-            source=fact.source,
-            session_id=session_id,
-            metadata=fact.metadata,
-        )
+        try:
+            record, created, changed = await memories.upsert_by_key(
+                conn,
+                owner=owner,
+                key=fact.key,
+                memory_type=fact.memory_type,
+                content=fact.content,
+                source=fact.source,
+                session_id=session_id,
+                metadata=fact.metadata,
+            )
+        except Forbidden:  # the key is an operator's global memory: a chat turn never changes it
+            continue
         stored.append(
             StoredFact(
                 memory_id=record.id,

@@ -13,9 +13,11 @@ from typing import Any, Literal
 
 import asyncpg
 
-from services.ingest.logic.chat import import_id, like_pattern, record_differs, utc
+from services.ingest.logic.chat import GLOBAL_REFUSED, like_pattern, utc
+from services.ingest.logic.imports import import_id, record_differs
 from shared.db import memories
 from shared.db.memories import COLUMNS, content_hash, to_record
+from shared.errors import Forbidden
 from shared.schemas.memory import MemoryRecord
 
 
@@ -92,20 +94,23 @@ async def update_memory(
     metadata: dict[str, Any] | None,
     expires_at: datetime | None,
     session_id: str | None,
+    operator: bool = False,
 ) -> tuple[MemoryRecord, bool] | None:
     """Change the given fields; ``(record, content_changed)`` or None when absent.
 
     A content change keeps the old text in ``content_history``, sets ``needs_reindex``
-    and makes a demoted memory active again.
+    and makes a demoted memory active again. A global memory changes only for an ``operator``.
     """
     async with conn.transaction():
         current = await conn.fetchrow(
-            "SELECT content, content_hash FROM memories WHERE owner = $1 AND id = $2 FOR UPDATE",
+            "SELECT content, content_hash, scope FROM memories WHERE owner = $1 AND id = $2 FOR UPDATE",
             owner,
             uuid.UUID(memory_id),
         )
         if current is None:
             return None
+        if current["scope"] == "global" and not operator:
+            raise Forbidden(f"memory {memory_id} is global: {GLOBAL_REFUSED}")
         digest = content_hash(content) if content is not None else None
         changed = digest is not None and digest != current["content_hash"]
         if changed:
@@ -179,7 +184,7 @@ ImportStatus = Literal["imported", "updated", "unchanged"]
 
 
 class KeyTaken(Exception):
-    """The record's key belongs to another of the owner's memories."""
+    """The record's key belongs to another of the owner's memories (or to a global one)."""
 
 
 async def _owner_of(conn: asyncpg.Connection, memory_id: uuid.UUID) -> str | None:
@@ -188,12 +193,13 @@ async def _owner_of(conn: asyncpg.Connection, memory_id: uuid.UUID) -> str | Non
 
 
 async def import_record(
-    conn: asyncpg.Connection, owner: str, rec: MemoryRecord
+    conn: asyncpg.Connection, owner: str, rec: MemoryRecord, *, operator: bool = False
 ) -> tuple[ImportStatus, MemoryRecord, bool]:
     """Write one imported record for ``owner`` (never another owner): ``(status, stored, reembed)``.
 
     Matched by id, else by key; a record whose id belongs to another owner gets a stable
     id of its own (``logic.import_id``), so importing the same file twice changes nothing.
+    A record matching a global memory changes it only for an ``operator`` (else ``KeyTaken``).
     """
     target = uuid.UUID(rec.id)
     holder = await _owner_of(conn, target)
@@ -206,6 +212,8 @@ async def import_record(
     if existing is not None:
         if not record_differs(existing, rec):
             return "unchanged", existing, False
+        if existing.scope == "global" and not operator:
+            raise KeyTaken(f"memory {existing.id} is global: {GLOBAL_REFUSED}")
         if rec.key is not None:
             other = await conn.fetchval(
                 "SELECT id FROM memories WHERE owner = $1 AND key = $2 AND id <> $3",

@@ -18,7 +18,7 @@ import msgspec
 
 from services.ingest.adapters.nats import Embed, Publisher
 from services.ingest.adapters.stores import MemoryStores
-from services.ingest.logic.chat import check_text
+from services.ingest.logic.chat import GLOBAL_REFUSED, check_text
 from services.ingest.logic.lifecycle import (
     Candidate,
     condensed_summary,
@@ -28,7 +28,7 @@ from services.ingest.logic.lifecycle import (
     tokens_of,
 )
 from shared.db import memories
-from shared.errors import Conflict, NotFound
+from shared.errors import Conflict, Forbidden, NotFound
 from shared.llm import LlmClient
 from shared.observability.logging import get_logger
 from shared.schemas.memory import (
@@ -72,11 +72,20 @@ class LifecycleApi:
 
     # --- restore ----------------------------------------------------------------------------
     async def restore(self, req: MemoryRestoreRequest) -> MemoryRestoreResult:
-        """A summary or archived memory gets its original content back, active, re-embedded."""
+        """A summary or archived memory gets its original content back, active, re-embedded
+        (a global one only on the operator's ``admin.memory.restore``: 403 here)."""
+        return await self._restore(req, operator=False)
+
+    async def admin_restore(self, req: MemoryRestoreRequest) -> MemoryRestoreResult:
+        return await self._restore(req, operator=True)
+
+    async def _restore(self, req: MemoryRestoreRequest, *, operator: bool) -> MemoryRestoreResult:
         async with self._pool.acquire() as conn, conn.transaction():
             current = await memories.get(conn, req.owner, req.id)
             if current is None:
                 raise NotFound(f"memory {req.id} not found")
+            if current.scope == "global" and not operator:
+                raise Forbidden(f"memory {req.id} is global: {GLOBAL_REFUSED}")
             if current.state == "active":
                 raise Conflict(f"memory {req.id} is already active")
             original = current.full_content if current.full_content is not None else current.content

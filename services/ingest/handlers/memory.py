@@ -1,8 +1,11 @@
 """The memory API (``memory.*`` RPCs): decoded request in, result out.
 
 Every operation is scoped to the request's ``owner``: another owner's memory id is
-404, exactly like an id that does not exist. Writes publish an ``EmbedJob`` when a
-memory is new or its content changed, and record ``api`` activity, after the commit.
+404, exactly like an id that does not exist. A global-scope memory is written only on the
+operator's subjects (``admin.memory.create|update|import``; NATS permissions keep them from
+clients): on the client subjects ``scope=global``, or a change to a global memory, is 403.
+Writes publish an ``EmbedJob`` when a memory is new or its content changed, and record
+``api`` activity, after the commit.
 """
 
 from __future__ import annotations
@@ -14,7 +17,16 @@ import msgspec
 from services.ingest.adapters import postgres as crud
 from services.ingest.adapters.nats import Embed, Publisher
 from services.ingest.adapters.stores import MemoryStores
-from services.ingest.logic.chat import check_expiry, check_text, hit_rate, page_offset, parse_import
+from services.ingest.logic.chat import (
+    GLOBAL_REFUSED,
+    MAX_MEMORY_METADATA_BYTES,
+    check_expiry,
+    check_metadata,
+    check_text,
+    hit_rate,
+    page_offset,
+)
+from services.ingest.logic.imports import parse_import
 from shared.bus.rpc import RpcServer
 from shared.db import memories
 from shared.errors import Forbidden, NotFound, ValidationFailed
@@ -67,25 +79,31 @@ class MemoryApi:
             ("admin.memory.create", self.admin_create),
             ("memory.get", self.get),
             ("memory.update", self.update),
+            ("admin.memory.update", self.admin_update),
             ("memory.delete", self.delete),
             ("memory.list", self.list),
             ("memory.stats", self.stats),
             ("memory.clear", self.clear),
             ("memory.export", self.export),
             ("memory.import", self.import_),
+            ("admin.memory.import", self.admin_import),
         ):
             await rpc.add(RPC_OPS[name], handler)
 
     async def create(self, req: MemoryCreateRequest) -> MemoryCreateResult:
         """Owner memories; ``scope=global`` is refused here (403): see ``admin_create``."""
         if req.scope == "global":
-            raise Forbidden("global memories are created by an operator on mem.v1.rpc.admin.memory.create")
-        return await self.admin_create(req)
+            raise Forbidden(GLOBAL_REFUSED)
+        return await self._create(req, operator=False)
 
     async def admin_create(self, req: MemoryCreateRequest) -> MemoryCreateResult:
         """Operator-only subject (NATS permissions): may also create ``scope=global`` memories,
         which every owner's retrieval sees and no owner's sleep run modifies."""
+        return await self._create(req, operator=True)
+
+    async def _create(self, req: MemoryCreateRequest, *, operator: bool) -> MemoryCreateResult:
         check_text({"content": req.content, "key": req.key, "session_id": req.session_id, "metadata": req.metadata})
+        check_metadata(req.metadata, MAX_MEMORY_METADATA_BYTES)
         expires_at = check_expiry(req.expires_at, datetime.now(UTC))
         if req.scope == "session" and req.session_id is None:
             raise ValidationFailed("scope 'session' needs a session_id - at `$.session_id`")
@@ -101,6 +119,7 @@ class MemoryApi:
                 metadata=req.metadata,
                 scope=req.scope,
                 expires_at=expires_at,
+                operator=operator,
             )
         else:
             record = await memories.insert(
@@ -129,7 +148,16 @@ class MemoryApi:
         return MemoryGetResult(memory=record)
 
     async def update(self, req: MemoryUpdateRequest) -> MemoryUpdateResult:
+        """A global memory is 403 here: see ``admin_update``."""
+        return await self._update(req, operator=False)
+
+    async def admin_update(self, req: MemoryUpdateRequest) -> MemoryUpdateResult:
+        """Operator-only subject: may also change a global memory."""
+        return await self._update(req, operator=True)
+
+    async def _update(self, req: MemoryUpdateRequest, *, operator: bool) -> MemoryUpdateResult:
         check_text({"content": req.content, "session_id": req.session_id, "metadata": req.metadata})
+        check_metadata(req.metadata, MAX_MEMORY_METADATA_BYTES)
         expires_at = check_expiry(req.expires_at, datetime.now(UTC))
         async with self._pool.acquire() as conn:
             done = await crud.update_memory(
@@ -141,6 +169,7 @@ class MemoryApi:
                 metadata=req.metadata,
                 expires_at=expires_at,
                 session_id=req.session_id,
+                operator=operator,
             )
         if done is None:
             raise NotFound(f"memory {req.id} not found")
@@ -224,8 +253,16 @@ class MemoryApi:
         return MemoryExportResult(lines=text, count=len(lines), next_after_id=next_after)
 
     async def import_(self, req: MemoryImportRequest) -> MemoryImportResult:
-        """All or nothing: a bad line (reported by number) means nothing is written."""
-        parsed, errors = parse_import(req.lines)
+        """All or nothing: a bad line (reported by number) means nothing is written; a
+        ``scope=global`` line, or one that would change a global memory, is a bad line here."""
+        return await self._import(req, operator=False)
+
+    async def admin_import(self, req: MemoryImportRequest) -> MemoryImportResult:
+        """Operator-only subject: lines may be (or change) global memories."""
+        return await self._import(req, operator=True)
+
+    async def _import(self, req: MemoryImportRequest, *, operator: bool) -> MemoryImportResult:
+        parsed, errors = parse_import(req.lines, datetime.now(UTC), operator=operator)
         if errors:
             return MemoryImportResult(imported=0, updated=0, unchanged=0, errors=errors)
         counts = {"imported": 0, "updated": 0, "unchanged": 0}
@@ -236,7 +273,7 @@ class MemoryApi:
                 failed: list[ImportLineError] = []
                 for number, rec in parsed:
                     try:
-                        status, stored, reembed = await crud.import_record(conn, req.owner, rec)
+                        status, stored, reembed = await crud.import_record(conn, req.owner, rec, operator=operator)
                     except crud.KeyTaken as exc:
                         failed.append(ImportLineError(line=number, error=str(exc)))
                         continue

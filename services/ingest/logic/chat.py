@@ -1,6 +1,6 @@
 """Pure ingest rules (no I/O): which turns of a chat event are stored and how, the
-opt-out header, text checks Postgres needs, extract-job splitting, list paging and the
-import-line checks.
+opt-out header, text checks Postgres needs, size and clock limits, extract-job splitting
+and list paging (import lines: ``logic.imports``).
 
 Everything the chat consumer and the memory API decide without a database lives here
 so it is tested without NATS or Postgres.
@@ -9,8 +9,6 @@ so it is tested without NATS or Postgres.
 from __future__ import annotations
 
 import hashlib
-import re
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -18,10 +16,9 @@ from typing import Any
 
 import msgspec
 
-from shared.errors import Forbidden, ValidationFailed
-from shared.schemas.base import MAX_CONTENT_CHARS, MAX_KEY_LEN, MEMORY_TYPES, Role
+from shared.errors import Forbidden, TooLarge, ValidationFailed
+from shared.schemas.base import MAX_CONTENT_CHARS, Role
 from shared.schemas.events import ChatEvent, ExtractJob, Turn, other_parts
-from shared.schemas.memory import ImportLineError, MemoryRecord
 from shared.subjects import CHAT_EVENTS, NO_MEMORY_HEADER
 
 #: Header values that opt a request out of memory (case-insensitive).
@@ -30,9 +27,14 @@ NO_MEMORY_VALUES = frozenset({"true", "1", "yes"})
 EXTRACT_TAIL_BYTES = 64 * 1024
 #: An ExtractJob larger than this is split into parts (each published on its own).
 MAX_EXTRACT_JOB_BYTES = 1024 * 1024
-#: Namespace of the ids given to imported records whose id belongs to another owner.
-IMPORT_NAMESPACE = uuid.UUID("6d656d6f-7279-6400-8000-696d706f7274")
-_UUID = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
+#: Encoded size limits of metadata: an event's (copied into each of its stored turns) and any
+#: one memory's (API writes, imports, stored turns). With at most 1,000 turns per event, the
+#: metadata one event can write is bounded by about 1,000 x (MAX_EVENT_METADATA_BYTES + ours).
+MAX_EVENT_METADATA_BYTES = 8 * 1024
+MAX_MEMORY_METADATA_BYTES = 16 * 1024
+#: How far ahead of this service's clock a timestamp may be (clock skew between machines).
+MAX_CLOCK_SKEW = timedelta(minutes=5)
+GLOBAL_REFUSED = "global memories are written by an operator on mem.v1.rpc.admin.memory.*"
 
 
 # --- headers and text ------------------------------------------------------------------------
@@ -71,6 +73,15 @@ def check_text(fields: Mapping[str, Any]) -> None:
             raise ValidationFailed(f"text contains a NUL character (U+0000) - at `{found}`")
 
 
+def check_metadata(metadata: Mapping[str, Any] | None, limit: int, path: str = "$.metadata") -> None:
+    """Raise ``TooLarge`` when ``metadata`` encodes to more than ``limit`` bytes."""
+    if not metadata:
+        return
+    size = len(msgspec.json.encode(metadata))
+    if size > limit:
+        raise TooLarge(f"metadata is {size} bytes; the limit is {limit} - at `{path}`")
+
+
 def check_subject_owner(subject: str, owner: str) -> None:
     """An event on an owner-bound subject (``mem.v1.events.chat.<owner>``) must be that owner's:
     NATS permissions let a bound client publish only there, so it cannot act for another owner."""
@@ -80,7 +91,8 @@ def check_subject_owner(subject: str, owner: str) -> None:
 
 
 def check_event(event: ChatEvent) -> None:
-    """What decoding cannot check: text Postgres would reject."""
+    """What decoding cannot check: text Postgres would reject, and the metadata size limit."""
+    check_metadata(event.metadata, MAX_EVENT_METADATA_BYTES)
     check_text(
         {
             "session_id": event.session_id,
@@ -149,15 +161,23 @@ def clip_tail_bytes(text: str, max_bytes: int = EXTRACT_TAIL_BYTES) -> str:
     return data[-max_bytes:].decode("utf-8", "ignore")
 
 
-def plan_turns(event: ChatEvent) -> list[PlannedTurn]:
+def not_after(ts: datetime, now: datetime) -> datetime:
+    """``ts`` as UTC, moved back to ``now`` when it lies more than ``MAX_CLOCK_SKEW`` ahead."""
+    when = utc(ts)
+    return now if when > now + MAX_CLOCK_SKEW else when
+
+
+def plan_turns(event: ChatEvent, now: datetime | None = None) -> list[PlannedTurn]:
     """The event's distinct turns by (role, text hash), first occurrence kept.
 
     A message's text is its string content, or the text parts of a content-part array
     joined; a message with no text (an image alone) is not a turn. ``created_at`` is the
     event's ``occurred_at`` plus the turn's index in microseconds, so turns of one event
-    keep their order when sorted by time.
+    keep their order when sorted by time. An ``occurred_at`` in the future (past the clock
+    skew allowed) counts as ``now``: a client's clock cannot keep its turns first for the
+    ``recent`` strategy.
     """
-    base = utc(event.occurred_at)
+    base = not_after(event.occurred_at, now or datetime.now(UTC))
     seen: set[tuple[str, str]] = set()
     out: list[PlannedTurn] = []
     for i, msg in enumerate(event.messages):
@@ -258,65 +278,6 @@ def like_pattern(text: str) -> str:
     """A LIKE pattern matching ``text`` literally anywhere (``%``, ``_`` and ``\\`` escaped)."""
     escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
-
-
-# --- import ----------------------------------------------------------------------------------
-_record_decoder = msgspec.json.Decoder(MemoryRecord)
-
-
-def _check_record(rec: MemoryRecord) -> str | None:
-    if not _UUID.match(rec.id):
-        return f"id {rec.id!r} is not a UUID - at `$.id`"
-    if not rec.content.strip():
-        return "content is empty or whitespace - at `$.content`"
-    if len(rec.content) > MAX_CONTENT_CHARS:
-        return f"content has {len(rec.content)} characters; the limit is {MAX_CONTENT_CHARS} - at `$.content`"
-    if rec.key is not None and (not rec.key.strip() or len(rec.key) > MAX_KEY_LEN):
-        return f"key must be 1..{MAX_KEY_LEN} characters and not blank - at `$.key`"
-    if rec.session_id is not None and not 1 <= len(rec.session_id) <= 256:
-        return "session_id must be 1..256 characters - at `$.session_id`"
-    if rec.memory_type not in MEMORY_TYPES:  # pragma: no cover - the decoder checks the Literal
-        return f"unknown memory_type {rec.memory_type!r}"
-    found = find_nul(msgspec.to_builtins(rec))
-    if found:
-        return f"text contains a NUL character (U+0000) - at `{found}`"
-    return None
-
-
-def parse_import(lines: str) -> tuple[list[tuple[int, MemoryRecord]], list[ImportLineError]]:
-    """Decode and check every non-blank line; line numbers are 1-based."""
-    records: list[tuple[int, MemoryRecord]] = []
-    errors: list[ImportLineError] = []
-    for number, line in enumerate(lines.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rec = _record_decoder.decode(line)
-        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-            errors.append(ImportLineError(line=number, error=str(exc)))
-            continue
-        problem = _check_record(rec)
-        if problem:
-            errors.append(ImportLineError(line=number, error=problem))
-        else:
-            records.append((number, rec))
-    return records, errors
-
-
-def import_id(owner: str, record_id: str) -> uuid.UUID:
-    """The id an imported record gets when its own id belongs to another owner (stable)."""
-    return uuid.uuid5(IMPORT_NAMESPACE, f"{owner}:{uuid.UUID(record_id)}")
-
-
-#: Fields an import compares to decide "unchanged" (owner, source and timestamps excluded).
-_COMPARED = ("content", "memory_type", "key", "session_id", "metadata", "scope", "state", "full_content")
-
-
-def record_differs(existing: MemoryRecord, incoming: MemoryRecord) -> bool:
-    if any(getattr(existing, f) != getattr(incoming, f) for f in _COMPARED):
-        return True
-    a, b = existing.expires_at, incoming.expires_at
-    return (a is None) != (b is None) or (a is not None and b is not None and utc(a) != utc(b))
 
 
 # --- activity --------------------------------------------------------------------------------

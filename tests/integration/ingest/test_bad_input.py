@@ -90,15 +90,16 @@ async def test_bad_chat_events_are_dead_lettered_and_write_nothing(
     assert [r["content"] for r in await turns(pool, owner)] == ["still here"]
 
 
-async def test_nul_in_a_chat_event_is_retried_then_dead_lettered(
+async def test_nul_in_a_chat_event_is_dead_lettered_at_once(
     ingest: ServiceContext, nc: Client, pool: asyncpg.Pool, owner: str
 ) -> None:
-    """Decodes fine, but PostgreSQL cannot store U+0000: a handler error, DLQ after max_deliver (2)."""
+    """Decodes fine, but PostgreSQL cannot store U+0000: a typed refusal, so the DLQ on the first
+    delivery (retrying cannot help)."""
     state = await snapshot(pool)
     event = chat(owner, ("user", "fine"), ("user", "nul \x00 inside"), event_id="nul")
     await publish(nc, event, "nul")
     [letter] = await eventually(lambda: dead_letters(nc), timeout=30, what="dead letter")
-    assert letter.deliveries == 2
+    assert letter.deliveries == 1
     assert letter.error.startswith("ValidationFailed:") and "$.messages[1].content" in letter.error
     assert await snapshot(pool) == state
 

@@ -1,17 +1,14 @@
-"""Pure ingest rules: turn planning, the opt-out header, text checks, job splitting, import lines."""
+"""Pure ingest rules: turn planning, the opt-out header, text checks, job splitting."""
 
 from __future__ import annotations
 
-import json
-import uuid
 from datetime import UTC, datetime, timedelta, timezone
 
-import msgspec
 import pytest
 
 from services.ingest.logic import chat as logic
 from shared.errors import ValidationFailed
-from shared.schemas import ChatEvent, ChatMessage, MemoryRecord, Turn
+from shared.schemas import ChatEvent, ChatMessage, Turn
 from shared.tokens import estimate_tokens
 
 WHEN = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -110,47 +107,6 @@ def test_listing_helpers() -> None:
     assert logic.hit_rate(0, 0) == 0.0 and logic.hit_rate(1, 3) == 0.3333
     assert [estimate_tokens(t) for t in ("", "a", "abcd", "abcde")] == [0, 1, 1, 2]
     assert logic.like_pattern("100%_\\") == "%100\\%\\_\\\\%"
-
-
-def _line(**fields: object) -> str:
-    base: dict[str, object] = {
-        "id": str(uuid.uuid4()),
-        "owner": "x",
-        "memory_type": "factual",
-        "content": "c",
-        "source": "api",
-        "state": "active",
-        "created_at": "2026-01-01T00:00:00Z",
-        "updated_at": "2026-01-01T00:00:00Z",
-        "content_hash": "h",
-    }
-    return json.dumps(base | fields)
-
-
-def test_parse_import_numbers_bad_lines() -> None:
-    text = "\n".join(
-        [_line(), "", "{", _line(id="nope"), _line(content=" "), _line(key="x" * 300), _line(memory_type="z")]
-    )
-    records, errors = logic.parse_import(text)
-    assert [n for n, _ in records] == [1]
-    assert [e.line for e in errors] == [3, 4, 5, 6, 7]
-    assert "UUID" in errors[1].error and "content" in errors[2].error and "key" in errors[3].error
-
-
-def test_import_id_is_stable_per_owner() -> None:
-    rid = str(uuid.uuid4())
-    assert logic.import_id("bob", rid) == logic.import_id("bob", rid.upper())
-    assert logic.import_id("bob", rid) != logic.import_id("carol", rid)
-
-
-def test_record_differs_ignores_owner_source_and_timestamps() -> None:
-    rec = msgspec.json.decode(_line(), type=MemoryRecord)
-    moved = msgspec.structs.replace(rec, owner="y", source="import", updated_at=WHEN)
-    assert not logic.record_differs(rec, moved)
-    assert logic.record_differs(rec, msgspec.structs.replace(rec, content="d"))
-    assert logic.record_differs(rec, msgspec.structs.replace(rec, expires_at=WHEN))
-    same_instant = msgspec.structs.replace(rec, expires_at=WHEN.astimezone(timezone(timedelta(hours=3))))
-    assert not logic.record_differs(msgspec.structs.replace(rec, expires_at=WHEN), same_instant)
 
 
 def test_activity_throttle() -> None:
