@@ -5,13 +5,15 @@ decodes the assistant content with msgspec into the caller's type (a fenced bloc
 tolerated, see ``reply.py``); ``complete_text`` returns the content as is. Per call:
 
 1. not configured -> ``LlmNotConfigured`` (nothing is sent or written);
-2. with a pool, the owner's tokens since UTC midnight are checked against
-   ``daily_token_budget`` (0 = unlimited) -> ``BudgetExceeded``;
+2. with a pool, the call's worst case is reserved against the owner's
+   ``daily_token_budget`` (0 = unlimited; see ``budget.py``: concurrent calls cannot
+   overshoot it) -> ``BudgetExceeded``;
 3. the request is sent; a timeout, network error or 5xx is retried once after a short
    backoff; what still fails (and 429 or any other HTTP error) -> ``LlmUnavailable``;
 4. a reply without content or not decodable -> ``LlmBadReply`` (its tokens still count).
 
-Every outcome of 2-4 writes one ``llm_audit_logs`` row (when a pool is given) and
+Every outcome of 2-4 writes one ``llm_audit_logs`` row (when a pool is given: the
+reservation, settled with the outcome; a timeout or cancellation keeps the reserved tokens) and
 counts ``memoryd_llm_calls_total{operation,outcome}``; tokens go to
 ``memoryd_llm_tokens_total``. Token counts come from the reply's ``usage`` (estimated
 as ``len/4`` when the endpoint sends none).
@@ -19,6 +21,7 @@ as ``len/4`` when the endpoint sends none).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -190,12 +193,32 @@ class LlmClient:
         def entry(status: str, prompt: int = 0, completion: int = 0, error: str | None = None) -> budget.AuditEntry:
             return budget.AuditEntry(owner, operation, model_name, status, prompt, completion, error)
 
+        reservation: int | None = None
         if self._pool is not None:
+            worst = entry(budget.STATUS_RESERVED, estimate_prompt_tokens(messages), max_tokens)
             try:
-                await budget.check_budget(self._pool, owner, self._cfg.daily_token_budget)
-            except BudgetExceeded as exc:
-                await self._finish(entry(budget.STATUS_BUDGET, error=exc.description), "budget_exceeded")
+                reservation = await budget.reserve(self._pool, worst, self._cfg.daily_token_budget)
+            except BudgetExceeded:
+                LLM_CALLS.labels(operation, "budget_exceeded").inc()
                 raise
+        try:
+            return await self._call(entry, reservation, messages, max_tokens, model_name, temperature, json_mode, parse)
+        except asyncio.CancelledError:  # e.g. a caller's timeout around a rerank: the reservation stays counted
+            if reservation is not None:
+                await asyncio.shield(self._finish(entry(budget.STATUS_CANCELLED), "cancelled", reservation))
+            raise
+
+    async def _call(
+        self,
+        entry: Callable[..., budget.AuditEntry],
+        reservation: int | None,
+        messages: Messages,
+        max_tokens: int,
+        model_name: str,
+        temperature: float,
+        json_mode: bool,
+        parse: Callable[[str], U],
+    ) -> LlmResult[U]:
         body: dict[str, Any] = {
             "model": model_name,
             "messages": messages,
@@ -209,13 +232,14 @@ class LlmClient:
         try:
             data = await self._post(body)
         except LlmUnavailable as exc:
-            await self._finish(entry(budget.STATUS_ERROR, error=exc.description), "unavailable")
+            outcome = budget.STATUS_TIMEOUT if exc.timed_out else budget.STATUS_ERROR
+            await self._finish(entry(outcome, error=exc.description), "unavailable", reservation)
             raise
         try:
             completion = _completion_decoder.decode(data)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             error = f"response is not a chat completion: {exc}; body {snippet(data.decode('utf-8', 'replace'))!r}"
-            await self._finish(entry(budget.STATUS_BAD_REPLY, error=error), "bad_reply")
+            await self._finish(entry(budget.STATUS_BAD_REPLY, error=error), "bad_reply", reservation)
             raise LlmBadReply(error) from exc
         content = completion.choices[0].message.content if completion.choices else None
         usage = completion.usage
@@ -227,9 +251,9 @@ class LlmClient:
             value = parse(content)
         except LlmBadReply as exc:
             status = entry(budget.STATUS_BAD_REPLY, prompt_tokens, completion_tokens, exc.description)
-            await self._finish(status, "bad_reply")
+            await self._finish(status, "bad_reply", reservation)
             raise
-        await self._finish(entry(budget.STATUS_OK, prompt_tokens, completion_tokens), "ok")
+        await self._finish(entry(budget.STATUS_OK, prompt_tokens, completion_tokens), "ok", reservation)
         return LlmResult(
             value=value,
             prompt_tokens=prompt_tokens,
@@ -261,7 +285,7 @@ class LlmClient:
         try:
             response = await self._http.post(url, content=payload, headers=headers, timeout=self._cfg.timeout_s)
         except httpx.TimeoutException as exc:
-            raise LlmUnavailable(f"LLM request timed out after {self._cfg.timeout_s} s") from exc
+            raise LlmUnavailable(f"LLM request timed out after {self._cfg.timeout_s} s", timed_out=True) from exc
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise LlmUnavailable(f"cannot reach the LLM at {url}: {type(exc).__name__}: {exc}") from exc
         if 200 <= response.status_code < 300:
@@ -269,8 +293,9 @@ class LlmClient:
         text = snippet(response.text)
         raise LlmUnavailable(f"LLM answered HTTP {response.status_code}: {text}", status=response.status_code)
 
-    async def _finish(self, entry: budget.AuditEntry, outcome: str) -> None:
-        """Count the call and write its audit row (a failed write is logged, never raised)."""
+    async def _finish(self, entry: budget.AuditEntry, outcome: str, reservation: int | None = None) -> None:
+        """Count the call and settle its reservation, or write its audit row (a failed write is
+        logged, never raised)."""
         LLM_CALLS.labels(entry.operation, outcome).inc()
         tokens = entry.prompt_tokens + entry.completion_tokens
         if tokens:
@@ -282,7 +307,10 @@ class LlmClient:
         if self._pool is None:
             return
         try:
-            await budget.write_audit(self._pool, entry)
+            if reservation is not None:
+                await budget.settle(self._pool, reservation, entry)
+            else:
+                await budget.write_audit(self._pool, entry)
         except Exception as exc:
             log.warning("llm.audit_write_failed", owner=entry.owner, operation=entry.operation, error=str(exc))
 

@@ -28,9 +28,10 @@ class LlmUnavailable(DependencyDown):
 
     err_code = "llm_unavailable"
 
-    def __init__(self, description: str, *, status: int | None = None) -> None:
+    def __init__(self, description: str, *, status: int | None = None, timed_out: bool = False) -> None:
         super().__init__(description)
         self.status = status
+        self.timed_out = timed_out
 
 
 class LlmNotConfigured(DependencyDown):

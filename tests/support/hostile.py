@@ -72,6 +72,37 @@ def deep_nesting(depth: int) -> bytes:
     return b"[" * depth + b"]" * depth
 
 
+def deep_objects(depth: int) -> bytes:
+    return b'{"a":' * depth + b"1" + b"}" * depth
+
+
+#: Depths around and far past the decoder's cap (shared.schemas.depth.MAX_JSON_DEPTH = 64)
+#: and msgspec's own recursion limit, which raises RecursionError.
+DEEP = (60, 65, 1_000, 100_000, 1_000_000)
+_HOLE = "__hostile_hole__"
+
+
+def _with_hole(doc: Any, path: Path, filler: bytes) -> bytes:
+    """``doc`` with the value at ``path`` replaced by raw JSON bytes (too deep for json.dumps)."""
+    return _dumps(set_at(doc, path, _HOLE)).replace(f'"{_HOLE}"'.encode(), filler, 1)
+
+
+def wide_array(size: int) -> bytes:
+    """A flat array of about ``size`` bytes (payloads at and over the size caps)."""
+    return b"[" + b"0," * max(0, size // 2 - 1) + b"0]"
+
+
+def nested_inside(example: dict[str, Any]) -> st.SearchStrategy[bytes]:
+    """A valid message with one value anywhere inside made deep (arrays or objects) or wide."""
+    inner = paths(example)
+    fillers = st.one_of(
+        st.builds(deep_nesting, st.sampled_from(DEEP)),
+        st.builds(deep_objects, st.sampled_from(DEEP)),
+        st.builds(wide_array, st.sampled_from([8 * 1024, 16 * 1024 + 2, 1_000_000, 4 * 1_048_576])),
+    )
+    return st.builds(lambda p, f: _with_hole(example, p, f), st.sampled_from(inner), fillers)
+
+
 def mutate_fields(example: dict[str, Any]) -> st.SearchStrategy[bytes]:
     """A valid message with one field replaced, removed, or an extra field added."""
     keys = sorted(example)
@@ -182,6 +213,9 @@ def hostile_payloads(
         st.binary(max_size=200),
         st.builds(lambda n: encoded[:n], st.integers(min_value=0, max_value=max(0, len(encoded) - 1))),
         st.builds(deep_nesting, st.integers(min_value=100, max_value=5000)),
+        st.builds(deep_nesting, st.sampled_from(DEEP)),
+        st.builds(deep_objects, st.sampled_from(DEEP)),
+        nested_inside(valid),
         st.builds(lambda v: _dumps(v), json_values),
         mutate_fields(valid),
         st.builds(

@@ -115,7 +115,7 @@ async def test_llm_failures_never_block_the_rule_facts(config: ServiceConfig, nc
     js = nc.jetstream()
     async with FakeLlm() as llm:
         llm.handler = answer
-        async with run_services(["extract"], _config(config, llm, budget=1000)):
+        async with run_services(["extract"], _config(config, llm, budget=3000)):
             for extract_job in jobs.values():
                 await publish(js, extract_job)
             for extract_job in jobs.values():

@@ -88,6 +88,11 @@ def rpc_examples(seeds: Seeds) -> dict[str, Wire]:
             expires_at=later,
             session_id="s1",
         ),
+        "admin.memory.update": m.MemoryUpdateRequest(
+            owner=OWNER, id=seeds.memory_id, content="Office hours are 9 to 6."
+        ),
+        "admin.memory.restore": m.MemoryRestoreRequest(owner=OWNER, id=seeds.memory_id),
+        "admin.memory.import": m.MemoryImportRequest(owner=OWNER, lines=seeds.export_line),
         "memory.delete": m.MemoryDeleteRequest(owner=OWNER, id=seeds.memory_id),  # the test gives it one of its own
         "memory.restore": m.MemoryRestoreRequest(owner=OWNER, id=seeds.memory_id),  # and an archived one here
         "memory.list": m.MemoryListRequest(
@@ -149,7 +154,8 @@ def owner_of(op_name: str) -> str:
 
 def embedded_documents(seeds: Seeds) -> dict[str, dict[str, Wire]]:
     """String fields holding documents of their own: the JSON lines of ``memory.import``."""
-    return {"memory.import": {"lines": decode(seeds.export_line, m.MemoryRecord)}}
+    doc = {"lines": decode(seeds.export_line, m.MemoryRecord)}
+    return {"memory.import": doc, "admin.memory.import": doc}
 
 
 HEALTH_EXAMPLE = o.HealthRequest(deep=True)

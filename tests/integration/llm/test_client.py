@@ -15,6 +15,7 @@ from prometheus_client import REGISTRY
 
 from shared.errors import BudgetExceeded, DependencyDown
 from shared.llm import LlmBadReply, LlmClient, LlmNotConfigured, LlmUnavailable
+from shared.llm.reply import estimate_prompt_tokens
 from shared.settings.env import LlmConfig
 from tests.support.fake_llm import FakeLlm
 
@@ -202,7 +203,8 @@ async def test_timeout_is_retried_then_unavailable(pool: asyncpg.Pool) -> None:
         finally:
             await client.close()
     assert "timed out" in info.value.description
-    assert [row[1] for row in await _audit(pool, owner)] == ["error"]
+    # a timed-out call may have been worked on: its reserved worst case stays counted
+    assert [row[1:4] for row in await _audit(pool, owner)] == [("timeout", estimate_prompt_tokens(MESSAGES), 1024)]
 
 
 async def test_unreachable_endpoint_is_unavailable() -> None:
@@ -230,28 +232,78 @@ async def test_not_configured_sends_nothing_and_writes_nothing(pool: asyncpg.Poo
 
 
 async def test_budget_stops_calls_and_every_call_is_audited(pool: asyncpg.Pool) -> None:
+    """The budget is hard: a call runs only when today's tokens plus its worst case (prompt
+    estimate + ``max_tokens``) fit, and its reservation is settled with what it used."""
     owner, other = _owner(), _owner()
+    worst = estimate_prompt_tokens(MESSAGES) + 20
     async with FakeLlm() as llm:
         llm.handler = lambda req: (
             200,
             FakeLlm.completion(req, '{"facts": []}', prompt_tokens=30, completion_tokens=10),
         )
-        client = _client(llm, pool, daily_token_budget=100)
+        client = _client(llm, pool, daily_token_budget=80 + worst)
         try:
-            for _ in range(3):  # 0, 40, 80 used before each call: all under 100
-                await client.complete_json(owner=owner, operation="t.b", messages=MESSAGES, response_type=Facts)
+            for _ in range(3):  # 0, 40, 80 used before each call: each worst case still fits
+                await client.complete_json(
+                    owner=owner, operation="t.b", messages=MESSAGES, response_type=Facts, max_tokens=20
+                )
             with pytest.raises(BudgetExceeded) as info:  # 120 used
-                await client.complete_json(owner=owner, operation="t.b", messages=MESSAGES, response_type=Facts)
+                await client.complete_json(
+                    owner=owner, operation="t.b", messages=MESSAGES, response_type=Facts, max_tokens=20
+                )
             # another owner has their own budget
-            await client.complete_json(owner=other, operation="t.b", messages=MESSAGES, response_type=Facts)
+            await client.complete_json(
+                owner=other, operation="t.b", messages=MESSAGES, response_type=Facts, max_tokens=20
+            )
             assert await client.tokens_used_today(owner) == 120
         finally:
             await client.close()
         assert len(llm.requests) == 4
-    assert info.value.code == 429 and "100" in info.value.description
+    assert info.value.code == 429 and str(80 + worst) in info.value.description
     rows = await _audit(pool, owner)
     assert [row[:4] for row in rows] == [("t.b", "ok", 30, 10)] * 3 + [("t.b", "budget_exceeded", 0, 0)]
     assert await _audit(pool, other) == [("t.b", "ok", 30, 10, None)]
+
+
+async def test_concurrent_calls_cannot_overshoot_the_budget(pool: asyncpg.Pool) -> None:
+    owner = _owner()
+    worst = estimate_prompt_tokens(MESSAGES) + 50
+    async with FakeLlm() as llm:
+        llm.handler = lambda req: (200, FakeLlm.completion(req, "ok", prompt_tokens=10, completion_tokens=50))
+        client = _client(llm, pool, daily_token_budget=2 * worst)
+        try:
+            outcomes = await asyncio.gather(
+                *(
+                    client.complete_text(owner=owner, operation="t.c", messages=MESSAGES, max_tokens=50)
+                    for _ in range(10)
+                ),
+                return_exceptions=True,
+            )
+        finally:
+            await client.close()
+        sent = len(llm.requests)
+    assert sum(not isinstance(o, BaseException) for o in outcomes) == sent
+    assert sum(isinstance(o, BudgetExceeded) for o in outcomes) == 10 - sent
+    # each call's worst case was reserved before it was sent: together they fit the budget
+    assert sent * worst <= 2 * worst and sent >= 1
+
+
+async def test_a_cancelled_call_keeps_its_reservation(pool: asyncpg.Pool) -> None:
+    """A caller's timeout (e.g. around a rerank) still counts against the budget."""
+    owner = _owner()
+    async with FakeLlm() as llm:
+        llm.reply_json({"facts": []}, delay_s=2.0)
+        client = _client(llm, pool, daily_token_budget=10_000)
+        try:
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(
+                    client.complete_text(owner=owner, operation="t.r", messages=MESSAGES, max_tokens=100), 0.3
+                )
+            await asyncio.sleep(0.2)
+        finally:
+            await client.close()
+    [(operation, status, prompt, completion, _)] = await _audit(pool, owner)
+    assert (operation, status, prompt, completion) == ("t.r", "cancelled", estimate_prompt_tokens(MESSAGES), 100)
 
 
 async def test_yesterdays_tokens_do_not_count(pool: asyncpg.Pool) -> None:
@@ -266,7 +318,7 @@ async def test_yesterdays_tokens_do_not_count(pool: asyncpg.Pool) -> None:
         llm.reply_text("ok")
         client = _client(llm, pool, daily_token_budget=100)
         try:
-            result = await client.complete_text(owner=owner, operation="t", messages=MESSAGES)
+            result = await client.complete_text(owner=owner, operation="t", messages=MESSAGES, max_tokens=50)
         finally:
             await client.close()
     assert result.value == "ok"
