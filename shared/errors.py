@@ -8,6 +8,8 @@
     ├── Conflict            409  the request contradicts current state
     ├── TooLarge            413  a payload or field is over its limit
     ├── BudgetExceeded      429  a per-owner budget (e.g. LLM tokens) is spent
+    │   ├── RateLimited     429  a per-owner rate (events/s, searches/s) is exceeded; retry_after_s
+    │   └── QuotaExceeded   429  a per-owner quota (memories, bytes) is full
     └── DependencyDown      503  NATS, Postgres, the embedder or the LLM is unreachable
 
 Only these typed errors travel to callers with their description; anything else
@@ -66,6 +68,20 @@ class TooLarge(MemorydError):
 class BudgetExceeded(MemorydError):
     code = 429
     err_code = "budget_exceeded"
+
+
+class RateLimited(BudgetExceeded):
+    """Too many requests of one owner per second; ``retry_after_s`` says when one fits again."""
+
+    err_code = "rate_limited"
+
+    def __init__(self, description: str, retry_after_s: float) -> None:
+        super().__init__(description)
+        self.retry_after_s = retry_after_s
+
+
+class QuotaExceeded(BudgetExceeded):
+    err_code = "quota_exceeded"
 
 
 class DependencyDown(MemorydError):

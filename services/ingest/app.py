@@ -91,11 +91,11 @@ async def setup(ctx: ServiceContext) -> None:
         if opened is not None:
             stores.external = opened.external
 
-    await MemoryApi(stores, publisher).register(ctx.rpc)
     spec = consumer_spec("ingest", ctx.config.nats, batch=settings.batch)
     cache = SettingsCache(ctx.db, ttl_s=settings.settings_ttl_s)
     await cache.start(ctx.nc)
     ctx.closers.append(cache.stop)
+    await MemoryApi(stores, publisher, cache.get).register(ctx.rpc)
     llm = LlmClient(ctx.config.llm, ctx.db) if ctx.config.llm.configured else None
     if llm is not None:
         ctx.closers.append(llm.close)

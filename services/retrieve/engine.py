@@ -61,9 +61,10 @@ from services.retrieve.logic.plan import (
     store_mismatch,
 )
 from services.retrieve.logic.plan import tier_of as credit_tier
-from shared.errors import DependencyDown, MemorydError, ValidationFailed
+from shared.errors import DependencyDown, MemorydError, RateLimited, ValidationFailed
 from shared.observability.logging import get_logger
 from shared.observability.metrics import RETRIEVE_FALLBACKS, RETRIEVE_RESULTS, RETRIEVE_SECONDS
+from shared.ratelimit import RateLimiter
 from shared.schemas.retrieval import EmbedResult, RetrieveRequest, RetrieveResult, Tier, TierReport
 from shared.settings.memory import MemorySettings
 from shared.vectors.port import VectorStore
@@ -138,6 +139,7 @@ class Engine:
         self.meta = TtlValue(lambda: tiers.read_vec_meta(pool), config.meta_ttl_s)
         self.term_stats = TtlValue(lambda: read_term_stats(pool), config.term_stats_ttl_s)
         self.fallbacks: Counter[str] = Counter()
+        self.limiter = RateLimiter()  # searchesPerSecond per owner (retrieve and inject)
         self.breakers: dict[str, Breaker] = {
             name: Breaker(config.breaker_threshold, config.breaker_cooldown_s)
             for name in ["embed", *(s.name for s in self.stores)]
@@ -152,6 +154,9 @@ class Engine:
             settings = await self.settings(req.owner)
         except _PG_ERRORS as exc:
             raise DependencyDown(f"postgres unavailable: {type(exc).__name__}") from exc
+        wait = self.limiter.take(req.owner, settings.searches_per_second, time.monotonic())
+        if wait:
+            raise RateLimited(f"owner {req.owner!r} is over {settings.searches_per_second} searches/s", wait)
         try:
             strategy = parse_strategy(req.strategy or settings.strategy)
         except ValueError as exc:

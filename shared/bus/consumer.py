@@ -9,6 +9,8 @@ Policy, per message:
 - transient failure (NATS/Postgres/embedder down) -> ``nak`` with exponential backoff
   (or the error's own ``retry_after_s``), never dead-lettered: an outage must not throw
   events away;
+- ``RateLimited`` (the owner is over its events/s) -> ``nak`` with its retry-after, never
+  dead-lettered;
 - a typed 4xx error from the handler (``ValidationFailed``, ``TooLarge``, ``Forbidden``):
   the message itself is refused, so the DLQ with the error at once, and ``term``;
 - any other failure -> ``nak`` with backoff until delivery ``max_deliver``, then the
@@ -36,7 +38,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from .. import subjects as s
 from ..codec import decode, encode
-from ..errors import DependencyDown, MemorydError, TooLarge, ValidationFailed
+from ..errors import DependencyDown, MemorydError, RateLimited, TooLarge, ValidationFailed
 from ..observability.logging import get_logger
 from ..observability.metrics import DLQ_MESSAGES, JOB_SECONDS, JOBS, QUEUE_LAG
 from ..schemas import DeadLetter
@@ -228,7 +230,10 @@ class PullConsumer(Generic[T]):
     async def _failed(self, msg: Msg, deliveries: int, exc: BaseException) -> None:
         spec = self._spec
         error = f"{type(exc).__name__}: {exc}"
-        if is_transient(exc):
+        if isinstance(exc, RateLimited):  # the owner is over its rate: the event waits in the stream
+            await msg.nak(delay=max(exc.retry_after_s, 0.05))
+            JOBS.labels(spec.stage, "rate_limited").inc()
+        elif is_transient(exc):
             log.warning("consumer.transient", stage=spec.stage, deliveries=deliveries, error=error)
             retry_after = getattr(exc, "retry_after_s", None)
             await msg.nak(delay=retry_after if isinstance(retry_after, float) else backoff_s(deliveries))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -26,7 +27,7 @@ from nats.micro.request import Request
 from nats.micro.service import Service
 
 from ..codec import decode, encode
-from ..errors import Forbidden, MemorydError
+from ..errors import Forbidden, MemorydError, RateLimited
 from ..observability.logging import get_logger
 from ..observability.metrics import RPC_REQUESTS, RPC_SECONDS
 from ..schemas import HEALTH_OP, RpcError, RpcOp
@@ -36,6 +37,7 @@ log = get_logger(__name__)
 
 ERROR_HEADER = "Nats-Service-Error"
 ERROR_CODE_HEADER = "Nats-Service-Error-Code"
+RETRY_AFTER_HEADER = "Retry-After"  # whole seconds, as in HTTP, on 429 rate_limited replies
 
 Handler = Callable[[Any], Awaitable[Any]]
 
@@ -43,7 +45,8 @@ Handler = Callable[[Any], Awaitable[Any]]
 def error_reply(exc: BaseException, op: str) -> RpcError:
     """Map an exception to the reply a caller may see."""
     if isinstance(exc, MemorydError) and exc.code != 500:
-        return RpcError(code=exc.code, err_code=exc.err_code, description=exc.description)
+        retry = round(exc.retry_after_s, 3) if isinstance(exc, RateLimited) else None
+        return RpcError(code=exc.code, err_code=exc.err_code, description=exc.description, retry_after_s=retry)
     error_id = uuid.uuid4().hex[:12]
     log.error("rpc.internal_error", op=op, error_id=error_id, exc_info=exc)
     return RpcError(code=500, err_code="internal", description="internal error", error_id=error_id)
@@ -139,6 +142,8 @@ class RpcServer:
             out_headers = {REQUEST_ID_HEADER: request_id}
             if isinstance(reply, RpcError):
                 out_headers |= {ERROR_HEADER: reply.description, ERROR_CODE_HEADER: str(reply.code)}
+                if reply.retry_after_s is not None:
+                    out_headers[RETRY_AFTER_HEADER] = str(max(1, math.ceil(reply.retry_after_s)))
             try:
                 await req.respond(encode(reply), headers=out_headers)
             except Exception as exc:

@@ -17,6 +17,8 @@ from ..errors import (
     Forbidden,
     MemorydError,
     NotFound,
+    QuotaExceeded,
+    RateLimited,
     TooLarge,
     ValidationFailed,
 )
@@ -45,6 +47,10 @@ class RemoteError(MemorydError):
 
 
 def raise_for(err: RpcError) -> None:
+    if err.code == 429 and err.err_code == RateLimited.err_code:
+        raise RateLimited(err.description, err.retry_after_s or 1.0)
+    if err.code == 429 and err.err_code == QuotaExceeded.err_code:
+        raise QuotaExceeded(err.description)
     cls = _BY_CODE.get(err.code)
     if cls is not None:
         raise cls(err.description)

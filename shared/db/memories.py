@@ -15,7 +15,7 @@ from typing import Any, TypeAlias
 
 import asyncpg
 
-from ..errors import Forbidden
+from ..errors import Forbidden, QuotaExceeded
 from ..schemas.memory import DeletionReceipt, MemoryRecord
 
 #: The columns of a full ``MemoryRecord``, in SELECT form.
@@ -250,6 +250,24 @@ async def delete(conn: asyncpg.Connection, owner: str, ids: Sequence[str | uuid.
             "DELETE FROM memories WHERE owner = $1 AND id = ANY($2::uuid[]) RETURNING id", owner, uuids
         )
     return DeletionReceipt(rows=len(deleted), pgvector_vectors=int(vectors or 0), history_rows=int(history or 0))
+
+
+async def check_quota(
+    conn: Conn, owner: str, *, max_memories: int, max_bytes: int, adding: int = 1, adding_bytes: int = 0
+) -> None:
+    """``QuotaExceeded`` when ``adding`` memories of ``adding_bytes`` content would pass the
+    owner's quota (0 = none; counted over every state, archived included)."""
+    if max_memories <= 0 and max_bytes <= 0:
+        return
+    row = await conn.fetchrow(
+        "SELECT count(*) AS n, coalesce(sum(octet_length(content)), 0) AS b FROM memories WHERE owner = $1", owner
+    )
+    assert row is not None
+    count, size = int(row["n"]), int(row["b"])
+    if max_memories > 0 and count + adding > max_memories:
+        raise QuotaExceeded(f"owner {owner!r} holds {count} memories; the quota is {max_memories}")
+    if max_bytes > 0 and size + adding_bytes > max_bytes:
+        raise QuotaExceeded(f"owner {owner!r} holds {size} bytes of memories; the quota is {max_bytes}")
 
 
 def _uuid(value: str | uuid.UUID) -> uuid.UUID:

@@ -22,6 +22,8 @@ class RpcError(Wire, frozen=True):
     err_code: str
     description: str
     error_id: str | None = None
+    #: 429 ``rate_limited``: seconds until a request of this owner fits the rate again.
+    retry_after_s: float | None = None
 
 
 class HealthRequest(Wire, frozen=True):
@@ -128,6 +130,8 @@ class CleanupResult(Wire, frozen=True):
     #: what the real run removed from each store; on a dry run, what is there to remove
     removed: DeletionReceipt = DeletionReceipt()
     candidate_ids: list[str] = []
+    #: bookkeeping rows past ``bookkeepingRetentionDays`` removed per table (dry run: there to remove)
+    bookkeeping: dict[str, int] = {}
 
 
 class SettingsGetRequest(Wire, frozen=True):

@@ -68,6 +68,16 @@ class MemorySettings(msgspec.Struct, frozen=True, kw_only=True, rename="camel", 
     #: of its own score (0 = off). 0.6: on the LoCoMo dev split, leave-one-conversation-out held-out R@10 mean
     #: 0.769 (worst fold 0.711) against 0.754 without it (worst 0.695); 4 of 5 folds chose 0.6 over 0 and 0.3
     speaker_boost: Share = 0.6
+    #: chat events per second and replica an owner may publish (0 = no limit; over it the event waits in the stream)
+    events_per_second: Annotated[float, msgspec.Meta(ge=0, le=100_000)] = 0.0
+    #: searches (retrieve, inject) per second and replica of one owner (0 = no limit; over it: 429 `rate_limited`)
+    searches_per_second: Annotated[float, msgspec.Meta(ge=0, le=100_000)] = 0.0
+    #: memories an owner may hold (0 = no quota; full: 429 `quota_exceeded` on API writes, turns not stored)
+    max_memories: Annotated[int, msgspec.Meta(ge=0)] = 0
+    #: bytes of memory content an owner may hold (0 = no quota; as `maxMemories`)
+    max_memory_bytes: Annotated[int, msgspec.Meta(ge=0)] = 0
+    #: days bookkeeping rows (events, turn hashes, extract runs, LLM audit, sleep runs, pair ledgers) are kept
+    bookkeeping_retention_days: Annotated[int, msgspec.Meta(ge=1, le=3650)] = 90
 
 
 def setting_names() -> set[str]:

@@ -8,8 +8,12 @@ Settings come from the shared ``SettingsCache`` (read before a connection is tak
    -> only the record, with its outcome;
 3. insert the event's distinct turns into ``turn_hashes`` (owner, session, role, hash):
    the ones that come back are new; a history resent ten times is stored once;
-4. unless the owner's ``storeTurns`` is off, store each new turn as an ``episodic``
-   memory with ``source=chat_turn``.
+4. unless the owner's ``storeTurns`` is off or its quota (``maxMemories``,
+   ``maxMemoryBytes``) is full, store each new turn as an ``episodic`` memory with
+   ``source=chat_turn``.
+
+An owner over its ``eventsPerSecond`` gets its event back in the stream (``RateLimited``:
+``nak`` with the retry-after), so a flood waits instead of crowding out other owners.
 
 After the commit: ExtractJob(s) for the new turns, EmbedJobs for the stored ones, the
 owner's activity, then ``events.published_at`` (and ``turns_stored``). The consumer acks after all of that.
@@ -21,6 +25,7 @@ publishes again; the ``Nats-Msg-Id``s make that exactly-once within the dedupe w
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from dataclasses import dataclass, field
 
@@ -39,8 +44,10 @@ from services.ingest.logic.chat import (
 )
 from shared.bus.consumer import JobContext
 from shared.db import memories
+from shared.errors import QuotaExceeded, RateLimited
 from shared.observability.logging import get_logger
 from shared.observability.metrics import EVENTS, TURNS
+from shared.ratelimit import RateLimiter
 from shared.schemas.events import ChatEvent, Turn
 from shared.settings.cache import SettingsCache
 from shared.settings.memory import MemorySettings
@@ -65,6 +72,7 @@ class ChatIngestor:
         self._pool = pool
         self._publisher = publisher
         self._settings = settings
+        self._limiter = RateLimiter()  # eventsPerSecond per owner
 
     async def handle(self, event: ChatEvent, job: JobContext) -> None:
         with structlog.contextvars.bound_contextvars(owner=event.owner, event_id=event.event_id):
@@ -72,7 +80,11 @@ class ChatIngestor:
             check_subject_owner(job.subject, event.owner)
             no_memory = event.no_memory or header_no_memory(job.msg.headers)
             planned = plan_turns(event)
-            settings = None if no_memory else await self._settings.get(event.owner)  # before taking a connection
+            owner_settings = await self._settings.get(event.owner)  # before taking a connection
+            wait = self._limiter.take(event.owner, owner_settings.events_per_second, time.monotonic())
+            if wait:
+                raise RateLimited(f"owner {event.owner!r} is over {owner_settings.events_per_second} events/s", wait)
+            settings = None if no_memory else owner_settings
             async with self._pool.acquire() as conn:  # one connection: a pool release costs a round trip
                 async with conn.transaction():
                     outcome = await self._store(conn, event, planned, settings)
@@ -103,7 +115,8 @@ class ChatIngestor:
             return Outcome(kind=kind)
 
         # new turns come back; their memory ids are chosen up front (the FK is checked at commit)
-        ids = [uuid.uuid4() if settings.store_turns else None for _ in planned]
+        store = settings.store_turns and await self._within_quota(conn, owner, planned, settings)
+        ids = [uuid.uuid4() if store else None for _ in planned]
         rows = await conn.fetch(
             "INSERT INTO turn_hashes (owner, session_key, role, hash, event_id, memory_id)"
             " SELECT $1, $2, r, h, $3, id FROM unnest($4::text[], $5::text[], $6::uuid[]) AS t(r, h, id)"
@@ -140,6 +153,25 @@ class ChatIngestor:
         TURNS.labels("stored").inc(len(out.embeds))
         TURNS.labels("not_stored").inc(len(new) - len(out.embeds))
         return out
+
+    async def _within_quota(
+        self, conn: asyncpg.Connection, owner: str, planned: list[PlannedTurn], settings: MemorySettings
+    ) -> bool:
+        """Whether the event's turns fit the owner's quota; when not, they are extracted but not stored."""
+        try:
+            await memories.check_quota(
+                conn,
+                owner,
+                max_memories=settings.max_memories,
+                max_bytes=settings.max_memory_bytes,
+                adding=len(planned),
+                adding_bytes=sum(len(t.content.encode("utf-8", "surrogatepass")) for t in planned),
+            )
+        except QuotaExceeded as exc:
+            log.warning("ingest.quota_full", error=exc.description)
+            TURNS.labels("over_quota").inc(len(planned))
+            return False
+        return True
 
     async def _unpublished(self, conn: asyncpg.Connection, event: ChatEvent, planned: list[PlannedTurn]) -> Outcome:
         """A processed event: nothing to do, unless its follow-ups were never published."""

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import msgspec
 
+from services.ingest.adapters import retention
 from services.ingest.adapters.nats import Embed, Publisher
 from services.ingest.adapters.stores import MemoryStores
 from services.ingest.logic.chat import GLOBAL_REFUSED, check_text
@@ -37,7 +38,7 @@ from shared.schemas.memory import (
     MemoryRestoreResult,
 )
 from shared.schemas.ops import CleanupRequest, CleanupResult, SummarizeRequest, SummarizeResult
-from shared.settings.memory import MemorySettings
+from shared.settings.memory import GLOBAL_OWNER, MemorySettings
 from shared.vectors.port import VectorStore
 
 log = get_logger(__name__)
@@ -208,19 +209,40 @@ class LifecycleApi:
     async def cleanup(self, req: CleanupRequest) -> CleanupResult:
         by_owner, expired, past = await self._cleanup_candidates(req.owner)
         ids = [i for owner_ids in by_owner.values() for i in owner_ids]
+        bookkeeping: dict[str, int] = {}
+        if req.owner is None:  # bookkeeping goes by the global retention, for every owner at once
+            days = (await self._settings(GLOBAL_OWNER)).bookkeeping_retention_days
+            bookkeeping = await retention.prune(
+                self._pool, datetime.now(UTC) - timedelta(days=days), dry_run=req.dry_run
+            )
         if req.dry_run:
             vectors = await self._pool.fetchval(
                 "SELECT count(*) FROM memory_embeddings WHERE memory_id = ANY($1::uuid[])", [uuid.UUID(i) for i in ids]
             )
             there = DeletionReceipt(rows=len(ids), pgvector_vectors=int(vectors or 0))
-            return CleanupResult(expired=expired, past_retention=past, dry_run=True, removed=there, candidate_ids=ids)
+            return CleanupResult(
+                expired=expired,
+                past_retention=past,
+                dry_run=True,
+                removed=there,
+                candidate_ids=ids,
+                bookkeeping=bookkeeping,
+            )
         total = DeletionReceipt()
         for owner, owner_ids in by_owner.items():
             total = total.plus(await self._stores.delete(owner, owner_ids))
         log.info(
             "deletion.receipt", path="cleanup", expired=expired, past_retention=past, **msgspec.structs.asdict(total)
         )
-        return CleanupResult(expired=expired, past_retention=past, dry_run=False, removed=total, candidate_ids=ids)
+        log.info("retention.bookkeeping", **bookkeeping)
+        return CleanupResult(
+            expired=expired,
+            past_retention=past,
+            dry_run=False,
+            removed=total,
+            candidate_ids=ids,
+            bookkeeping=bookkeeping,
+        )
 
     async def cleanup_periodically(self, interval_s: float, stop: asyncio.Event) -> None:
         """Run ``cleanup`` every ``interval_s`` on one ingest replica at a time."""

@@ -10,8 +10,10 @@ Writes publish an ``EmbedJob`` when a memory is new or its content changed, and 
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
+import asyncpg
 import msgspec
 
 from services.ingest.adapters import postgres as crud
@@ -54,6 +56,7 @@ from shared.schemas.memory import (
     MemoryUpdateRequest,
     MemoryUpdateResult,
 )
+from shared.settings.memory import MemorySettings
 from shared.tokens import estimate_tokens
 
 #: An export page stops growing past this many bytes (a reply must fit NATS' max payload).
@@ -68,10 +71,19 @@ class _ImportFailed(Exception):
 
 
 class MemoryApi:
-    def __init__(self, stores: MemoryStores, publisher: Publisher) -> None:
+    def __init__(
+        self, stores: MemoryStores, publisher: Publisher, settings: Callable[[str], Awaitable[MemorySettings]]
+    ) -> None:
         self._stores = stores
         self._pool = stores.pool
         self._pub = publisher
+        self._settings = settings
+
+    async def _check_quota(self, conn: asyncpg.Connection | asyncpg.Pool, owner: str, adding: int, size: int) -> None:
+        s = await self._settings(owner)
+        await memories.check_quota(
+            conn, owner, max_memories=s.max_memories, max_bytes=s.max_memory_bytes, adding=adding, adding_bytes=size
+        )
 
     async def register(self, rpc: RpcServer) -> None:
         for name, handler in (
@@ -107,6 +119,7 @@ class MemoryApi:
         expires_at = check_expiry(req.expires_at, datetime.now(UTC))
         if req.scope == "session" and req.session_id is None:
             raise ValidationFailed("scope 'session' needs a session_id - at `$.session_id`")
+        await self._check_quota(self._pool, req.owner, 1, len(req.content.encode("utf-8", "surrogatepass")))
         if req.key is not None:
             record, created, changed = await memories.upsert_by_key(
                 self._pool,
@@ -270,6 +283,8 @@ class MemoryApi:
         updated: list[MemoryRecord] = []
         try:
             async with self._pool.acquire() as conn, conn.transaction():
+                size = sum(len(rec.content.encode("utf-8", "surrogatepass")) for _, rec in parsed)
+                await self._check_quota(conn, req.owner, len(parsed), size)
                 failed: list[ImportLineError] = []
                 for number, rec in parsed:
                     try:

@@ -187,8 +187,9 @@ async def test_rpc_subject(stack: FuzzStack, seeds: Seeds, subject: str, op_name
     """The valid example succeeds; each hostile payload gets a 4xx (nothing written) or a valid result."""
     op = _op(op_name)
     example = HEALTH_EXAMPLE if op is HEALTH_OP else rpc_examples(seeds)[op_name]
-    if op_name in ("memory.delete", "memory.restore"):
-        example = msgspec.structs.replace(example, id=await own_memory(stack, archived=op_name == "memory.restore"))
+    if op_name in ("memory.delete", "memory.restore", "admin.memory.restore"):
+        archived = op_name.endswith("memory.restore")
+        example = msgspec.structs.replace(example, id=await own_memory(stack, archived=archived))
     reply = await stack.rpc_case(subject, op, encode(example))
     assert reply is not None and not isinstance(reply, RpcError), f"the valid example was refused: {reply}"
     embedded = embedded_documents(seeds).get(op_name)
