@@ -15,7 +15,7 @@ from typing import Annotated
 
 import msgspec
 
-from services.ingest.adapters.nats import Publisher
+from services.ingest.adapters.nats import Publisher, purge_dead_letters
 from services.ingest.adapters.stores import MemoryStores
 from services.ingest.handlers.chat import ChatIngestor
 from services.ingest.handlers.lifecycle import LifecycleApi
@@ -84,7 +84,8 @@ async def setup(ctx: ServiceContext) -> None:
     live = LiveStores(ctx.config, ctx.db)
     ctx.closers.append(live.close)
     vectors = await live.open(global_row)
-    stores = MemoryStores(ctx.db, vectors.external)
+    stores = MemoryStores(ctx.db, vectors.external, vectors.pgvector)
+    stores.dead_letters = lambda quotes: purge_dead_letters(ctx.js, quotes)
 
     async def follow_stores(values: dict[str, object]) -> None:  # deletes reach the Qdrant in use
         opened = await live.follow(values)

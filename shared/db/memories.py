@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeAlias
 
@@ -17,6 +18,7 @@ import asyncpg
 
 from ..errors import Forbidden, QuotaExceeded
 from ..schemas.memory import DeletionReceipt, MemoryRecord
+from .derived import remove_derived
 
 #: The columns of a full ``MemoryRecord``, in SELECT form.
 COLUMNS = (
@@ -229,27 +231,58 @@ async def replace_content(
     return digest
 
 
-async def delete(conn: asyncpg.Connection, owner: str, ids: Sequence[str | uuid.UUID]) -> DeletionReceipt:
-    """Delete the owner's memories by id from Postgres (rows, pgvector vectors, history).
+@dataclass(frozen=True)
+class Removal:
+    """What ``delete`` removed: the receipt, every memory id removed (derived ones too), and
+    the strings that quote them (ids, text prefixes) for stores outside Postgres (the DLQ)."""
 
-    Vectors in other stores (Qdrant) are removed by the caller through the vector-store
-    port, which adds its count to the receipt.
+    receipt: DeletionReceipt
+    ids: list[str]
+    quotes: list[str]
+
+
+async def delete(conn: asyncpg.Connection, owner: str, ids: Sequence[str | uuid.UUID]) -> Removal:
+    """Delete the owner's memories by id from Postgres, with everything derived from them
+    (``shared.db.derived``: summaries, patterns, entities, pair ledgers, audit quotes).
+
+    Returns the receipt, the ids of every memory row removed (derived ones included) and
+    the quotes that identify them.
+    Vectors in other stores (Qdrant) are removed by the caller *after* this commit, so an
+    embed that read a row before it went cannot leave a point behind that nobody deletes
+    (the orphan sweep finds any that a failed call left).
     """
     uuids = [_uuid(i) for i in ids]
     async with conn.transaction():
+        mine = [
+            r["id"]
+            for r in await conn.fetch(
+                "SELECT id FROM memories WHERE owner = $1 AND id = ANY($2::uuid[]) FOR UPDATE", owner, uuids
+            )
+        ]
+        derived = await remove_derived(conn, owner, mine) if mine else None
+        every = [*mine, *(derived.memory_ids if derived else [])]
         vectors = await conn.fetchval(
-            "SELECT count(*) FROM memory_embeddings e JOIN memories m ON m.id = e.memory_id"
-            " WHERE m.owner = $1 AND m.id = ANY($2::uuid[])",
-            owner,
-            uuids,
+            "SELECT count(*) FROM memory_embeddings WHERE memory_id = ANY($1::uuid[])",
+            every,
         )
         history = await conn.fetchval(
-            "SELECT count(*) FROM content_history WHERE owner = $1 AND memory_id = ANY($2::uuid[])", owner, uuids
+            "SELECT count(*) FROM content_history WHERE owner = $1 AND memory_id = ANY($2::uuid[])", owner, every
         )
         deleted = await conn.fetch(
-            "DELETE FROM memories WHERE owner = $1 AND id = ANY($2::uuid[]) RETURNING id", owner, uuids
+            "DELETE FROM memories WHERE owner = $1 AND id = ANY($2::uuid[]) RETURNING id", owner, every
         )
-    return DeletionReceipt(rows=len(deleted), pgvector_vectors=int(vectors or 0), history_rows=int(history or 0))
+    gone = {r["id"] for r in deleted}
+    receipt = DeletionReceipt(
+        rows=len(gone & set(mine)),
+        pgvector_vectors=int(vectors or 0),
+        history_rows=int(history or 0),
+        derived_memories=len(gone) - len(gone & set(mine)),
+        restored_members=derived.restored if derived else 0,
+        entities=derived.entities if derived else 0,
+        pair_rows=derived.pairs if derived else 0,
+        audit_redacted=derived.audit_redacted if derived else 0,
+    )
+    return Removal(receipt, [str(i) for i in gone], sorted(derived.quotes) if derived else [])
 
 
 async def check_quota(

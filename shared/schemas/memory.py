@@ -58,15 +58,27 @@ class DeletionReceipt(msgspec.Struct, frozen=True, kw_only=True):
     pgvector_vectors: int = 0
     qdrant_points: int = 0
     history_rows: int = 0
+    #: summaries and patterns built from the deleted memories, deleted with them
+    derived_memories: int = 0
+    #: other members of a deleted summary, given their own text back (active again)
+    restored_members: int = 0
+    #: entities only the deleted memories mentioned
+    entities: int = 0
+    #: differentiated_pairs / conflict_reviewed / conflict_pending rows naming them
+    pair_rows: int = 0
+    #: LLM audit errors that quoted them, redacted
+    audit_redacted: int = 0
+    #: dead letters holding their id or text, removed from the DLQ
+    dlq_messages: int = 0
+    #: vector points whose store could not be reached: the orphan sweep removes them
+    pending_points: int = 0
+    #: points (or vectors) found without a row by the orphan sweep, removed
+    orphan_points: int = 0
 
     def plus(self, other: DeletionReceipt) -> DeletionReceipt:
         """The receipt of both deletions (receipts of chunks, owners or summary groups add up)."""
-        return DeletionReceipt(
-            rows=self.rows + other.rows,
-            pgvector_vectors=self.pgvector_vectors + other.pgvector_vectors,
-            qdrant_points=self.qdrant_points + other.qdrant_points,
-            history_rows=self.history_rows + other.history_rows,
-        )
+        fields = self.__struct_fields__
+        return DeletionReceipt(**{f: getattr(self, f) + getattr(other, f) for f in fields})
 
 
 # --- create / get / update / delete --------------------------------------------------------

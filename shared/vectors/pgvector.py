@@ -35,7 +35,7 @@ hash is still the embedded one.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -180,6 +180,16 @@ class PgVectorStore:
         async with self._conn() as conn:
             status = await conn.execute(sql.DELETE, owner, ids)
         return _rowcount(status)
+
+    async def point_refs(self, page: int = 1000) -> AsyncIterator[list[tuple[str, str]]]:
+        """Vectors whose row is gone (the foreign key cascades, so normally none)."""
+        async with self._conn() as conn:
+            rows = await conn.fetch(
+                "SELECT e.memory_id, e.owner FROM memory_embeddings e"
+                " WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = e.memory_id)"
+            )
+        for start in range(0, len(rows), page):
+            yield [(str(r["memory_id"]), r["owner"]) for r in rows[start : start + page]]
 
     async def drop(self, signature: str) -> int:
         """Delete every vector of ``signature`` and drop its HNSW indexes; return rows removed."""

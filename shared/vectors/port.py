@@ -21,7 +21,7 @@ missing Qdrant collection, or one of another dimension) -> ``DependencyDown``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -90,6 +90,10 @@ class VectorStore(Protocol):
 
     async def search(self, signature: str, query: VectorQuery) -> list[VectorHit]:
         """Nearest memories of ``query.owner`` (cosine), best first."""
+
+    def point_refs(self, page: int = 1000) -> AsyncIterator[list[tuple[str, str]]]:
+        """Pages of ``(memory_id, owner)`` of every vector held (all signatures), for the orphan
+        sweep that reconciles the store with the ``memories`` rows."""
 
     async def status(self, signature: str) -> StoreStatus:
         """Health and counts, for ``engine.status``."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -171,6 +171,17 @@ class QdrantStore:
                 await self._call(self.client.delete(name, points_selector=models.FilterSelector(filter=selector)))
                 removed += found
         return removed
+
+    async def point_refs(self, page: int = _SCROLL_PAGE) -> AsyncIterator[list[tuple[str, str]]]:
+        for name in await self._collections():
+            offset: Any = None
+            while True:
+                points, offset = await self._call(
+                    self.client.scroll(name, limit=page, offset=offset, with_payload=["owner"], with_vectors=False)
+                )
+                yield [(str(p.id), str((p.payload or {}).get("owner", ""))) for p in points]
+                if offset is None:
+                    break
 
     async def drop(self, signature: str) -> int:
         """Delete the signature's collection; return how many points it held."""

@@ -15,17 +15,26 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
+import msgspec
 import nats.errors
 from nats.aio.client import Client
 from nats.js import JetStreamContext
 from nats.js.kv import KeyValue
 
 from services.ingest.logic.chat import ActivityThrottle, extract_jobs
-from shared.codec import encode
-from shared.errors import DependencyDown
+from shared.codec import decode, encode
+from shared.errors import DependencyDown, MemorydError
 from shared.observability.logging import get_logger
-from shared.schemas.events import Activity, ChatEvent, EmbedJob, Turn
-from shared.subjects import EMBED_JOBS, EXTRACT_JOBS, MSG_ID_HEADER, activity_key, activity_subject, embed_msg_id
+from shared.schemas.events import Activity, ChatEvent, DeadLetter, EmbedJob, Turn
+from shared.subjects import (
+    DLQ_STREAM,
+    EMBED_JOBS,
+    EXTRACT_JOBS,
+    MSG_ID_HEADER,
+    activity_key,
+    activity_subject,
+    embed_msg_id,
+)
 
 log = get_logger(__name__)
 
@@ -114,3 +123,30 @@ class Publisher:
             await self.activity(owner, "api", session_id)
         except DependencyDown as exc:
             log.warning("ingest.activity_failed", error=exc.description)
+
+
+#: A deletion scans at most this many dead letters for quotes of what it deleted.
+MAX_DLQ_SCAN = 10_000
+
+
+async def purge_dead_letters(js: JetStreamContext, quotes: list[str]) -> int:
+    """Delete every dead letter whose payload or error quotes one of ``quotes`` (memory ids,
+    text prefixes); how many. A letter is read decoded (its payload is base64 on the wire)."""
+    needles = [q.encode() for q in quotes] + [msgspec.json.encode(q)[1:-1] for q in quotes]
+    try:
+        info = await js.stream_info(DLQ_STREAM)
+    except nats.errors.Error:
+        return 0
+    first, last = info.state.first_seq, info.state.last_seq
+    removed = 0
+    for seq in range(max(first, last - MAX_DLQ_SCAN + 1), last + 1):
+        try:
+            msg = await js.get_msg(DLQ_STREAM, seq)
+            letter = decode(msg.data or b"", DeadLetter)
+        except (nats.errors.Error, MemorydError):
+            continue
+        text = letter.payload + letter.error.encode()
+        if any(n and n in text for n in needles):
+            await js.delete_msg(DLQ_STREAM, seq)
+            removed += 1
+    return removed

@@ -4,17 +4,20 @@ Postgres holds the rows, pgvector vectors and history (``shared.db.memories.dele
 removes them in one transaction and counts them). External vector stores (Qdrant, when
 configured: ``shared.vectors.registry``) hold copies of the vectors with a filter payload.
 
-Deletion removes the external vectors first: if a store is down the call fails (503)
-with the rows still there, so a retry finishes the job; a row is never gone while its
-vector stays searchable.
+Deletion commits the rows (and what was derived from them) first, then removes the external
+vectors: an embed batch that read a row before it went may upsert its point after the
+delete, so deleting points first could leave one nobody removes. A point left behind (the
+store was down, or that race) has no row, so search cannot return it (hits are read back
+from the rows), and ``sweep_orphans`` removes it; the receipt counts it as pending.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import asyncpg
+import msgspec
 
 from shared.db import memories
 from shared.errors import DependencyDown
@@ -26,27 +29,73 @@ log = get_logger(__name__)
 _CHUNK = 5000
 
 
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
 class MemoryStores:
     """The Postgres pool plus the external vector stores that mirror it."""
 
-    def __init__(self, pool: asyncpg.Pool, external: Sequence[VectorStore] = ()) -> None:
+    def __init__(
+        self, pool: asyncpg.Pool, external: Sequence[VectorStore] = (), pgvector: VectorStore | None = None
+    ) -> None:
         self.pool = pool
         self.external = list(external)
+        self.pgvector = pgvector
+        #: removes dead letters quoting any of the strings; how many (set by the app)
+        self.dead_letters: Callable[[list[str]], Awaitable[int]] | None = None
 
-    async def _delete_from_external_stores(self, owner: str, ids: Sequence[str]) -> int:
-        """Remove the memories' vectors from every store other than pgvector; return how many."""
-        return sum([await store.delete(owner, ids) for store in self.external])
+    async def _delete_from_external_stores(self, owner: str, ids: Sequence[str]) -> DeletionReceipt:
+        """Remove the memories' vectors from every store other than pgvector (after the rows)."""
+        points = pending = 0
+        for store in self.external:
+            try:
+                points += await store.delete(owner, ids)
+            except DependencyDown as exc:
+                log.warning("ingest.points_pending", store=store.name, ids=len(ids), error=exc.description)
+                pending += len(ids)
+        return DeletionReceipt(qdrant_points=points, pending_points=pending)
 
     async def delete(self, owner: str, ids: Sequence[str | uuid.UUID]) -> DeletionReceipt:
-        """Delete the owner's memories by id from every store; ids of other owners are untouched."""
+        """Delete the owner's memories by id from every store (the DLQ too, when ``dead_letters``
+        is set), with what was derived from them; ids of other owners are untouched."""
         total = DeletionReceipt()
         for start in range(0, len(ids), _CHUNK):
             chunk = [str(i) for i in ids[start : start + _CHUNK]]
-            points = await self._delete_from_external_stores(owner, chunk)
             async with self.pool.acquire() as conn:
-                receipt = await memories.delete(conn, owner, chunk)
-            total = total.plus(receipt).plus(DeletionReceipt(qdrant_points=points))
+                removal = await memories.delete(conn, owner, chunk)
+            total = total.plus(removal.receipt).plus(await self._delete_from_external_stores(owner, removal.ids))
+            if self.dead_letters is not None and removal.ids:
+                total = total.plus(DeletionReceipt(dlq_messages=await self.dead_letters(removal.quotes)))
+        log.info("deletion.receipt", owner=owner, **msgspec.structs.asdict(total))
         return total
+
+    async def sweep_orphans(self) -> int:
+        """Remove vectors (Qdrant points, pgvector rows) whose memory row is gone; how many."""
+        removed = 0
+        for store in [*self.external, *([self.pgvector] if self.pgvector is not None else [])]:
+            async for page in store.point_refs():
+                ids = [mid for mid, _ in page]
+                existing = await self._existing(ids)
+                by_owner: dict[str, list[str]] = {}
+                for mid, owner in page:
+                    if mid not in existing:
+                        by_owner.setdefault(owner, []).append(mid)
+                for owner, orphans in by_owner.items():
+                    removed += await store.delete(owner, orphans)
+        if removed:
+            log.info("ingest.orphans_removed", points=removed)
+        return removed
+
+    async def _existing(self, ids: list[str]) -> set[str]:
+        rows = await self.pool.fetch(
+            "SELECT id FROM memories WHERE id = ANY($1::uuid[])", [uuid.UUID(i) for i in ids if _is_uuid(i)]
+        )
+        return {str(r["id"]) for r in rows}
 
     async def mirror_payload(self, records: Sequence[MemoryRecord]) -> None:
         """Copy changed filter fields (state, scope, type, session, expiry) to external stores.

@@ -231,6 +231,8 @@ class LifecycleApi:
         total = DeletionReceipt()
         for owner, owner_ids in by_owner.items():
             total = total.plus(await self._stores.delete(owner, owner_ids))
+        if req.owner is None:  # reconcile the vector stores with the rows (points a deletion left)
+            total = total.plus(DeletionReceipt(orphan_points=await self._stores.sweep_orphans()))
         log.info(
             "deletion.receipt", path="cleanup", expired=expired, past_retention=past, **msgspec.structs.asdict(total)
         )

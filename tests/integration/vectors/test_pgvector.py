@@ -145,7 +145,7 @@ async def test_rows_follow_memories(pool: asyncpg.Pool) -> None:
     stolen = VectorItem(memory_id=kept, owner="mallory", vector=unit(rng, 32))
     assert await store.upsert(signature, [ghost, stolen]) == 0
     async with pool.acquire() as conn:
-        receipt = await memories.delete(conn, alice, [doomed])
+        receipt = (await memories.delete(conn, alice, [doomed])).receipt
     assert receipt.pgvector_vectors == 1
     hits = await store.search(signature, VectorQuery(owner=alice, vector=unit(rng, 32)))
     assert [h.memory_id for h in hits] == [kept]
