@@ -26,7 +26,14 @@ ROOT = Path(__file__).resolve().parents[2]
 INSTALLED = ("memoryd", "shared", "services")
 SERVICES = sorted(p.name for p in (ROOT / "services").iterdir() if (p / "__init__.py").exists())
 #: Shared modules (and packages) that are pure data and rules, usable from pure logic.
-PURE_SHARED = ("shared.schemas", "shared.subjects", "shared.errors", "shared.tokens", "shared.settings.sleep")
+PURE_SHARED = (
+    "shared.schemas",
+    "shared.subjects",
+    "shared.errors",
+    "shared.tokens",
+    "shared.settings.sleep",
+    "shared.quoting",
+)
 SERVER_ONLY = (
     "asyncpg",
     "onnxruntime",

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Final, Literal
 import msgspec
 
 from services.extract.logic.rules import clip_to_tail, fact_key, normalize_content
+from shared.quoting import DATA_NOTICE, data_block
 
 LlmMemoryType = Literal["factual", "episodic", "procedural", "semantic"]
 
@@ -74,7 +75,11 @@ def build_messages(turns: list[tuple[str, str]], max_bytes: int = MAX_INPUT_BYTE
     text = conversation_text(turns, max_bytes)
     return [
         {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": f"Conversation:\n<<<\n{text}\n>>>"},
+        {
+            "role": "user",
+            "content": f"Conversation ({DATA_NOTICE.format(name='conversation')})\n"
+            + data_block("conversation", text.splitlines() or [text]),
+        },
     ]
 
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from shared.quoting import DATA_NOTICE, data_block
 from shared.tokens import estimate_tokens
 
 #: Characters kept of each candidate in a condensed summary line.
@@ -66,14 +67,14 @@ def condensed_summary(candidates: Sequence[Candidate], max_tokens: int = SUMMARY
 
 def summary_prompt(candidates: Sequence[Candidate]) -> list[dict[str, str]]:
     """Messages asking an LLM for a faithful summary of the candidates."""
-    body = "\n".join(condensed_line(c) for c in candidates)
+    block = data_block("memories", [condensed_line(c) for c in candidates])
     return [
         {
             "role": "system",
             "content": "Summarize these stored memories of one user into a short factual paragraph. "
-            "Keep every preference, decision and habit; do not invent anything.",
+            "Keep every preference, decision and habit; do not invent anything. " + DATA_NOTICE.format(name="memories"),
         },
-        {"role": "user", "content": body},
+        {"role": "user", "content": block},
     ]
 
 

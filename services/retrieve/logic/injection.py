@@ -1,6 +1,7 @@
 """Memory injection into an OpenAI-style chat request: pure functions on plain dicts.
 
-``format_memory_context`` renders ranked memories as one escaped block; ``inject`` puts it
+``format_memory_context`` renders ranked memories as one block of quoted data (see
+docs/security.md "Injection format"); ``inject`` puts it
 in a copy of the request's messages, as a leading system message or, for providers that
 reject the system role, inside the first user message; ``default_query`` picks the text a
 retrieval should search for when the caller gives no explicit query.
@@ -12,6 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from shared.quoting import DATA_NOTICE, data_block
 from shared.schemas.events import TEXT_PART_TYPES
 
 Placement = Literal["system", "user", "none"]
@@ -22,6 +24,7 @@ DEFAULT_NO_SYSTEM_PROVIDERS: frozenset[str] = frozenset(
 """Providers (and o1-family models) that reject the ``system`` role."""
 
 CONTEXT_HEADER = "Memory context:"
+MEMORY_BLOCK = "memory-data"
 USER_BLOCK_SEPARATOR = "\n\n---\n\n"
 """Between the memory block and the user's own text when both share one user message."""
 
@@ -43,18 +46,16 @@ def escape_template(text: str) -> str:
 
 
 def format_memory_context(memories: Sequence[str]) -> str:
-    """``"Memory context:\\n- first\\n- second"`` with each memory escaped.
+    """The memory block: ``Memory context:`` and a notice, then the memories quoted as data
+    (``shared.quoting``: one JSON string per line between ``<memory-data NONCE>`` markers the
+    text cannot close, chat-template control tokens neutralised), each template-escaped.
 
-    A multi-line memory stays one list item (later lines indented by two spaces, blank lines
-    dropped); blank memories are skipped; nothing left gives "" (``inject`` is then a no-op).
+    Blank memories are skipped; nothing left gives "" (``inject`` is then a no-op).
     """
-    items: list[str] = []
-    for memory in memories:
-        lines = [line.rstrip() for line in escape_template(memory).strip().splitlines()]
-        lines = [line for line in lines if line]
-        if lines:
-            items.append("- " + "\n  ".join(lines))
-    return f"{CONTEXT_HEADER}\n" + "\n".join(items) if items else ""
+    items = [escape_template(m).strip() for m in memories if m.strip()]
+    if not items:
+        return ""
+    return f"{CONTEXT_HEADER} {DATA_NOTICE.format(name=MEMORY_BLOCK)}\n{data_block(MEMORY_BLOCK, items)}"
 
 
 def rejects_system_role(

@@ -31,6 +31,7 @@ import msgspec
 
 from services.sleep.logic.conflict_pairs import ConflictPair, PairKey, normalise_pair
 from services.sleep.logic.llm_reply import decode_llm_json, reply_items
+from shared.quoting import quote
 
 DEFAULT_ACTIONS: Final = frozenset({"keep", "merge", "conflict", "create", "archive", "update"})
 FULL_ACTIONS: Final = DEFAULT_ACTIONS | {"supersede", "differentiate"}
@@ -340,8 +341,8 @@ def conflict_prompt(batch: Sequence[ConflictPair], contents: Mapping[str, str], 
             if memory_id not in contents:
                 raise ValueError(f"no content for memory {memory_id}")
         lines.append(f"Pair {index}:")
-        lines.append(f"  a (updated {pair.a_updated_at.isoformat()}): {contents[pair.a_id]}")
-        lines.append(f"  b (updated {pair.b_updated_at.isoformat()}): {contents[pair.b_id]}")
+        lines.append(f"  a (updated {pair.a_updated_at.isoformat()}): {quote(contents[pair.a_id])}")
+        lines.append(f"  b (updated {pair.b_updated_at.isoformat()}): {quote(contents[pair.b_id])}")
     return "\n".join(lines)
 
 

@@ -3,12 +3,15 @@
 Pure text builders matching the reply schemas the parsers accept
 (`pattern_logic.parse_pattern_reply`, `affective_logic.parse_affective_reply`); the
 conflict prompt lives beside its parser in `decision_logic`. Memory text is clipped and
-put on one line, so a memory cannot fake the structure of the prompt.
+put on one line as a JSON string (``shared.quoting.quote``: control tokens neutralised), so a
+memory cannot fake the structure of the prompt.
 """
 
 from collections.abc import Sequence
 
 import msgspec
+
+from shared.quoting import quote
 
 
 class PoolMemory(msgspec.Struct, frozen=True, kw_only=True):
@@ -35,7 +38,7 @@ def _memory_lines(pool: Sequence[PoolMemory], limit: int, with_session: bool) ->
     lines = []
     for memory in pool:
         session = f" (session {memory.session_id or '-'})" if with_session else ""
-        lines.append(f"- [{memory.id}]{session} {one_line(memory.content, limit)}")
+        lines.append(f"- [{memory.id}]{session} {quote(one_line(memory.content, limit))}")
     return lines
 
 

@@ -79,7 +79,7 @@ async def test_llm_rerank_and_every_fallback(
                 scores = [m.score for m in result.memories]
                 assert scores == sorted(scores, reverse=True)
                 prompt = llm.requests[-1]["messages"][-1]["content"]
-                assert "Query: heron" in prompt and "[4] heron note D" in prompt
+                assert 'Query: "heron"' in prompt and '[4] "heron note D"' in prompt
 
                 shallow, shallow_ids = await _owner(pool, rerank=True, rerankDepth=2)
                 assert _names(await _ask(nc, shallow), shallow_ids) == "BACD"  # only the top two

@@ -13,6 +13,7 @@ import msgspec
 import pytest
 from nats.aio.client import Client
 
+from services.retrieve.logic.injection import format_memory_context
 from shared.bus.rpc_client import call
 from shared.codec import decode_reply
 from shared.schemas import HEALTH_OP
@@ -41,9 +42,8 @@ async def test_inject_system_role_provider(pool: asyncpg.Pool, nc: Client, retri
     res: InjectResult = await call(nc, "inject", req, timeout=10)
     assert res.placement == "system"
     assert [m.role for m in res.messages] == ["system", "system", "user"]
-    assert (
-        res.messages[0].content == "Memory context:\n- User prefers \uff5b\uff5bdark\uff5d\uff5d mode in every editor"
-    )
+    assert res.messages[0].content == format_memory_context(["User prefers {{dark}} mode in every editor"])
+    assert '\n"User prefers \uff5b\uff5bdark\uff5d\uff5d mode in every editor"\n' in res.messages[0].content
     assert res.messages[1:] == req.messages
     assert "{" not in res.context and [m.content for m in res.injected] == [
         "User prefers {{dark}} mode in every editor"
@@ -66,7 +66,7 @@ async def test_inject_provider_without_system_role(
     )
     assert res.placement == "user"
     assert [m.role for m in res.messages] == ["user", "assistant", "user"]
-    assert res.messages[0].content == "Memory context:\n- The deploy target is Frankfurt\n\n---\n\nhello"
+    assert res.messages[0].content == format_memory_context(["The deploy target is Frankfurt"]) + "\n\n---\n\nhello"
     assert res.messages[1:] == messages[1:]
     # the o1 family by model name, whatever the provider; default query = the last user message
     o1 = InjectRequest(owner=who, provider="openai", model="o1-mini-2024-09-12", messages=messages)

@@ -10,11 +10,11 @@ def test_prompt_numbers_the_candidates_on_one_line_each() -> None:
     messages = prompt("what does Ana drink?", ["Ana likes\n\ntea", "x" * 1000], max_chars=100)
     assert messages[0]["role"] == "system" and "JSON" in messages[0]["content"]
     user = messages[1]["content"]
-    assert user.startswith("Query: what does Ana drink?")
+    assert user.startswith('Query: "what does Ana drink?"')
     lines = user.splitlines()
-    assert "[1] Ana likes tea" in lines
+    assert '[1] "Ana likes tea"' in lines
     second = next(line for line in lines if line.startswith("[2] "))
-    assert len(second) == len("[2] ") + 100 and second.endswith("…")
+    assert len(second) == len("[2] ") + 100 + 2 and second.endswith('…"')  # quoted
 
 
 def test_permutation_keeps_valid_numbers_then_the_rest_in_fused_order() -> None:

@@ -33,7 +33,7 @@ def test_pattern_prompt_lists_ids_known_titles_and_the_cap() -> None:
     prompt = pattern_prompt(pool, ["Morning runs"], 3)
     assert "at most 3 recurring patterns" in prompt
     assert "Known patterns: Morning runs" in prompt
-    assert prompt.splitlines()[-2:] == ["- [m1] runs at 6", "- [m2] runs again"]
+    assert prompt.splitlines()[-2:] == ['- [m1] "runs at 6"', '- [m2] "runs again"']
     assert parse_pattern_reply('{"patterns": []}').proposals == ()  # the schema the prompt asks for
 
 
@@ -43,4 +43,4 @@ def test_affective_prompt_shows_entities_and_sessions() -> None:
         [PromptEntity(id="e1", name="Alice", kind="person"), PromptEntity(id="e2", name="Deploys")],
     )
     assert "- Alice (person)" in prompt and "- Deploys (thing)" in prompt
-    assert "- [m1] (session s1) Alice is tense" in prompt and "- [m2] (session -) x" in prompt
+    assert '- [m1] (session s1) "Alice is tense"' in prompt and '- [m2] (session -) "x"' in prompt
