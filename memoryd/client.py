@@ -218,7 +218,10 @@ class MemoryClient:
         async def send(subject: str) -> None:
             try:
                 await self.nc.jetstream().publish(
-                    subject, data, headers={MSG_ID_HEADER: chat_msg_id(owner, event.event_id, data)}, timeout=self.timeout
+                    subject,
+                    data,
+                    headers={MSG_ID_HEADER: chat_msg_id(owner, event.event_id, data)},
+                    timeout=self.timeout,
                 )
             except (nats.errors.Error, TimeoutError) as exc:
                 raise DependencyDown(f"cannot publish to {subject}: {type(exc).__name__}: {exc}") from exc

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta, timezone
 
+import msgspec
 import pytest
 
 from services.ingest.logic import chat as logic
