@@ -1,15 +1,55 @@
 """structlog set-up: JSON lines with ``service`` bound, plus ``owner``/``event_id``/``request_id``
-bound per unit of work through context variables."""
+bound per unit of work through context variables.
+
+Every line passes ``redact`` last before rendering (after tracebacks are formatted): the
+password of a URL (``nats://user:secret@host``), ``Bearer`` tokens, and the value of any
+field whose name says it is a secret (``password``, ``api_key``, ``token``, ...) become
+``***``, so a connect error or a settings dump never writes a credential to the log.
+"""
 
 from __future__ import annotations
 
 import logging
+import re
 import sys
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 import structlog
 
 from shared.settings.env import LogConfig
+
+_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)[^@\s/]+@")
+_BEARER = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]+")
+_SECRET_NAME = re.compile(
+    r"(?i)^(?:.*[_a-z])?(?:password|passwd|secret|api_?key|apikey|authorization|credentials?|access_token|auth_token|token)$"
+)
+REDACTED = "***"
+
+
+def redact_text(text: str) -> str:
+    """``text`` with URL passwords and bearer tokens replaced by ``***``."""
+    return _BEARER.sub(r"\1 " + REDACTED, _URL_PASSWORD.sub(r"\g<head>" + REDACTED + "@", text))
+
+
+def _redact(value: Any, depth: int = 0) -> Any:
+    if isinstance(value, str):
+        return redact_text(value)
+    if depth > 8:
+        return value
+    if isinstance(value, dict):
+        return {
+            k: REDACTED if isinstance(k, str) and _SECRET_NAME.search(k) else _redact(v, depth + 1)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_redact(v, depth + 1) for v in value]
+    return value
+
+
+def redact(_logger: Any, _method: str, event: MutableMapping[str, Any]) -> Mapping[str, Any]:
+    """structlog processor: no credential leaves in a log line (see the module docstring)."""
+    return {k: REDACTED if _SECRET_NAME.search(k) and v is not None else _redact(v) for k, v in event.items()}
 
 
 def configure(service: str, cfg: LogConfig) -> None:
@@ -27,6 +67,7 @@ def configure(service: str, cfg: LogConfig) -> None:
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,
+            redact,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
