@@ -51,7 +51,7 @@ def test_depth_check_is_linear_on_hostile_shapes() -> None:
     for data in shapes:
         started = time.perf_counter()
         json_depth_exceeds(data)
-        assert time.perf_counter() - started < 2.0, data[:10]
+        assert time.perf_counter() - started < 10.0, data[:10]  # quadratic would take hours
 
 
 def test_chat_msg_id_is_namespaced_by_owner_and_payload() -> None:
