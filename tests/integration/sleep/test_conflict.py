@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Callable
@@ -27,8 +28,8 @@ def vec(group: int, tilt: float = 0.0) -> list[float]:
 
 
 def pairs_of(prompt: str) -> list[tuple[str, str]]:
-    """(a text, b text) of each pair of a conflict prompt, in order."""
-    texts = re.findall(r"^  [ab] \(updated [^)]*\): (.*)$", prompt, flags=re.M)
+    """(a text, b text) of each pair of a conflict prompt, in order (each text is quoted as JSON)."""
+    texts = [json.loads(t) for t in re.findall(r"^  [ab] \(updated [^)]*\): (.*)$", prompt, flags=re.M)]
     return list(zip(texts[0::2], texts[1::2], strict=True))
 
 
