@@ -52,6 +52,18 @@ def redact(_logger: Any, _method: str, event: MutableMapping[str, Any]) -> Mappi
     return {k: REDACTED if _SECRET_NAME.search(k) and v is not None else _redact(v) for k, v in event.items()}
 
 
+class _CurrentStderr:
+    """``sys.stderr`` as it is at each write: loggers cached on first use (module-level ``log``)
+    must not keep a stream that was replaced and closed since (an in-process service restarted,
+    a test's captured stderr)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def configure(service: str, cfg: LogConfig) -> None:
     """Route structlog (and stdlib logging) to stderr as JSON or console lines."""
     level = getattr(logging, cfg.level.upper())
@@ -71,7 +83,7 @@ def configure(service: str, cfg: LogConfig) -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=_CurrentStderr()),  # type: ignore[arg-type]
         cache_logger_on_first_use=True,
     )
     structlog.contextvars.clear_contextvars()
