@@ -202,7 +202,9 @@ class LlmClient:
                 LLM_CALLS.labels(operation, "budget_exceeded").inc()
                 raise
         try:
-            return await self._call(entry, reservation, messages, max_tokens, model_name, temperature, json_mode, parse)
+            return await self._call(
+                entry, reservation, messages, max_tokens, model_name, temperature, json_mode, parse, reasoning_effort
+            )
         except asyncio.CancelledError:  # e.g. a caller's timeout around a rerank: the reservation stays counted
             if reservation is not None:
                 await asyncio.shield(self._finish(entry(budget.STATUS_CANCELLED), "cancelled", reservation))
@@ -218,6 +220,7 @@ class LlmClient:
         temperature: float,
         json_mode: bool,
         parse: Callable[[str], U],
+        reasoning_effort: str | None,
     ) -> LlmResult[U]:
         body: dict[str, Any] = {
             "model": model_name,
