@@ -15,6 +15,7 @@ import contextlib
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 
+import msgspec
 from nats.aio.client import Client
 
 from services.retrieve.adapters.postgres import Visibility, vector_search
@@ -28,14 +29,22 @@ from shared.settings.cache import SettingsCache
 from shared.settings.env import PgConfig, load
 from shared.vectors.pgvector import PgVectorStore
 
+#: An exact search never leaves a vector store's exact path (more rows than any owner has).
+_NEVER_APPROXIMATE = 2**62
+
 
 @contextlib.asynccontextmanager
 async def in_process_engine(
-    dsn: str, nc: Client, signature: str, vectors: Mapping[str, Sequence[float]]
+    dsn: str, nc: Client, signature: str, vectors: Mapping[str, Sequence[float]], *, exact: bool = False
 ) -> AsyncIterator[Engine]:
     """An ``Engine`` (pgvector store) whose query vectors come from ``vectors``, over a pool
-    like the service's (``MEMORYD_PG_*`` size, ``DB_SESSION_STATE``), its connections opened up front."""
+    like the service's (``MEMORYD_PG_*`` size, ``DB_SESSION_STATE``), its connections opened up front.
+
+    ``exact``: the reference answer for recall: every full-text match ranked (no candidate
+    cap, no rare-term pruning) and exact vector distances (never an HNSW index)."""
     config = load(EngineConfig, "MEMORYD_RETRIEVE_", os.environ)
+    if exact:
+        config = msgspec.structs.replace(config, keyword_max_candidates=0, keyword_match_budget=0)
     size = load(PgConfig, "MEMORYD_PG_", os.environ).pool_max
     pool = await create_pool(PgConfig(dsn=dsn, pool_min=size, pool_max=size), session_state=DB_SESSION_STATE)
 
@@ -52,7 +61,7 @@ async def in_process_engine(
         yield Engine(
             pool=pool,
             nc=nc,
-            stores=[PgVectorStore(pool)],
+            stores=[PgVectorStore(pool, exact_max_rows=_NEVER_APPROXIMATE) if exact else PgVectorStore(pool)],
             settings=SettingsCache(pool, ttl_s=config.settings_ttl_s).get,
             toucher=toucher,
             config=config,

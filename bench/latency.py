@@ -12,6 +12,10 @@ model would take about half an hour on 2 cores. Uniform random vectors are the w
 of HNSW (recall@10 0.19 against exact search at 100k, measured) and do not resemble what
 a user stores. Query vectors are real (the embed service embeds the questions).
 
+Recall: per scenario and strategy, the share of the exact answer's top 10 (every keyword
+match ranked, exact vector distances: ``floor.in_process_engine(exact=True)``) that the
+engine returns, over ``N_RECALL`` questions.
+
 Scenarios: one owner with each of ``sizes`` memories, and ``owners`` owners of
 ``owner_size`` each (queries spread over them). For each strategy (``exact``,
 ``semantic``, ``hybrid``) and concurrency (1, 16, 64): the service path (``retrieve`` RPC,
@@ -59,6 +63,7 @@ STRATEGIES = ("exact", "semantic", "hybrid")
 CONCURRENCY = (1, 16, 64)
 LIMIT = 10
 N_QUESTIONS = 200
+N_RECALL = 100  # questions per (scenario, strategy) compared with the exact answer
 COPY_CHUNK = 20_000
 SESSION_TURNS = 20  # consecutive memories of an owner form a chat session (session/neighbour boosts)
 BASE_TEXTS = 2_000  # distinct sentences embedded for real; memory vectors mix them
@@ -122,7 +127,10 @@ async def load(
             for row in await conn.fetch(vsql.INDEXES_OF, vsql.index_prefix(signature)):
                 await conn.execute(f'DROP INDEX IF EXISTS "{row["indexname"]}"')
         await _copy(pool, plan, signature, base, seed)
-        await PgVectorStore(pool).ensure(signature, int(base.shape[1]))
+        store = PgVectorStore(pool)
+        await store.ensure(signature, int(base.shape[1]))
+        for owner in {o for s in plan for o in s.owners}:  # what the embed service does after writing them
+            await store.ensure_owner(signature, owner)
         for table in ("memories", "memory_embeddings"):  # now, not as autovacuum during the measurement
             await pool.execute(f"VACUUM (ANALYZE) {table}")
     finally:
@@ -289,6 +297,10 @@ async def run_latency(
     exits = contextlib.AsyncExitStack()
     engine = await exits.enter_async_context(floor_module.in_process_engine(stack.pg_dsn, stack.nc, signature, vectors))
     floor = Floor(engine, floor_module)
+    exact_engine = await exits.enter_async_context(
+        floor_module.in_process_engine(stack.pg_dsn, stack.nc, signature, vectors, exact=True)
+    )
+    recall: list[dict[str, Any]] = []
     service_keys = [k for k in (*stack.services, "postgres", "nats")]
     rows: list[dict[str, Any]] = []
 
@@ -338,6 +350,9 @@ async def run_latency(
                     n = max(len(questions), requests_per_client * c)
                     await measure(scen, strategy, "service", service, n, c)
                     await measure(scen, strategy, "floor", direct, n, c)
+                found = await recall_at(engine, exact_engine, scen, strategy, questions[:N_RECALL])
+                recall.append({"scenario": scen.name, "strategy": strategy, "queries": N_RECALL, **found})
+                log(f"{scen.name:>18} {strategy:>9} recall@{LIMIT} vs exact {found['recall']:.3f}")
             if probes:
                 for probe in PROBES:
                     await drive(direct_fn(probe), len(questions), 1)
@@ -352,10 +367,26 @@ async def run_latency(
         "load_s": round(load_s, 1),
         "limit": LIMIT,
         "rows": rows,
+        "recall": recall,
         "ratios": ratios(rows),
         "targets": targets(rows, max(sizes) if sizes else 0),
         "environment": environment(),
     }
+
+
+async def recall_at(
+    engine: Any, exact: Any, scen: Scenario, strategy: str, questions: Sequence[str]
+) -> dict[str, float]:
+    """Mean share of the exact engine's top ``LIMIT`` (every keyword match ranked, exact vector
+    distances) that the engine returns too; ``exact`` compares with itself (1.0 by definition)."""
+    shares = []
+    for i, q in enumerate(questions):
+        req = RetrieveRequest(owner=scen.owners[i % len(scen.owners)], query=q, strategy=strategy, limit=LIMIT)  # type: ignore[arg-type]
+        want = {m.id for m in (await exact.retrieve(req)).memories}
+        got = {m.id for m in (await engine.retrieve(req)).memories}
+        if want:
+            shares.append(len(want & got) / len(want))
+    return {"recall": round(float(np.mean(shares)) if shares else math.nan, 3), "answered": len(shares)}
 
 
 def ratios(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -452,6 +483,7 @@ def render(report: dict[str, Any]) -> str:
         [r["scenario"], r["strategy"], r["c"], r["throughput_ratio"], r["p50_overhead_ms"]] for r in report["ratios"]
     ]
     target_rows = [[t["scenario"], t["target"], t["value"], "yes" if t["ok"] else "NO"] for t in report["targets"]]
+    recall_rows = [[r["scenario"], r["strategy"], r["recall"], r["answered"]] for r in report.get("recall", [])]
     return "\n".join(
         [
             f"Retrieve latency: {report['memories']:,} memories ({report['vectors']}), limit {report['limit']}, "
@@ -460,6 +492,10 @@ def render(report: dict[str, Any]) -> str:
             "bench CPU = the benchmark's process (load generator, and the floor's engine)",
             "",
             markdown_table(head, rows, digits=2),
+            "",
+            f"Recall@{report['limit']} against the exact answer (every keyword match ranked, exact vector distances):",
+            "",
+            markdown_table(["scenario", "strategy", "recall", "queries"], recall_rows, digits=3),
             "",
             "Service throughput / floor throughput:",
             "",

@@ -35,6 +35,7 @@ from shared.vectors.open_stores import open_for
 
 from .cache import VectorCache
 from .handlers import Jobs, Queries
+from .owner_index import OwnerIndexes
 from .reindex import Signatures
 from .settings import EmbedSettings
 from .sources import Inference, build_source
@@ -90,6 +91,7 @@ async def setup(ctx: ServiceContext) -> None:
         batch_max=settings.query_batch_max,
         wait_s=settings.query_wait_ms / 1000,
     )
+    owner_indexes = OwnerIndexes()
     jobs = Jobs(
         ctx.db,
         ctx.js,
@@ -98,6 +100,7 @@ async def setup(ctx: ServiceContext) -> None:
         batch_max=settings.batch_max,
         batch_wait_s=settings.batch_wait_ms / 1000,
         pipeline=settings.pipeline,
+        owner_indexes=owner_indexes,
     )
     engine = EngineSwitch(
         config=ctx.config,
@@ -123,6 +126,7 @@ async def setup(ctx: ServiceContext) -> None:
     for i in range(settings.pipeline):
         ctx.spawn(PullConsumer(ctx.js, spec, EmbedJob, jobs.handle).run(ctx.stop), f"embed-jobs-{i}")
     ctx.spawn(sigs.watch(ctx.stop, settings.meta_poll_s, engine.tick), "embed-signatures")
+    ctx.spawn(owner_indexes.run(ctx.stop), "embed-owner-indexes")
     if settings.sweep_interval_s > 0:
         sweep = sweep_lost_jobs(ctx.js, sigs, ctx.stop, settings.sweep_interval_s, settings.sweep_min_age_s)
         ctx.spawn(sweep, "embed-sweep")

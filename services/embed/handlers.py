@@ -4,7 +4,8 @@
 when the batch holding it is written, so the consumer acks only after the write. One batch
 (`Jobs.flush`): read the memories as they are now (one query), embed the ones needing it (one
 inference call), write every configured store, then `mark_embedded` (clears `needs_reindex`
-only where the content hash is still the embedded one). A memory deleted meanwhile is acked
+only where the content hash is still the embedded one); the batch's owners are noted for
+`OwnerIndexes` (a large owner's own HNSW index, built in the background). A memory deleted meanwhile is acked
 and counted; one whose content changed while it was embedded is flagged and requeued.
 
 `Queries.embed` serves `mem.v1.rpc.embed`: cache first (`{signature}:{sha256(text)}`), the
@@ -37,6 +38,7 @@ from .batcher import MicroBatcher
 from .cache import Vector, VectorCache
 from .gate import SwapGate
 from .logic import JobOutcome, cache_key, triage, unique_by_id
+from .owner_index import OwnerIndexes
 from .sources import EmbedSource
 
 log = get_logger(__name__)
@@ -55,8 +57,10 @@ class Jobs:
         batch_max: int,
         batch_wait_s: float,
         pipeline: int,
+        owner_indexes: OwnerIndexes | None = None,
     ) -> None:
         self.pool = pool
+        self.owner_indexes = owner_indexes
         self.js = js
         self.stores = list(stores)
         self.source = source
@@ -103,6 +107,8 @@ class Jobs:
         vectors = await source.embed([s.content for s in states])
         items = [_item(rows[s.memory_id], vectors[i]) for i, s in enumerate(states)]
         await asyncio.gather(*(store.upsert(sig, items) for store in stores))
+        if self.owner_indexes is not None:
+            self.owner_indexes.note(stores, sig, (s.owner for s in states))
         embedded = [(s.memory_id, s.content_hash) for s in states]
         marked = await mark_embedded(self.pool, embedded, sig)
         EMBED_TEXTS.labels("job").inc(len(states))

@@ -35,9 +35,17 @@ def index_name(signature: str, dim: int, half: bool) -> str:
     return f"{index_prefix(signature)}{'h' if half else 'v'}{int(dim)}"
 
 
-def lock_key(signature: str) -> int:
-    """A signed 64-bit advisory-lock key for building this signature's index."""
-    digest = hashlib.sha256(b"memoryd-hnsw:" + signature.encode("utf-8")).digest()
+def owner_index_name(signature: str, owner: str, dim: int, half: bool) -> str:
+    """The name of one owner's own partial HNSW index (under the signature's prefix, so
+    ``drop`` removes it with the signature's)."""
+    digest = hashlib.sha256(owner.encode("utf-8")).hexdigest()[:12]
+    return f"{index_prefix(signature)}o{digest}_{'h' if half else 'v'}{int(dim)}"
+
+
+def lock_key(signature: str, owner: str | None = None) -> int:
+    """A signed 64-bit advisory-lock key for building this signature's (or one owner's) index."""
+    name = signature if owner is None else f"{signature}\x00{owner}"
+    digest = hashlib.sha256(b"memoryd-hnsw:" + name.encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
@@ -60,6 +68,16 @@ def create_index(signature: str, dim: int, half: bool) -> str:
     return (
         f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{index_name(signature, dim, half)}" ON memory_embeddings'
         f" USING hnsw ((embedding::{t}({int(dim)})) {t}_cosine_ops) WHERE signature = {literal(signature)}"
+    )
+
+
+def create_owner_index(signature: str, owner: str, dim: int, half: bool) -> str:
+    """One owner's partial HNSW index: its graph holds only that owner's rows."""
+    t = _type(half)
+    return (
+        f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{owner_index_name(signature, owner, dim, half)}"'
+        f" ON memory_embeddings USING hnsw ((embedding::{t}({int(dim)})) {t}_cosine_ops)"
+        f" WHERE signature = {literal(signature)} AND owner = {literal(owner)}"
     )
 
 
@@ -102,6 +120,17 @@ INDEXES_OF = (
     " WHERE starts_with(c.relname, $1) AND i.indrelid = 'memory_embeddings'::regclass ORDER BY 1"
 )
 BOUNDED_COUNT = "SELECT count(*) FROM (SELECT 1 FROM memory_embeddings WHERE signature = $1 AND owner = $2 LIMIT $3) s"
+#: The owner's bounded row count and whether its own index (``$4``, by name) is valid: one round trip.
+ROUTE = f"""
+SELECT ({BOUNDED_COUNT}) AS n, (
+    SELECT i.indisvalid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid
+    WHERE c.relname = $4 AND i.indrelid = 'memory_embeddings'::regclass
+) AS own
+"""
+#: Rows of the signature (``$1``) and of its owner ``$2``, for the owner's share of the shared index.
+SHARE = (
+    "SELECT count(*) AS total, count(*) FILTER (WHERE owner = $2) AS mine FROM memory_embeddings WHERE signature = $1"
+)
 STATUS = "SELECT count(*) AS n, min(dim) AS lo, max(dim) AS hi FROM memory_embeddings WHERE signature = $1"
 DELETE = "DELETE FROM memory_embeddings WHERE owner = $1 AND memory_id = ANY($2::uuid[])"
 MARK_EMBEDDED = """
@@ -159,9 +188,20 @@ WHERE p.signature = {sig} AND p.dim = {int(dim)} AND p.memory_id = ANY($1::uuid[
 
 
 def search(
-    signature: str, dim: int, query: VectorQuery, qvec: Any, limit: int, *, hnsw: bool, half: bool
+    signature: str,
+    dim: int,
+    query: VectorQuery,
+    qvec: Any,
+    limit: int,
+    *,
+    hnsw: bool,
+    half: bool,
+    own_index: bool = False,
 ) -> tuple[str, list[Any]]:
-    """The search statement and its arguments (``$1`` the query vector, ``$2`` the owner)."""
+    """The search statement and its arguments (``$1`` the query vector, ``$2`` the owner).
+
+    ``own_index`` (HNSW only): the owner has its own partial index; the owner is then written
+    as a literal too, so the planner can prove that index's predicate (a ``$2`` cannot)."""
     args: list[Any] = [qvec, query.owner]
 
     def param(value: Any, cast: str) -> str:
@@ -177,12 +217,22 @@ def search(
         alive.append(f"m.type = ANY({param(list(query.types), 'text[]')})")
     session = None if query.session_id is None else param(query.session_id, "text")
     k = param(limit, "int")
-    return _search_text(signature, int(dim), hnsw, half, " AND ".join(alive), session, query.include_global, k), args
+    owner = query.owner if hnsw and own_index else None
+    where = " AND ".join(alive)
+    return _search_text(signature, int(dim), hnsw, half, where, session, query.include_global, k, owner), args
 
 
 @lru_cache(maxsize=512)
 def _search_text(
-    signature: str, dim: int, hnsw: bool, half: bool, alive: str, session: str | None, include_global: bool, k: str
+    signature: str,
+    dim: int,
+    hnsw: bool,
+    half: bool,
+    alive: str,
+    session: str | None,
+    include_global: bool,
+    k: str,
+    own_owner: str | None = None,
 ) -> str:
     sig = literal(signature)
     own_where = f"e.signature = {sig} AND e.dim = {dim} AND e.owner = $2 AND m.owner = $2 AND {alive}"
@@ -216,11 +266,12 @@ SELECT memory_id, 1 - d AS score FROM (
         else ""
     )
     union = " UNION ALL SELECT memory_id, d FROM glob" if include_global else ""
+    owner = "$2" if own_owner is None else literal(own_owner)
     return f"""
 WITH near AS MATERIALIZED (
     SELECT e.memory_id, {expr} <=> {q} AS d
     FROM memory_embeddings e
-    WHERE e.signature = {sig} AND e.dim = {dim} AND e.owner = $2 AND {member}
+    WHERE e.signature = {sig} AND e.dim = {dim} AND e.owner = {owner} AND {member}
     ORDER BY {expr} <=> {q} LIMIT {k}
 ){glob}
 SELECT memory_id, 1 - d AS score FROM (SELECT memory_id, d FROM near{union}) s ORDER BY d, memory_id LIMIT {k}

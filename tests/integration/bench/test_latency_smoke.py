@@ -54,6 +54,11 @@ async def test_latency_benchmark_tiny(nats_server: EmbeddedNats, pg_dsn: str) ->
     assert {(r["scenario"], r["strategy"], r["c"]) for r in report["ratios"]} == {
         (s, st, c) for s in ("1 owner x 300", "3 owners x 50") for st in latency.STRATEGIES for c in (1, 4)
     }
+    # below every pruning and HNSW threshold the engine's answer is the exact one
+    assert {(r["scenario"], r["strategy"]): r["recall"] for r in report["recall"]} == {
+        (s, st): 1.0 for s in ("1 owner x 300", "3 owners x 50") for st in latency.STRATEGIES
+    }
     text = latency.render(report)
     assert "| 1 owner x 300 | hybrid | service | 1 |" in text
     assert "mixed from real embeddings" in text
+    assert "| 1 owner x 300 | hybrid | 1.000 |" in text

@@ -24,9 +24,13 @@ def sig() -> str:
     return f"test:{uuid.uuid4().hex[:8]}:32"
 
 
-async def _plan(pool: asyncpg.Pool, store: PgVectorStore, signature: str, query: VectorQuery) -> str:
+async def _plan(
+    pool: asyncpg.Pool, store: PgVectorStore, signature: str, query: VectorQuery, own_index: bool = False
+) -> str:
     vec = np.asarray(query.vector, dtype=np.float32)
-    text, args = sql.search(signature, vec.size, query, Vector(vec), query.limit, hnsw=True, half=store.half)
+    text, args = sql.search(
+        signature, vec.size, query, Vector(vec), query.limit, hnsw=True, half=store.half, own_index=own_index
+    )
     async with pool.acquire() as conn, conn.transaction():
         await conn.execute(sql.hnsw_settings(100, 20_000))
         rows = await conn.fetch("EXPLAIN " + text, *args)
@@ -73,6 +77,54 @@ async def test_hnsw_path_uses_the_index_and_matches_exact(pool: asyncpg.Pool) ->
     hits = await full.search(signature, VectorQuery(owner=alice, vector=unit(rng, 32), session_id="rare"))
     assert await full.is_large(signature, alice)
     assert {h.memory_id for h in hits} == set(few)
+
+
+async def test_a_large_owner_with_a_small_share_gets_an_index_of_its_own(pool: asyncpg.Pool) -> None:
+    """``ensure_owner``: an owner over ``exact_max_rows`` holding at most the configured share of
+    the signature gets its own partial HNSW index, its searches use it (plan) and agree with
+    exact search; a small owner and an owner holding most of the graph get none; ``drop``
+    removes it with the signature's."""
+    rng = np.random.default_rng(24)
+    signature = sig()
+    store = PgVectorStore(pool, exact_max_rows=300, owner_index_max_share=0.4)
+    world = World(pool, store, signature)
+    big, small, mid = (f"{p}-{uuid.uuid4().hex[:6]}" for p in ("big", "small", "mid"))
+    centers = unit(rng, 32, 20)
+    for owner, n in ((big, 1500), (small, 200), (mid, 600)):
+        for c in centers[rng.integers(0, 20, n)]:
+            world.add(owner, near(rng, c, 1.0))
+    for _ in range(1700):  # other owners' rows, so big holds 1500 / 4000 of the signature
+        world.add(f"o-{uuid.uuid4().hex[:6]}", unit(rng, 32))
+    await world.flush()
+    await store.ensure(signature, 32)
+    assert await store.ensure_owner(signature, big)
+    assert await store.ensure_owner(signature, big)  # idempotent
+    assert not await store.ensure_owner(signature, small)  # not large: exact search serves it
+    assert await store.ensure_owner(signature, mid)
+    await world.analyze()
+    own = sql.owner_index_name(signature, big, 32, False)
+    assert own in (await store.status(signature)).detail
+    plan = await _plan(pool, store, signature, VectorQuery(owner=big, vector=unit(rng, 32), limit=10), True)
+    assert own in plan
+    fresh = PgVectorStore(pool, exact_max_rows=300)  # another process: finds the index by its route query
+    recall = []
+    for q in unit(rng, 32, 20):
+        query = VectorQuery(owner=big, vector=q, limit=10)
+        hits = await fresh.search(signature, query)
+        assert [h.memory_id for h in await fresh.search_exact(signature, query, q, 10)] == [
+            i for i, _ in world.expected(big, q, 10)
+        ]
+        recall.append(len({h.memory_id for h in hits} & {i for i, _ in world.expected(big, q, 10)}) / 10)
+    assert await fresh._route(signature, big, 32) == (True, True)
+    assert np.mean(recall) >= 0.9, recall
+    crowded = PgVectorStore(pool, exact_max_rows=300, owner_index_max_share=0.1)
+    other = f"x-{uuid.uuid4().hex[:6]}"
+    for c in centers[rng.integers(0, 20, 500)]:
+        world.add(other, near(rng, c, 1.0))
+    await world.flush()
+    assert not await crowded.ensure_owner(signature, other)  # 500 of 4500 > 10 %: the shared graph serves it
+    await store.drop(signature)
+    assert await pool.fetchval(sql.INDEX_VALID, own) is None
 
 
 async def test_hnsw_scan_settings_per_connection_or_per_transaction(pool: asyncpg.Pool, pg_dsn: str) -> None:
