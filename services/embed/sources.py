@@ -7,10 +7,12 @@ so query vectors keep matching the vectors retrieval searches).
 
 Local inference runs on one dedicated thread per process (`Inference`): the event loop stays
 free, and jobs and queries queue for the model one call at a time, queries first
-(`InferenceGate`). Calls are cut into at most `batch_max` texts and `batch_max_tokens` padded
-tokens (`logic.plan_batches`). The dynamic-int8 variant embeds each text alone (`per_text`): its
-activations are quantized per call, so it must never share padding with batch mates; the
-embedder does that itself, batching here only groups the calls.
+(`InferenceGate`). Texts are embedded shortest first (`logic.length_order`), so each call pads
+its texts to a similar length, and the vectors are put back in input order. Calls are cut
+into at most `batch_max` texts and `batch_max_tokens` padded tokens (`logic.plan_batches`).
+The dynamic-int8 variant embeds each text alone (`per_text`): its activations are quantized
+per call, so it must never share padding with batch mates; the embedder does that itself,
+batching here only groups the calls.
 """
 
 from __future__ import annotations
@@ -33,7 +35,16 @@ from shared.observability.logging import get_logger
 from shared.observability.metrics import EMBED_BATCH, EMBED_SECONDS
 
 from .adapters import DIM, DYNAMIC_INT8, MODEL_NAME, LocalEmbedder
-from .logic import Resolution, chunks, estimated_tokens, parse_signature, plan_batches, resolve_source, signature
+from .logic import (
+    Resolution,
+    chunks,
+    estimated_tokens,
+    length_order,
+    parse_signature,
+    plan_batches,
+    resolve_source,
+    signature,
+)
 from .settings import EmbedSettings
 
 log = get_logger(__name__)
@@ -125,12 +136,18 @@ class LocalSource:
     async def embed(self, texts: Sequence[str], *, urgent: bool = False) -> Vectors:
         if not texts:
             return np.empty((0, self.dim), dtype=np.float32)
+        order = length_order(texts)
+        lengths = [estimated_tokens(texts[i]) for i in order]
         parts = []
-        lengths = [estimated_tokens(t) for t in texts]
         for part in plan_batches(lengths, self._batch_max, self._max_padded_tokens):
-            batch = [texts[i] for i in part]
+            batch = [texts[order[i]] for i in part]
             parts.append(await self._inference.run(self._timed, batch, urgent=urgent))
-        return parts[0] if len(parts) == 1 else np.vstack(parts)
+        vectors = parts[0] if len(parts) == 1 else np.vstack(parts)
+        if order == sorted(order):
+            return vectors
+        out = np.empty_like(vectors)
+        out[order] = vectors
+        return out
 
     def _timed(self, batch: list[str]) -> Vectors:
         started = time.perf_counter()

@@ -16,6 +16,7 @@ from services.embed.logic import (
     cache_key,
     chunks,
     estimated_tokens,
+    length_order,
     meta_action,
     parse_signature,
     plan_batches,
@@ -252,3 +253,9 @@ async def test_gate_lets_queries_overtake_waiting_jobs() -> None:
     assert order == ["query", "job"]
     await asyncio.wait_for(gate.acquire(urgent=False), timeout=1)  # free again
     gate.release()
+
+
+def test_length_order_is_shortest_first_and_stable() -> None:
+    texts = ["x" * 400, "short", "y" * 40, "tiny", "z" * 400]
+    assert length_order(texts) == [1, 3, 2, 0, 4]
+    assert length_order([]) == []
