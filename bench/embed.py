@@ -37,7 +37,7 @@ import httpx
 from nats.aio.client import Client
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.harness import embedded_servers, proc_cpu, self_cpu, servers_cpu, wait_until
+from bench.harness import embedded_servers, peak_rss_mb, proc_cpu, self_cpu, servers_cpu, wait_until
 from bench.locomo import percentile
 from bench.report import environment, markdown_table
 from memoryd.local.supervisor import Supervisor, child_env
@@ -302,6 +302,7 @@ async def _service_run(
         seconds = time.perf_counter() - started
         cpu_after = probe.snapshot(pids)
         after = [await scrape(c.metrics_url, EMBED_METRICS) for c in sup.children]
+        peak_rss = [peak_rss_mb(pid) for pid in pids]
     key_texts = "memoryd_embed_texts_total{path=job}"
     key_bsum, key_bcount = "memoryd_embed_batch_size_sum{}", "memoryd_embed_batch_size_count{}"
     key_isum = "memoryd_embed_inference_seconds_sum{}"
@@ -320,6 +321,7 @@ async def _service_run(
         "mean_batch": texts_in_batches / batches if batches else None,
         "inference_ms_per_text": inference * 1000 / len(jobs),
         "cpu_ms_per_text": cpu,
+        "peak_rss_mb_per_worker": peak_rss,
     }
 
 
@@ -435,6 +437,12 @@ def _targets(report: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _rss_note(peaks: Sequence[float | None] | None) -> str:
+    """``; peak RSS per worker 180 + 182 MB`` (nothing when not measured)."""
+    known = [p for p in peaks or () if p is not None]
+    return f"; peak RSS per worker {' + '.join(f'{p:.0f}' for p in known)} MB" if known else ""
+
+
 def render(report: dict[str, Any]) -> str:
     """The markdown tables of a report (what docs/benchmarks.md shows)."""
     opts = report["options"]
@@ -449,7 +457,8 @@ def render(report: dict[str, Any]) -> str:
                 f"service, {s['workers']} worker process(es), job published -> vector stored",
                 s["texts_per_s"],
                 s["ratio_to_ceiling"],
-                f"mean batch {s['mean_batch']:.1f}; texts per worker {split}" if s["mean_batch"] else split,
+                (f"mean batch {s['mean_batch']:.1f}; texts per worker {split}" if s["mean_batch"] else split)
+                + _rss_note(s.get("peak_rss_mb_per_worker")),
             ]
         )
     two = ceiling["two_processes"]

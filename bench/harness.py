@@ -143,6 +143,36 @@ def servers_cpu(
     return out
 
 
+def peak_rss_mb(pid: int) -> float | None:
+    """The process's peak resident memory (``VmHWM``) in MB; None if it is gone."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    return None
+
+
+def servers_peak_rss(
+    pg_data: Path | None, nats_dir: Path | None, nats_file: str | None = "nats.conf"
+) -> dict[str, float]:
+    """Peak RSS in MB of the postmaster, of its largest backend (shared buffers count in each
+    backend that touched them) and of nats-server; a key only for what is there."""
+    out: dict[str, float] = {}
+    pm = postmaster_pid(pg_data) if pg_data is not None else None
+    if pm is not None:
+        if (main := peak_rss_mb(pm)) is not None:
+            out["postgres"] = main
+        backends = [r for c in children_of(pm) if (r := peak_rss_mb(c)) is not None]
+        if backends:
+            out["postgres backend (largest)"] = max(backends)
+    if nats_dir is not None:
+        needle = nats_dir / nats_file if nats_file is not None else nats_dir
+        found = [r for p in pids_with_arg(str(needle)) if (r := peak_rss_mb(p)) is not None]
+        if found:
+            out["nats"] = max(found)
+    return out
+
+
 # --- services ---------------------------------------------------------------------------------
 
 
@@ -251,6 +281,15 @@ class ServiceStack:
         """Stop ``name`` and start it again with ``extra_env`` on top of the stack's env."""
         await self.stop(name)
         await self.start(name, extra_env)
+
+    def peak_rss_mb(self) -> dict[str, float]:
+        """Peak resident memory (MB) so far per service process, of the servers and of this
+        process (which holds the services in ``inprocess`` mode)."""
+        out = {name: r for name, pid in self._pids.items() if (r := peak_rss_mb(pid)) is not None}
+        if self.servers is not None:
+            out |= servers_peak_rss(self.servers.pg_data, self.servers.nats_dir)
+        out["bench"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        return out
 
     def cpu_seconds(self) -> dict[str, float]:
         """CPU seconds used so far per service process, by PostgreSQL, nats-server and this process.

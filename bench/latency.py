@@ -359,6 +359,7 @@ async def run_latency(
                     await measure(scen, probe, "floor probe", direct_fn(probe), len(questions), 1)
     finally:
         await exits.aclose()
+    peak_rss = stack.peak_rss_mb()
     return {
         "benchmark": "latency",
         "signature": signature,
@@ -368,6 +369,7 @@ async def run_latency(
         "limit": LIMIT,
         "rows": rows,
         "recall": recall,
+        "peak_rss_mb": peak_rss,
         "ratios": ratios(rows),
         "targets": targets(rows, max(sizes) if sizes else 0),
         "environment": environment(),
@@ -449,6 +451,19 @@ def targets(rows: Sequence[dict[str, Any]], biggest: int) -> list[dict[str, Any]
     return out
 
 
+def _recall_and_memory(report: dict[str, Any], recall_rows: list[list[Any]]) -> list[str]:
+    """The recall table and the peak-memory line, for reports that hold them."""
+    out: list[str] = []
+    if recall_rows:
+        head = (
+            f"Recall@{report['limit']} against the exact answer (every keyword match ranked, exact vector distances):"
+        )
+        out += [head, "", markdown_table(["scenario", "strategy", "recall", "queries"], recall_rows, digits=3), ""]
+    if peaks := report.get("peak_rss_mb"):
+        out += ["Peak resident memory (MB) per process: " + ", ".join(f"{k} {v:.0f}" for k, v in peaks.items()), ""]
+    return out
+
+
 def render(report: dict[str, Any]) -> str:
     head = [
         "scenario",
@@ -493,10 +508,7 @@ def render(report: dict[str, Any]) -> str:
             "",
             markdown_table(head, rows, digits=2),
             "",
-            f"Recall@{report['limit']} against the exact answer (every keyword match ranked, exact vector distances):",
-            "",
-            markdown_table(["scenario", "strategy", "recall", "queries"], recall_rows, digits=3),
-            "",
+            *_recall_and_memory(report, recall_rows),
             "Service throughput / floor throughput:",
             "",
             markdown_table(["scenario", "strategy", "c", "ratio", "p50 overhead ms"], ratio_rows, digits=2),

@@ -58,7 +58,11 @@ async def test_latency_benchmark_tiny(nats_server: EmbeddedNats, pg_dsn: str) ->
     assert {(r["scenario"], r["strategy"]): r["recall"] for r in report["recall"]} == {
         (s, st): 1.0 for s in ("1 owner x 300", "3 owners x 50") for st in latency.STRATEGIES
     }
+    # peak resident memory per process (in-process services: all in the benchmark's own)
+    peaks = report["peak_rss_mb"]
+    assert "bench" in peaks and all(v > 0 for v in peaks.values())
     text = latency.render(report)
     assert "| 1 owner x 300 | hybrid | service | 1 |" in text
     assert "mixed from real embeddings" in text
     assert "| 1 owner x 300 | hybrid | 1.000 |" in text
+    assert "Peak resident memory (MB) per process: " in text
