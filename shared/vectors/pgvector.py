@@ -323,8 +323,8 @@ class PgVectorStore:
         """Similar pairs of the owner's active memories (see the port).
 
         Small owners: their vectors are loaded and compared exactly in numpy (chunked).
-        Large owners: each probe asks the HNSW index for its ``per_memory`` nearest
-        (a LATERAL query per chunk of probes, iterative scan on).
+        Large owners: each probe asks the HNSW index (the owner's own when it has one) for its
+        ``per_memory`` nearest (a LATERAL query per chunk of probes, iterative scan on).
         """
         check_signature(signature)
         if per_memory <= 0 or limit <= 0:
@@ -347,7 +347,8 @@ class PgVectorStore:
         async with self._conn() as conn:
             probes = await conn.fetch(sql.OWNER_PROBES, owner, since, signature)
         found: dict[tuple[str, str], float] = {}
-        text = sql.lateral_neighbours(signature, dim, self.half)
+        own = (await self._route(signature, owner, dim))[1]
+        text = sql.lateral_neighbours(signature, dim, self.half, owner if own else None)
         for start in range(0, len(probes), _PROBE_CHUNK):
             chunk = [r["memory_id"] for r in probes[start : start + _PROBE_CHUNK]]
             async with self._conn() as conn:
