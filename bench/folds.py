@@ -58,6 +58,8 @@ def evaluate(
     if not points:
         raise ValueError("no grid points")
     convs = list(outcomes[0])
+    if len(convs) < 2:
+        raise ValueError("leave-one-conversation-out needs at least two conversations")
     folds: list[Fold[P]] = []
     for held in convs:
         best_i, best = 0, -math.inf

@@ -334,7 +334,9 @@ async def run_quality(
     if after_ingest is not None:
         await after_ingest()
     study = None
-    if with_protocol:
+    if with_protocol and len(convs) < 2:
+        log("protocol skipped: leave-one-conversation-out needs at least two conversations")
+    elif with_protocol:
         from bench import protocol
 
         study = await protocol.run_protocol(stack.pg_dsn, stack.nc, convs, owner_of, dia_map(convs), log=log)

@@ -100,3 +100,5 @@ async def test_quality_benchmark_end_to_end(tmp_path: Path, nats_server: Embedde
     assert "### hybrid — variant default" in text
     assert "| reference: BM25 | in-process | 0.539 |" in text
     assert any("searchable after" in line for line in logs)
+    assert report["protocol"] is None  # one conversation: nothing to hold out
+    assert any("protocol skipped" in line for line in logs)

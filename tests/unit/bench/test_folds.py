@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from bench import folds, study
 from bench.locomo import QA, QAOutcome
 from services.retrieve.logic.plan import MemoryRow
@@ -34,6 +36,11 @@ def test_ties_go_to_the_earlier_point() -> None:
     same = {"a": [outcome(True)], "b": [outcome(True)]}
     result = folds.evaluate(["defaults", "other"], {0: same, 1: same})
     assert {f.chosen for f in result.folds} == {"defaults"} and result.in_sample_point == "defaults"
+
+
+def test_one_conversation_has_nothing_to_hold_out() -> None:
+    with pytest.raises(ValueError, match="at least two conversations"):
+        folds.evaluate(["defaults"], {0: {"only": [outcome(True)]}})
 
 
 def _row(memory_id: str, turn: int, speaker: str) -> MemoryRow:
