@@ -16,7 +16,6 @@ import click
 from memoryd.cli import (
     commands_client,
     commands_credentials,
-    commands_dlq,
     commands_embed,
     commands_keys,
     commands_lifecycle,
@@ -39,7 +38,6 @@ COMMAND_MODULES = (
     commands_sleep,
     commands_settings,
     commands_status,
-    commands_dlq,
     commands_credentials,
     commands_keys,
 )
