@@ -5,7 +5,7 @@ BIN    := $(abspath $(VENV))/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: chromium studio-screenshots run test lint chaos fuzz bench bench-embed bench-quality bench-latency bench-ingest bench-sleep bench-gateway bench-docs schemas config-docs clean
+.PHONY: chromium studio-screenshots run test lint chaos chaos-cluster fuzz bench bench-embed bench-quality bench-latency bench-ingest bench-sleep bench-gateway bench-docs schemas config-docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -43,6 +43,10 @@ lint: $(STAMP)
 
 chaos: $(STAMP)  ## the full chaos run: 10k events under service kills and NATS/PostgreSQL restarts
 	mkdir -p bench-results && $(BIN)/python -m tests.chaos.harness --events 10000 --json bench-results/chaos.json
+
+chaos-cluster: $(STAMP)  ## 10k events on a 3-node JetStream cluster (R3) while two nodes are SIGKILLed in turn
+	mkdir -p bench-results && MEMORYD_CHAOS_CLUSTER_EVENTS=10000 MEMORYD_CHAOS_CLUSTER_REPORT=bench-results/chaos-cluster.json \
+		$(BIN)/python -m pytest -q -s -p no:cacheprovider tests/chaos/test_cluster.py
 
 fuzz: $(STAMP)  ## hypothesis fuzzing of every subject and RPC, 500 payloads each (report: bench-results/fuzz.json)
 	mkdir -p bench-results && MEMORYD_FUZZ_EXAMPLES=500 MEMORYD_FUZZ_REPORT=bench-results/fuzz.json \

@@ -23,10 +23,11 @@ DOCUMENTS: dict[str, str] = {
     "sleep": "docs/benchmarks.md",
     "gateway": "docs/benchmarks.md",
     "chaos": "docs/reliability.md",
+    "chaos-cluster": "docs/reliability.md",
     "fuzz": "docs/reliability.md",
 }
-#: Reports written by test harnesses (``make chaos``, ``make fuzz``) carry their own table.
-PRERENDERED = ("chaos", "fuzz")
+#: Reports written by test harnesses (``make chaos``, ``make chaos-cluster``, ``make fuzz``) carry their own table.
+PRERENDERED = ("chaos", "chaos-cluster", "fuzz")
 
 
 def renderer(name: str) -> Callable[[dict[str, Any]], str]:

@@ -33,7 +33,7 @@ import asyncpg
 import nats
 from nats.aio.client import Client
 
-from memoryd.local.nats import EmbeddedNats
+from memoryd.local.nats import SYNC_ALWAYS, EmbeddedNats
 from memoryd.local.postgres import EmbeddedPostgres
 from shared.db.pool import create_pool
 from shared.settings.env import PgConfig
@@ -54,14 +54,17 @@ class Servers:
 
 
 @contextlib.asynccontextmanager
-async def embedded_servers(data_dir: Path | None = None, *, database: str = "memoryd") -> AsyncIterator[Servers]:
-    """Embedded NATS + PostgreSQL (fsync off: a benchmark's data is disposable) in a temp dir."""
+async def embedded_servers(
+    data_dir: Path | None = None, *, database: str = "memoryd", nats_sync: str = SYNC_ALWAYS
+) -> AsyncIterator[Servers]:
+    """Embedded NATS (JetStream fsync policy ``nats_sync``, "always" as ``memoryd up`` runs it)
+    + PostgreSQL (fsync off: a benchmark's data is disposable) in a temp dir."""
     from memoryd.local.up import apply_migrations, ensure_database
 
     with contextlib.ExitStack() as cleanup:
         if data_dir is None:
             data_dir = Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="memoryd-bench-")))
-        nats_srv = EmbeddedNats(data_dir / "nats")
+        nats_srv = EmbeddedNats(data_dir / "nats", sync_interval=nats_sync)
         pg_srv = EmbeddedPostgres(data_dir / "pg")
         nats_url = nats_srv.start()
         cleanup.callback(nats_srv.stop)

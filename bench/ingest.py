@@ -7,6 +7,11 @@ start as child processes and the clock runs until every event's turns are stored
 table). Where the time goes: each stage's own finish time and the CPU seconds of ingest,
 extract, PostgreSQL and nats-server over the run. Embedding is measured by
 ``python -m bench embed``; its jobs are left queued here.
+
+The run is made twice, side by side in one invocation: with JetStream's
+``sync_interval: always`` (an fsync before every ack, how ``memoryd up`` and the deploy
+config run NATS) and with the server's default (an fsync every 2 minutes), so the cost of
+durability on power loss is a ratio measured on the same machine at the same time.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import Any
 import asyncpg
 import nats
 
-from bench.harness import ServiceStack, cpu_delta, embedded_servers, wait_until
+from bench.harness import SYNC_ALWAYS, ServiceStack, cpu_delta, embedded_servers, wait_until
 from bench.report import environment, markdown_table
 from shared.bus.provision import ensure_streams
 from shared.codec import encode
@@ -45,9 +50,22 @@ def bench_events(n: int, owners: int = 50) -> list[ChatEvent]:
     ]
 
 
-async def run_ingest_bench(n: int, log: Callable[[str], None]) -> dict[str, Any]:
+#: The JetStream fsync policies compared: memoryd's default first, then the server's own default.
+SYNC_MODES: tuple[str, ...] = (SYNC_ALWAYS, "2m")
+
+
+async def run_ingest_bench(n: int, log: Callable[[str], None], modes: tuple[str, ...] = SYNC_MODES) -> dict[str, Any]:
+    """One run per JetStream fsync policy in ``modes``; the first one's numbers are the headline."""
+    runs = []
+    for mode in modes:
+        log(f"sync_interval {mode}:")
+        runs.append(await run_one(n, log, mode))
+    return {**runs[0], "runs": runs, "environment": environment()}
+
+
+async def run_one(n: int, log: Callable[[str], None], nats_sync: str) -> dict[str, Any]:
     events = bench_events(n)
-    async with embedded_servers() as servers:
+    async with embedded_servers(nats_sync=nats_sync) as servers:
         nc = await nats.connect(servers.nats_url)
         js = nc.jetstream()
         await ensure_streams(js, NatsConfig())
@@ -81,6 +99,8 @@ async def run_ingest_bench(n: int, log: Callable[[str], None]) -> dict[str, Any]
         facts = await conn.fetchval("SELECT count(*) FROM memories WHERE source = 'rule'")
         await conn.close()
     return {
+        "nats_sync_interval": nats_sync,
+        "publish_events_per_s": n / publish_s,
         "events": n,
         "turns_stored": int(turns),
         "facts_stored": int(facts),
@@ -89,7 +109,6 @@ async def run_ingest_bench(n: int, log: Callable[[str], None]) -> dict[str, Any]
         "ingest_done_s": finished.get("ingest"),
         "extract_done_s": finished.get("extract"),
         "cpu_seconds": cpu,
-        "environment": environment(),
     }
 
 
@@ -98,9 +117,29 @@ def render(r: dict[str, Any]) -> str:
         f"Ingest + extract: {r['events']} chat events (2 turns each, 50 owners) from a backlog to committed rows: "
         f"{r['turns_stored']} turns, {r['facts_stored']} facts\n\n"
     )
+    runs = r.get("runs") or [r]
     table = markdown_table(
-        ["events", "seconds", "events/s", "ingest done (s)", "extract done (s)"],
-        [[r["events"], r["seconds"], r["events_per_s"], r["ingest_done_s"], r["extract_done_s"]]],
+        [
+            "JetStream sync_interval",
+            "events",
+            "publish events/s",
+            "seconds",
+            "events/s",
+            "ingest done (s)",
+            "extract done (s)",
+        ],
+        [
+            [
+                run.get("nats_sync_interval", "2m"),
+                run["events"],
+                run.get("publish_events_per_s"),
+                run["seconds"],
+                run["events_per_s"],
+                run["ingest_done_s"],
+                run["extract_done_s"],
+            ]
+            for run in runs
+        ],
         digits=1,
     )
     cpu = markdown_table(
@@ -108,4 +147,17 @@ def render(r: dict[str, Any]) -> str:
         [[k, v, 1000 * v / r["events"]] for k, v in sorted(r["cpu_seconds"].items(), key=lambda kv: -kv[1])],
         digits=2,
     )
+    if len(runs) > 1:
+        base = runs[-1]
+        table += (
+            f"\n\n`sync_interval: always` runs at {runs[0]['events_per_s'] / base['events_per_s']:.2f}x "
+            f"the end-to-end events/s and {ratio(runs[0], base, 'publish_events_per_s')} the publish rate "
+            f"of `sync_interval: {base.get('nats_sync_interval')}`."
+        )
     return head + table + "\n\nWhere the time goes (CPU over the run):\n\n" + cpu
+
+
+def ratio(a: dict[str, Any], b: dict[str, Any], key: str) -> str:
+    if not a.get(key) or not b.get(key):
+        return "n/a"
+    return f"{a[key] / b[key]:.2f}x"

@@ -55,6 +55,9 @@ def role_permissions() -> dict[str, dict[str, object]]:
                 "mem.v1.activity.>",
                 "$KV.MEM_ACTIVITY.>",
                 "mem.v1.settings.changed",
+                # admin.dlq.replay republishes dead letters to their original subjects
+                "mem.v1.events.>",
+                "mem.v1.jobs.sleep",
             ],
             [
                 "mem.v1.rpc.memory.>",

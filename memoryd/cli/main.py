@@ -16,6 +16,7 @@ import click
 from memoryd.cli import (
     commands_client,
     commands_credentials,
+    commands_dlq,
     commands_embed,
     commands_keys,
     commands_lifecycle,
@@ -38,6 +39,7 @@ COMMAND_MODULES = (
     commands_sleep,
     commands_settings,
     commands_status,
+    commands_dlq,
     commands_credentials,
     commands_keys,
 )

@@ -18,6 +18,7 @@ import msgspec
 from services.ingest.adapters.nats import Publisher, purge_dead_letters
 from services.ingest.adapters.stores import MemoryStores
 from services.ingest.handlers.chat import ChatIngestor
+from services.ingest.handlers.dlq import DlqApi
 from services.ingest.handlers.lifecycle import LifecycleApi
 from services.ingest.handlers.memory import MemoryApi
 from services.ingest.handlers.settings import SettingsApi
@@ -25,7 +26,7 @@ from services.ingest.logic.chat import ActivityThrottle
 from shared.bus.consumer import PullConsumer, consumer_spec
 from shared.bus.provision import ensure_activity_bucket
 from shared.llm import LlmClient
-from shared.observability.metrics import CONSUMER, EVENTS, LLM, TURNS
+from shared.observability.metrics import CONSUMER, DLQ_REPLAYED, EVENTS, LLM, TURNS
 from shared.schemas import RPC_OPS
 from shared.schemas.events import ChatEvent
 from shared.service import ServiceContext
@@ -39,7 +40,7 @@ from shared.vectors.open_stores import LiveStores
 
 NEEDS_DB = True
 #: Metric families served besides the runtime and RPC ones (consumes chat events; summarize asks the LLM).
-METRICS = (*CONSUMER, *LLM, EVENTS, TURNS)
+METRICS = (*CONSUMER, *LLM, EVENTS, TURNS, DLQ_REPLAYED)
 
 
 class IngestSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -78,7 +79,7 @@ async def setup(ctx: ServiceContext) -> None:
     """Register the memory API endpoints and start the chat-event consumer."""
     own = ctx.own(IngestEnv)
     settings = own.ingest
-    kv = await ensure_activity_bucket(ctx.js)
+    kv = await ensure_activity_bucket(ctx.js, ctx.config.nats.replicas)
     publisher = Publisher(ctx.nc, ctx.js, kv, ActivityThrottle(settings.activity_interval_s))
     global_row = await read_values(ctx.db, GLOBAL_OWNER)
     live = LiveStores(ctx.config, ctx.db)
@@ -109,6 +110,9 @@ async def setup(ctx: ServiceContext) -> None:
     await follow_global_settings(ctx, follow_stores, global_row)
     await ctx.rpc.add(RPC_OPS["settings.get"], settings_api.get)
     await ctx.rpc.add(RPC_OPS["settings.put"], settings_api.put)
+    dlq = DlqApi(ctx.js)
+    for op, endpoint in (("list", dlq.list_letters), ("show", dlq.show), ("replay", dlq.replay), ("drop", dlq.drop)):
+        await ctx.rpc.add(RPC_OPS[f"admin.dlq.{op}"], endpoint)
     if settings.cleanup_interval_s > 0:
         ctx.spawn(lifecycle.cleanup_periodically(settings.cleanup_interval_s, ctx.stop), "ingest-cleanup")
     consumer = PullConsumer(ctx.js, spec, ChatEvent, ChatIngestor(ctx.db, publisher, cache).handle)

@@ -43,7 +43,7 @@ def load_settings(env: Mapping[str, str]) -> SleepServiceConfig:
 async def setup(ctx: ServiceContext) -> None:
     """Register the sleep RPCs, start the job consumer and (unless disabled) the scheduler."""
     cfg = ctx.own(SleepServiceConfig)
-    kv = await ensure_activity_bucket(ctx.js)
+    kv = await ensure_activity_bucket(ctx.js, ctx.config.nats.replicas)
     llm = LlmClient(ctx.config.llm, ctx.db)
     ctx.closers.append(llm.close)
     global_row = await read_values(ctx.db, GLOBAL_OWNER)

@@ -6,9 +6,10 @@ Policy, per message:
   the dead letter cannot be published the message is ``nak``ed, never dropped;
 - handler succeeded -> ``ack`` (handlers commit before they return, so an acked
   message is durable);
-- transient failure (NATS/Postgres/embedder down) -> ``nak`` with exponential backoff
-  (or the error's own ``retry_after_s``), never dead-lettered: an outage must not throw
-  events away;
+- transient failure (NATS/embedder down; PostgreSQL connection, read-only, resource and
+  operator-intervention errors: see ``transient``) -> ``nak`` with exponential backoff
+  (or the error's own ``retry_after_s``),
+  never dead-lettered: an outage must not throw events away;
 - ``RateLimited`` (the owner is over its events/s) -> ``nak`` with its retry-after, never
   dead-lettered;
 - a typed 4xx error from the handler (``ValidationFailed``, ``TooLarge``, ``Forbidden``):
@@ -30,7 +31,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Generic, TypeVar
 
-import asyncpg
 from nats.aio.msg import Msg
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
@@ -38,37 +38,20 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from .. import subjects as s
 from ..codec import decode, encode
-from ..errors import DependencyDown, MemorydError, RateLimited, TooLarge, ValidationFailed
+from ..errors import MemorydError, RateLimited, TooLarge, ValidationFailed
 from ..observability.logging import get_logger
 from ..observability.metrics import DLQ_MESSAGES, JOB_SECONDS, JOBS, QUEUE_LAG
 from ..schemas import DeadLetter
 from ..settings.env import NatsConfig
 from ..subjects import dlq_subject
+from .age import AgeWatch
+from .transient import is_transient
 
 log = get_logger(__name__)
 T = TypeVar("T")
 
 #: Dead letters keep at most this much of the payload (base64 grows it by a third).
 MAX_DLQ_PAYLOAD = 512 * 1024
-
-TRANSIENT: tuple[type[BaseException], ...] = (
-    DependencyDown,
-    ConnectionError,
-    TimeoutError,
-    OSError,
-    NatsTimeout,
-    asyncpg.PostgresConnectionError,
-    asyncpg.CannotConnectNowError,
-    asyncpg.TooManyConnectionsError,
-    asyncpg.InterfaceError,
-    asyncpg.DeadlockDetectedError,
-    asyncpg.SerializationError,
-    asyncpg.AdminShutdownError,
-)
-
-
-def is_transient(exc: BaseException) -> bool:
-    return isinstance(exc, TRANSIENT)
 
 
 def backoff_s(deliveries: int, base: float = 0.5, cap: float = 30.0) -> float:
@@ -86,6 +69,7 @@ class ConsumerSpec:
     ack_wait_s: float = 30.0
     max_ack_pending: int = 1000
     batch: int = 32
+    age_warning_fraction: float = 0.5  # see ``age``
 
 
 #: Where each stage's durable consumer reads: (stream, durable, filter subject).
@@ -119,6 +103,7 @@ def consumer_spec(
         ack_wait_s=nats.ack_wait_s if ack_wait_s is None else ack_wait_s,
         max_ack_pending=max_ack_pending,
         batch=batch,
+        age_warning_fraction=nats.age_warning_fraction,
     )
 
 
@@ -168,6 +153,7 @@ class PullConsumer(Generic[T]):
             spec.subject, durable=spec.durable, stream=spec.stream, config=self.consumer_config()
         )
         last_lag = 0.0
+        ages = AgeWatch(self._js, spec.stream, spec.subject, spec.age_warning_fraction)
         while not stop.is_set():
             try:
                 msgs = await sub.fetch(spec.batch, timeout=1.0)
@@ -188,6 +174,7 @@ class PullConsumer(Generic[T]):
                 with contextlib.suppress(Exception):
                     info = await sub.consumer_info()
                     QUEUE_LAG.labels(spec.durable).set(info.num_pending or 0)
+                    await ages.update(info)
         with contextlib.suppress(Exception):
             await sub.unsubscribe()
 

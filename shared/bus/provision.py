@@ -4,7 +4,8 @@ Limits (documented in docs/reliability.md): events and jobs discard *new* messag
 ``max_bytes`` so publishers see an error instead of silently losing unprocessed work;
 the DLQ keeps 30 days. Events are kept only until ingest acks them (interest retention),
 so the limit counts unprocessed events, not a week of processed ones; jobs are a work
-queue. Interest retention drops a message nobody is subscribed to, so provisioning also
+queue. Every stream has ``MEMORYD_NATS_REPLICAS`` replicas (1 on one server, 3 on a
+JetStream cluster). Interest retention drops a message nobody is subscribed to, so provisioning also
 creates ingest's durable consumer before any client can publish. Every service calls
 ``ensure_streams`` at start; concurrent calls and repeated starts are harmless.
 """
@@ -53,7 +54,7 @@ def stream_configs(cfg: NatsConfig) -> list[StreamConfig]:
             duplicate_window=dedupe_s,
             storage=StorageType.FILE,
             max_bytes=cfg.stream_max_bytes,
-            num_replicas=1,
+            num_replicas=cfg.replicas,
         )
 
     limits, work, new, old = RetentionPolicy.LIMITS, RetentionPolicy.WORK_QUEUE, DiscardPolicy.NEW, DiscardPolicy.OLD
@@ -86,9 +87,9 @@ async def ensure_streams(js: JetStreamContext, cfg: NatsConfig) -> None:
             await js.add_consumer(spec.stream, consumer_config(spec))
 
 
-async def ensure_activity_bucket(js: JetStreamContext) -> KeyValue:
-    """The KV bucket of last-activity times per owner."""
+async def ensure_activity_bucket(js: JetStreamContext, replicas: int = 1) -> KeyValue:
+    """The KV bucket of last-activity times per owner (``replicas`` copies on a cluster)."""
     try:
         return await js.key_value(s.ACTIVITY_BUCKET)
     except NotFoundError:  # BucketNotFoundError
-        return await js.create_key_value(KeyValueConfig(bucket=s.ACTIVITY_BUCKET, history=1))
+        return await js.create_key_value(KeyValueConfig(bucket=s.ACTIVITY_BUCKET, history=1, replicas=replicas))

@@ -61,12 +61,19 @@ RETRIEVE_FALLBACKS = Counter("memoryd_retrieve_fallbacks_total", "Tier fallbacks
 RETRIEVE_RESULTS = Histogram("memoryd_retrieve_results", "Results per query", buckets=(0, 1, 2, 5, 10, 20, 50, 100))
 SLEEP_RUNS = Counter("memoryd_sleep_runs_total", "Sleep runs by status", ["status"])
 DLQ_MESSAGES = Counter("memoryd_dlq_total", "Messages sent to the DLQ", ["stage"])
+DLQ_REPLAYED = Counter("memoryd_dlq_replayed_total", "Dead letters republished by admin.dlq.replay", ["stage"])
+#: Age of the oldest message a stream still holds unprocessed; compared with the stream's max age
+#: (``memoryd_stream_max_age_seconds``) it says how long until JetStream starts dropping it.
+STREAM_OLDEST_AGE = Gauge(
+    "memoryd_stream_oldest_unprocessed_age_seconds", "Age of the oldest unprocessed message", ["stream"]
+)
+STREAM_MAX_AGE = Gauge("memoryd_stream_max_age_seconds", "Age at which a stream drops a message", ["stream"])
 
 
 #: Families every service has.
 SERVICE: tuple[Collector, ...] = (UP, RPC_REQUESTS, RPC_SECONDS)
 #: Families of a service with a JetStream pull consumer (``shared.bus.consumer``).
-CONSUMER: tuple[Collector, ...] = (JOBS, JOB_SECONDS, DLQ_MESSAGES, QUEUE_LAG)
+CONSUMER: tuple[Collector, ...] = (JOBS, JOB_SECONDS, DLQ_MESSAGES, QUEUE_LAG, STREAM_OLDEST_AGE, STREAM_MAX_AGE)
 #: Families of a service that calls the LLM (``shared.llm.LlmClient``).
 LLM: tuple[Collector, ...] = (LLM_CALLS, LLM_TOKENS)
 #: The process and runtime collectors every page carries.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import dlq as d
 from . import memory as m
 from . import ops as o
 from . import retrieval as r
@@ -43,6 +44,11 @@ RPC_OPS: dict[str, RpcOp] = {
         RpcOp("memory.import", m.MemoryImportRequest, m.MemoryImportResult, "ingest"),
         RpcOp("summarize", o.SummarizeRequest, o.SummarizeResult, "ingest"),
         RpcOp("cleanup", o.CleanupRequest, o.CleanupResult, "ingest"),
+        # operator only (NATS permissions): the dead-letter queue
+        RpcOp("admin.dlq.list", d.DlqListRequest, d.DlqListResult, "ingest"),
+        RpcOp("admin.dlq.show", d.DlqShowRequest, d.DlqShowResult, "ingest"),
+        RpcOp("admin.dlq.replay", d.DlqReplayRequest, d.DlqReplayResult, "ingest"),
+        RpcOp("admin.dlq.drop", d.DlqDropRequest, d.DlqDropResult, "ingest"),
         RpcOp("settings.get", o.SettingsGetRequest, o.SettingsGetResult, "ingest"),
         RpcOp("settings.put", o.SettingsPutRequest, o.SettingsPutResult, "ingest"),
         RpcOp("retrieve", r.RetrieveRequest, r.RetrieveResult, "retrieve"),

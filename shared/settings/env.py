@@ -45,6 +45,12 @@ class NatsConfig(msgspec.Struct, frozen=True, kw_only=True):
     max_deliver: Annotated[int, msgspec.Meta(ge=1, le=100)] = 5
     #: redelivery timeout of a job consumer; long work sends `in_progress`
     ack_wait_s: Annotated[float, msgspec.Meta(gt=0)] = 30.0
+    #: replicas of every stream and the activity bucket: 1 on one server, 3 on a JetStream cluster (an acknowledged
+    #: event then survives the loss of a node); services update existing streams at start
+    replicas: Annotated[int, msgspec.Meta(ge=1, le=5)] = 1
+    #: warn (log `stream.unprocessed_aging`) when a stream's oldest unprocessed message has lived this fraction of
+    #: the stream's age limit; the age is metric `memoryd_stream_oldest_unprocessed_age_seconds`
+    age_warning_fraction: Annotated[float, msgspec.Meta(gt=0, lt=1)] = 0.5
 
 
 class PgConfig(msgspec.Struct, frozen=True, kw_only=True):

@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from shared.codec import decode
-from shared.schemas import RPC_OPS, ChatEvent, ChatMessage, EmbedJob, ExtractJob, SleepRun, Wire
+from shared.schemas import RPC_OPS, ChatEvent, ChatMessage, EmbedJob, ExtractJob, SleepRun, Wire, dlq
 from shared.schemas import memory as m
 from shared.schemas import ops as o
 from shared.schemas import retrieval as r
@@ -52,6 +52,7 @@ class Seeds:
     memory_id: str
     content_hash: str
     export_line: str  # one line of memory.export of the owner
+    dlq_seq: int = 1  # a dead letter put in the DLQ for admin.dlq.show
 
 
 def every_owner_setting() -> dict[str, Any]:
@@ -144,6 +145,11 @@ def rpc_examples(seeds: Seeds) -> dict[str, Wire]:
         "reindex": o.ReindexRequest(owner=OWNER, batch_size=16, dry_run=True),
         "sleep.run": o.SleepRunRequest(owner=ACTIVITY_OWNER, wait=True, timeout_s=10),
         "sleep.status": o.SleepStatusRequest(owner=OWNER, limit=5),
+        # sequence numbers far past anything the run dead-letters: nothing is replayed or dropped
+        "admin.dlq.list": dlq.DlqListRequest(stage="ingest", limit=5),
+        "admin.dlq.show": dlq.DlqShowRequest(seq=seeds.dlq_seq),
+        "admin.dlq.replay": dlq.DlqReplayRequest(seqs=[999_999], stage="ingest"),
+        "admin.dlq.drop": dlq.DlqDropRequest(seqs=[999_998], stage="ingest"),
     }
 
 

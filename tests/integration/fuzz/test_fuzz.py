@@ -33,7 +33,7 @@ from shared.bus.rpc import RpcServer
 from shared.bus.rpc_client import call
 from shared.codec import decode, encode
 from shared.errors import MemorydError, ValidationFailed
-from shared.schemas import HEALTH_OP, RPC_OPS, ChatEvent, ChatMessage, RpcError, RpcOp
+from shared.schemas import HEALTH_OP, RPC_OPS, ChatEvent, ChatMessage, DeadLetter, RpcError, RpcOp
 from shared.schemas.base import Owner
 from shared.schemas.events import Activity
 from shared.schemas.memory import MemoryGetRequest, MemoryGetResult, MemoryListRequest
@@ -45,11 +45,13 @@ from shared.subjects import (
     DLQ_STREAM,
     EVENTS_STREAM,
     JOBS_STREAM,
+    MSG_ID_HEADER,
     OWNER_BOUND_OPS,
     SETTINGS_CHANGED,
     SLEEP_STREAM,
     activity_key,
     activity_subject,
+    dlq_subject,
     owner_events_subject,
     owner_rpc_subject,
     rpc_subject,
@@ -73,7 +75,7 @@ from .cases import (
     rpc_examples,
     stream_targets,
 )
-from .harness import EXAMPLES, PIPELINE, SUMMARY, FuzzStack, draw
+from .harness import EXAMPLES, FUZZ_ID, PIPELINE, SUMMARY, FuzzStack, draw
 
 pytestmark = pytest.mark.integration
 OwnerOnly = msgspec.defstruct("OwnerOnly", [("owner", Owner)])
@@ -131,8 +133,18 @@ async def seeds(stack: FuzzStack) -> Seeds:
     client = MemoryClient(stack.nc)
     seed = (await client.create(OWNER, "I prefer green tea in the morning.", key="fuzz-seed", session_id="s1")).memory
     line = next(x for x in (await client.export(OWNER)).splitlines() if f'"{seed.id}"' in x)
+    letter = DeadLetter(
+        stage="fuzz",
+        subject="mem.v1.jobs.fuzz",
+        error="seeded",
+        deliveries=1,
+        payload=b"{}",
+        failed_at=WHEN,
+        headers={MSG_ID_HEADER: f"{FUZZ_ID}dlq-seed"},  # one of the fuzz run's own letters, not a stray one
+    )
+    ack = await stack.nc.jetstream().publish(dlq_subject("fuzz"), encode(letter))
     await stack.settle()
-    return Seeds(seed.id, seed.content_hash, line)
+    return Seeds(seed.id, seed.content_hash, line, dlq_seq=ack.seq)
 
 
 async def own_memory(stack: FuzzStack, *, archived: bool) -> str:
