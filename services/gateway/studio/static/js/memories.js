@@ -31,7 +31,7 @@ export function receiptText(removed) {
 }
 
 export function create(panel, studio) {
-  const state = { offset: 0, filters: {}, detail: null };
+  const state = { offset: 0, filters: {}, detail: null, pageSeq: 0 };
   const stats = el("div", { class: "cards", id: "mem-stats", "aria-live": "polite" });
   const filters = el(
     "form",
@@ -61,7 +61,10 @@ export function create(panel, studio) {
   );
   panel.append(detail, browse);
 
+  // A text field also fires "change" when it loses focus (e.g. on a click on Edit): only a
+  // real change of the filters reloads the list, so an edit in progress is not wiped.
   const search = debounce(() => {
+    if (JSON.stringify(currentFilters()) === JSON.stringify(state.filters)) return;
     state.offset = 0;
     refresh();
   }, 250);
@@ -104,8 +107,9 @@ export function create(panel, studio) {
 
   async function loadPage() {
     const query = studio.api.ownerQuery({ ...state.filters, limit: PAGE, offset: state.offset });
+    const seq = ++state.pageSeq;
     const page = await guarded(studio, () => studio.api.call("list", { query }));
-    if (!page) return;
+    if (!page || seq !== state.pageSeq) return; // a newer request owns the list
     const rows = page.memories || [];
     if (!rows.length) {
       const anyFilter = Object.keys(state.filters).length > 0;
