@@ -11,6 +11,7 @@
     │   ├── RateLimited     429  a per-owner rate (events/s, searches/s) is exceeded; retry_after_s
     │   └── QuotaExceeded   429  a per-owner quota (memories, bytes) is full
     └── DependencyDown      503  NATS, Postgres, the embedder or the LLM is unreachable
+        └── SecretUnavailable 503  a secret at rest cannot be sealed or opened (no key, the wrong key)
 
 Only these typed errors travel to callers with their description; anything else
 becomes a 500 with an opaque error id (the traceback goes to the log).
@@ -87,3 +88,9 @@ class QuotaExceeded(BudgetExceeded):
 class DependencyDown(MemorydError):
     code = 503
     err_code = "dependency_down"
+
+
+class SecretUnavailable(DependencyDown):
+    """A secret stored encrypted cannot be opened (no key, another key, tampered) or sealed (no key)."""
+
+    err_code = "secret_unavailable"

@@ -35,6 +35,7 @@ from .errors import ConfigError
 from .observability.logging import configure, get_logger
 from .observability.metrics import UP, Collector, serve_metrics, service_registry
 from .schemas.ops import HealthResult
+from .secrets import Keyring
 
 log = get_logger(__name__)
 
@@ -63,6 +64,8 @@ class ServiceContext:
     settings: msgspec.Struct | None = None  # the service's own Struct, read once by ``main``
     #: extra ``key=value`` fields of the ready line (e.g. the gateway's ``http=<url>``)
     ready_fields: dict[str, str] = field(default_factory=dict)
+    #: the keys that open secrets stored in the database (``MEMORYD_SECRETS_KEY(_FILE)``)
+    keyring: Keyring = field(default_factory=Keyring)
 
     def own(self, cls: type[S]) -> S:
         """The service's own settings (``MEMORYD_<SERVICE>_*``), read from the environment by ``main``."""
@@ -137,6 +140,7 @@ async def serve(
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
+    keyring = Keyring.from_config(config.secrets)  # a bad key stops the process before it connects
     metrics_port = serve_metrics(config.metrics.host, config.metrics.port, service_registry(metrics))
     nc = await connect(config.nats, f"memoryd-{name}")
     pool: asyncpg.Pool | None = None
@@ -159,6 +163,7 @@ async def serve(
             pool=pool,
             metrics_port=metrics_port,
             settings=settings,
+            keyring=keyring,
         )
         await rpc.start()
         service_ctx = ctx

@@ -6,8 +6,10 @@ one. NATS listens on 4222 unless ``--nats-port`` says otherwise (a port in use i
 never another port), so an application's configuration survives restarts. Applications
 connect with ``<data-dir>/client.json`` (0600: URL, the ``client`` user and its password,
 read by ``MemoryClient.connect()``); the operator URLs go to ``<data-dir>/runtime.json`` for
-the CLI. One line ``memoryd ready nats=<url> credentials=<file> postgres=<dsn>
-gateway=<http url> metrics=<urls>`` is printed once every service answers. Metrics are served on
+the CLI; ``<data-dir>/secrets.key`` (0600, made once) seals the API keys of the settings
+table unless ``MEMORYD_SECRETS_KEY(_FILE)`` gives a key. One line ``memoryd ready nats=<url>
+credentials=<file> postgres=<dsn> gateway=<http url> metrics=<urls>``
+is printed once every service answers. Metrics are served on
 ``--metrics-port`` plus each child's index and listed in ``<data-dir>/prometheus-targets.json``
 for Prometheus ``file_sd`` (``memoryd.local.scrape``). SIGINT/SIGTERM stops the services,
 then NATS, then PostgreSQL; the data stays for the next start. ``MEMORYD_NATS_URL`` /
@@ -37,6 +39,7 @@ from memoryd.local.supervisor import Supervisor, child_env
 from shared.db.migrate import migrate
 from shared.errors import ConfigError
 from shared.nats_auth import CLIENT_ROLE, OPERATOR_ROLE, Credentials, inbox_prefix, render_authorization
+from shared.secrets import KEY_ENV, KEY_FILE_ENV, generate_key
 
 SERVICES = ("ingest", "extract", "embed", "retrieve", "sleep", "gateway")
 DATABASE = "memoryd"
@@ -114,6 +117,18 @@ def with_user(url: str, user: str, creds: Credentials | None) -> str:
     return f"{scheme}://{user}:{quote(creds.passwords[user], safe='')}@{rest}"
 
 
+def secrets_key_file(data_dir: Path) -> Path:
+    return data_dir / "secrets.key"
+
+
+def ensure_secrets_key(data_dir: Path) -> Path:
+    """``<data-dir>/secrets.key`` (0600), made once: the key that seals API keys in the settings table."""
+    path = secrets_key_file(data_dir)
+    if not path.exists():
+        write_private(path, generate_key() + "\n")
+    return path
+
+
 def credentials_file(data_dir: Path) -> Path:
     return data_dir / "credentials.json"
 
@@ -183,6 +198,8 @@ async def run_up(opts: UpOptions) -> int:
 
         env = child_env({"MEMORYD_NATS_URL": nats_url, "MEMORYD_PG_DSN": pg_dsn, **opts.extra_env})
         env.setdefault("MEMORYD_DATA_DIR", str(data_dir))
+        if not (env.get(KEY_ENV) or env.get(KEY_FILE_ENV)):
+            env[KEY_FILE_ENV] = str(ensure_secrets_key(data_dir))
         supervisor = Supervisor(env)
         children = [(n, i) for n in opts.services for i in range(opts.embed_processes if n == "embed" else 1)]
         host = env.get("MEMORYD_METRICS_HOST") or "127.0.0.1"

@@ -28,8 +28,7 @@ from shared.schemas import RPC_OPS, EmbedJob
 from shared.service import ServiceContext
 from shared.settings.engine import EMBED_ENV_PREFIX
 from shared.settings.env import DATA_ENV_PREFIX, DataConfig, load
-from shared.settings.memory import GLOBAL_OWNER
-from shared.settings.store import read_values
+from shared.settings.global_row import open_global_row
 from shared.settings.watch import follow_global_settings
 from shared.vectors.open_stores import open_for
 
@@ -64,7 +63,7 @@ async def setup(ctx: ServiceContext) -> None:
     """Register the embed service's endpoints and consumers (health comes from the runtime)."""
     own = ctx.own(EmbedEnv)
     env_settings = own.embed
-    global_row = await read_values(ctx.db, GLOBAL_OWNER)
+    sealed_row, global_row = await open_global_row(ctx)  # API keys opened; health `secrets`
     choice = startup_engine(env_settings, ctx.config.qdrant, global_row)
     settings = choice.embedding
     cache_dir = settings.cache_dir(own.data.data_dir)
@@ -130,7 +129,7 @@ async def setup(ctx: ServiceContext) -> None:
     if settings.sweep_interval_s > 0:
         sweep = sweep_lost_jobs(ctx.js, sigs, ctx.stop, settings.sweep_interval_s, settings.sweep_min_age_s)
         ctx.spawn(sweep, "embed-sweep")
-    await follow_global_settings(ctx, engine.apply, global_row)
+    await follow_global_settings(ctx, engine.apply, global_row, sealed_row.read)
 
     async def embedder_health() -> str:
         status = engine.source.health()

@@ -33,8 +33,7 @@ from shared.service import ServiceContext
 from shared.settings.cache import SettingsCache
 from shared.settings.engine import EMBED_ENV_PREFIX, EmbeddingConfig, EngineChoice
 from shared.settings.env import load
-from shared.settings.memory import GLOBAL_OWNER
-from shared.settings.store import read_values
+from shared.settings.global_row import open_global_row, reseal_global_row
 from shared.settings.watch import follow_global_settings
 from shared.vectors.open_stores import LiveStores
 
@@ -81,7 +80,8 @@ async def setup(ctx: ServiceContext) -> None:
     settings = own.ingest
     kv = await ensure_activity_bucket(ctx.js, ctx.config.nats.replicas)
     publisher = Publisher(ctx.nc, ctx.js, kv, ActivityThrottle(settings.activity_interval_s))
-    global_row = await read_values(ctx.db, GLOBAL_OWNER)
+    await reseal_global_row(ctx.db, ctx.keyring)  # rows from before sealing: API keys encrypted now
+    sealed_row, global_row = await open_global_row(ctx)  # API keys opened; health `secrets`
     live = LiveStores(ctx.config, ctx.db)
     ctx.closers.append(live.close)
     vectors = await live.open(global_row)
@@ -106,8 +106,10 @@ async def setup(ctx: ServiceContext) -> None:
     await ctx.rpc.add(RPC_OPS["admin.memory.restore"], lifecycle.admin_restore)
     await ctx.rpc.add(RPC_OPS["summarize"], lifecycle.summarize)
     await ctx.rpc.add(RPC_OPS["cleanup"], lifecycle.cleanup)
-    settings_api = SettingsApi(ctx.db, ctx.nc, EngineChoice(embedding=own.embedding, qdrant=ctx.config.qdrant))
-    await follow_global_settings(ctx, follow_stores, global_row)
+    settings_api = SettingsApi(
+        ctx.db, ctx.nc, EngineChoice(embedding=own.embedding, qdrant=ctx.config.qdrant), ctx.keyring
+    )
+    await follow_global_settings(ctx, follow_stores, global_row, sealed_row.read)
     await ctx.rpc.add(RPC_OPS["settings.get"], settings_api.get)
     await ctx.rpc.add(RPC_OPS["settings.put"], settings_api.put)
     dlq = DlqApi(ctx.js)

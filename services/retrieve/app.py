@@ -26,8 +26,7 @@ from shared.schemas import RPC_OPS
 from shared.service import ServiceContext
 from shared.settings.cache import SettingsCache
 from shared.settings.env import load, refuse_retired
-from shared.settings.memory import GLOBAL_OWNER
-from shared.settings.store import read_values
+from shared.settings.global_row import open_global_row
 from shared.settings.watch import follow_global_settings
 from shared.vectors.open_stores import LiveStores
 
@@ -78,7 +77,7 @@ async def setup(ctx: ServiceContext) -> None:
     settings = SettingsCache(ctx.db, ttl_s=config.settings_ttl_s)
     await settings.start(ctx.nc)
     ctx.closers.append(settings.stop)
-    global_row = await read_values(ctx.db, GLOBAL_OWNER)
+    sealed_row, global_row = await open_global_row(ctx)  # API keys opened; health `secrets`
     live = LiveStores(ctx.config, ctx.db, grace_s=2 * config.store_timeout_s)
     ctx.closers.append(live.close)
     stores = search_order(await live.open(global_row))  # search order: Qdrant first
@@ -97,7 +96,7 @@ async def setup(ctx: ServiceContext) -> None:
     follower = StoreFollower(ctx, engine, live)
     follower.use(live.current)  # the health checks of the stores
     ctx.spawn(follower.run(ctx.stop), "retrieve-store-follower")
-    await follow_global_settings(ctx, follower.apply, global_row)
+    await follow_global_settings(ctx, follower.apply, global_row, sealed_row.read)
     ctx.deep_checks["round_trip"] = round_trip(engine)
     await ctx.rpc.add(RPC_OPS["retrieve"], handlers.retrieve)
     await ctx.rpc.add(RPC_OPS["inject"], handlers.inject)

@@ -22,8 +22,7 @@ from shared.observability.metrics import CONSUMER, LLM, SLEEP_RUNS
 from shared.schemas import RPC_OPS
 from shared.service import ServiceContext
 from shared.settings.env import load
-from shared.settings.memory import GLOBAL_OWNER
-from shared.settings.store import read_values
+from shared.settings.global_row import open_global_row
 from shared.settings.watch import follow_global_settings
 from shared.vectors.open_stores import LiveStores
 
@@ -46,7 +45,7 @@ async def setup(ctx: ServiceContext) -> None:
     kv = await ensure_activity_bucket(ctx.js, ctx.config.nats.replicas)
     llm = LlmClient(ctx.config.llm, ctx.db)
     ctx.closers.append(llm.close)
-    global_row = await read_values(ctx.db, GLOBAL_OWNER)
+    sealed_row, global_row = await open_global_row(ctx)  # API keys opened; health `secrets`
     live = LiveStores(ctx.config, ctx.db)
     ctx.closers.append(live.close)
     stores = await live.open(global_row)
@@ -67,7 +66,7 @@ async def setup(ctx: ServiceContext) -> None:
         if opened is not None:
             deps.mirrors = opened.external
 
-    await follow_global_settings(ctx, follow_stores, global_row)
+    await follow_global_settings(ctx, follow_stores, global_row, sealed_row.read)
     api = SleepApi(deps)
     await ctx.rpc.add(RPC_OPS["sleep.run"], api.run)
     await ctx.rpc.add(RPC_OPS["sleep.status"], api.status)

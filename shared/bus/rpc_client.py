@@ -19,6 +19,7 @@ from ..errors import (
     NotFound,
     QuotaExceeded,
     RateLimited,
+    SecretUnavailable,
     TooLarge,
     ValidationFailed,
 )
@@ -51,6 +52,8 @@ def raise_for(err: RpcError) -> None:
         raise RateLimited(err.description, err.retry_after_s or 1.0)
     if err.code == 429 and err.err_code == QuotaExceeded.err_code:
         raise QuotaExceeded(err.description)
+    if err.code == 503 and err.err_code == SecretUnavailable.err_code:
+        raise SecretUnavailable(err.description)
     cls = _BY_CODE.get(err.code)
     if cls is not None:
         raise cls(err.description)

@@ -113,6 +113,16 @@ class QdrantConfig(msgspec.Struct, frozen=True, kw_only=True):
         return bool(self.url)
 
 
+class SecretsConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """The key that seals secrets stored in the database (``shared.secrets``)."""
+
+    #: key (32 bytes in base64: `openssl rand -base64 32`) that encrypts API keys stored in runtime settings;
+    #: `memoryd up` generates one into `<data-dir>/secrets.key`
+    key: str | None = None
+    #: file of keys, one a line: the first encrypts, every one decrypts (rotation: put a new key first)
+    key_file: str | None = None
+
+
 class DataConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Where ``memoryd up`` keeps its state (``MEMORYD_DATA_DIR``)."""
 
@@ -140,6 +150,7 @@ class ServiceConfig(msgspec.Struct, frozen=True, kw_only=True):
     log: LogConfig = LogConfig()
     llm: LlmConfig = LlmConfig()
     qdrant: QdrantConfig = QdrantConfig()
+    secrets: SecretsConfig = SecretsConfig()
 
 
 SERVICE_ENV_PREFIXES: dict[str, str] = {
@@ -149,6 +160,7 @@ SERVICE_ENV_PREFIXES: dict[str, str] = {
     "log": "MEMORYD_LOG_",
     "llm": "MEMORYD_LLM_",
     "qdrant": "MEMORYD_QDRANT_",
+    "secrets": "MEMORYD_SECRETS_",
 }
 
 T = TypeVar("T", bound=msgspec.Struct)

@@ -32,13 +32,22 @@ from shared.subjects import SETTINGS_CHANGED
 log = get_logger(__name__)
 
 OnChange = Callable[[dict[str, Any]], Awaitable[None]]
+#: how the row is read (``shared.settings.sealed.GlobalRow.read`` opens its secrets)
+ReadRow = Callable[[], Awaitable[dict[str, Any]]]
 
 
 class GlobalSettingsWatch:
     def __init__(
-        self, pool: asyncpg.Pool, on_change: OnChange, *, initial: dict[str, Any] | None, poll_s: float = 30.0
+        self,
+        pool: asyncpg.Pool,
+        on_change: OnChange,
+        *,
+        initial: dict[str, Any] | None,
+        poll_s: float = 30.0,
+        read: ReadRow | None = None,
     ) -> None:
         self._pool = pool
+        self._read = read or (lambda: read_values(pool, GLOBAL_OWNER))
         self._on_change = on_change
         self._applied = initial  # the row the caller built its state from
         self._poll_s = poll_s
@@ -79,7 +88,7 @@ class GlobalSettingsWatch:
     async def check(self) -> bool:
         """Apply the row if it changed since the last applied one; True when applied."""
         try:
-            values = await read_values(self._pool, GLOBAL_OWNER)
+            values = await self._read()
         except Exception as exc:  # Postgres away: the next wake-up or poll retries
             log.warning("settings.global_read_failed", error=f"{type(exc).__name__}: {exc}")
             return False
@@ -94,9 +103,11 @@ class GlobalSettingsWatch:
         return True
 
 
-async def follow_global_settings(ctx: ServiceContext, on_change: OnChange, initial: dict[str, Any]) -> None:
-    """Run a ``GlobalSettingsWatch`` for the service's lifetime."""
-    watch = GlobalSettingsWatch(ctx.db, on_change, initial=initial)
+async def follow_global_settings(
+    ctx: ServiceContext, on_change: OnChange, initial: dict[str, Any], read: ReadRow | None = None
+) -> None:
+    """Run a ``GlobalSettingsWatch`` for the service's lifetime (``read``: how to read the row)."""
+    watch = GlobalSettingsWatch(ctx.db, on_change, initial=initial, read=read)
     await watch.start(ctx.nc)
     watch.wake()  # a change made between reading ``initial`` and subscribing is not missed
     ctx.closers.append(watch.stop)

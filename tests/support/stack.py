@@ -19,6 +19,7 @@ from typing import Any
 import asyncpg
 
 from shared.db.migrate import migrate
+from shared.secrets import generate_key
 from shared.service import ServiceContext, serve
 from shared.settings.env import ServiceConfig, load_service_config
 
@@ -54,8 +55,18 @@ async def fresh_database(admin_dsn: str, prefix: str = "t") -> AsyncIterator[str
             await admin.close()
 
 
+#: the secrets key of in-process test services (``MEMORYD_SECRETS_KEY``), one per test run
+TEST_SECRETS_KEY = generate_key()
+
+
 def service_config(nats_url: str, pg_dsn: str, extra: Mapping[str, str] | None = None) -> ServiceConfig:
-    env = {"MEMORYD_NATS_URL": nats_url, "MEMORYD_PG_DSN": pg_dsn, "MEMORYD_METRICS_PORT": "0", **(extra or {})}
+    env = {
+        "MEMORYD_NATS_URL": nats_url,
+        "MEMORYD_PG_DSN": pg_dsn,
+        "MEMORYD_METRICS_PORT": "0",
+        "MEMORYD_SECRETS_KEY": TEST_SECRETS_KEY,
+        **(extra or {}),
+    }
     return load_service_config(env)
 
 

@@ -8,7 +8,9 @@ global row, rebuilds what they run) at once.
 Engine settings (``shared.settings.engine``) are global only; their defaults are this
 process's environment (``MEMORYD_EMBED_*``, ``MEMORYD_QDRANT_*``), against which a global put
 that names one is checked as a whole (e.g. a remote source needs a URL, a model and a
-dimension). API keys are write-only: ``***`` in every answer.
+dimension). API keys are write-only: ``***`` in every answer, sealed in the table
+(``shared.settings.sealed``); without a secrets key a put naming one is a 503
+``secret_unavailable`` and nothing is written.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from nats.aio.client import Client
 from shared.errors import ValidationFailed
 from shared.observability.logging import get_logger
 from shared.schemas.ops import SettingsGetRequest, SettingsGetResult, SettingsPutRequest, SettingsPutResult
+from shared.secrets import Keyring
 from shared.settings.cache import announce_change
 from shared.settings.engine import (
     ENGINE_KEYS,
@@ -31,14 +34,18 @@ from shared.settings.engine import (
     usable_engine,
 )
 from shared.settings.memory import GLOBAL_OWNER, as_dict, sources
+from shared.settings.sealed import mask_sealed
 from shared.settings.store import put_values, read_values
 
 log = get_logger(__name__)
 
 
 class SettingsApi:
-    def __init__(self, pool: asyncpg.Pool, nc: Client, engine_env: EngineChoice[EmbeddingConfig]) -> None:
+    def __init__(
+        self, pool: asyncpg.Pool, nc: Client, engine_env: EngineChoice[EmbeddingConfig], keyring: Keyring
+    ) -> None:
         self._pool = pool
+        self._keyring = keyring
         self._nc = nc
         self._env = engine_env
 
@@ -58,9 +65,11 @@ class SettingsApi:
         values = dict(req.values)
         if req.owner is None and ENGINE_KEYS & set(values):
             usable_engine(
-                self._env.embedding, self._env.qdrant, {**await read_values(self._pool, GLOBAL_OWNER), **values}
+                self._env.embedding,
+                self._env.qdrant,
+                {**mask_sealed(await read_values(self._pool, GLOBAL_OWNER)), **values},
             )
-        await put_values(self._pool, req.owner, values)
+        await put_values(self._pool, req.owner, values, self._keyring)
         await announce_change(self._nc, req.owner)
         global_values, owner_values = await self._rows(req.owner)
         return SettingsPutResult(settings=self._view(global_values, owner_values))
@@ -68,7 +77,7 @@ class SettingsApi:
     def _view(self, global_values: dict[str, Any], owner_values: dict[str, Any]) -> dict[str, Any]:
         """Memory and sleep settings, and the engine settings with API keys redacted."""
         try:
-            engine = effective_engine(self._env.embedding, self._env.qdrant, global_values)
+            engine = effective_engine(self._env.embedding, self._env.qdrant, mask_sealed(global_values))
         except ValidationFailed as exc:  # a row written before a rule tightened: show the environment's
             log.warning("settings.engine_row_unreadable", error=exc.description)
             engine = self._env

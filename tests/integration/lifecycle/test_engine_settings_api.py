@@ -1,6 +1,6 @@
 """Engine settings over ``settings.get/put`` and the CLI: global only, every field and
 combination validated (400 naming the field, nothing written), the environment as the
-default, API keys write-only (``***`` in every answer, the real value stored)."""
+default, API keys write-only (``***`` in every answer, stored sealed: ``test_settings_secrets``)."""
 
 from __future__ import annotations
 
@@ -98,7 +98,8 @@ async def test_defaults_come_from_the_environment_and_api_keys_are_write_only(
     assert (mine.settings["embeddingSource"], mine.sources["embeddingSource"]) == ("remote", "global")
     assert (mine.settings["rerankDepth"], mine.sources["rerankDepth"]) == (8, "owner")
     stored = await read_values(pool, GLOBAL_OWNER)
-    assert stored["embeddingApiKey"] == "sk-very-secret" and stored["embeddingDim"] == 768
+    assert ingest.keyring.open("embeddingApiKey", stored["embeddingApiKey"]) == "sk-very-secret"
+    assert stored["embeddingDim"] == 768
 
 
 async def test_cli_sets_engine_settings_with_their_types(
@@ -108,7 +109,8 @@ async def test_cli_sets_engine_settings_with_their_types(
     code, out, err = await run_cli(["settings", "set", "embeddingApiKey", "12345"], env)
     assert code == 0, err
     assert out.strip() == 'embeddingApiKey = "***" (global)'
-    assert (await read_values(pool, GLOBAL_OWNER))["embeddingApiKey"] == "12345"  # a string, not a number
+    stored = (await read_values(pool, GLOBAL_OWNER))["embeddingApiKey"]
+    assert ingest.keyring.open("embeddingApiKey", stored) == "12345"  # a string, not a number
 
     code, out, err = await run_cli(["settings", "set", "embeddingModel", "nomic", "--owner", "someone"], env)
     assert code != 0 and "embeddingModel is global-only" in err
