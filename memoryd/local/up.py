@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import json
 import os
+import secrets
 import signal
 import sys
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ from memoryd.local.supervisor import Supervisor, child_env
 from shared.db.migrate import migrate
 from shared.errors import ConfigError
 from shared.nats_auth import CLIENT_ROLE, OPERATOR_ROLE, Credentials, inbox_prefix, render_authorization
+from shared.observability.logging import redact_text
 from shared.secrets import KEY_ENV, KEY_FILE_ENV, generate_key
 
 SERVICES = ("ingest", "extract", "embed", "retrieve", "sleep", "gateway")
@@ -129,6 +131,14 @@ def ensure_secrets_key(data_dir: Path) -> Path:
     return path
 
 
+def pg_password(data_dir: Path) -> str:
+    """The embedded PostgreSQL's password, ``<data-dir>/pg-password`` (0600), made once."""
+    path = data_dir / "pg-password"
+    if not path.exists():
+        write_private(path, secrets.token_hex(24) + "\n")
+    return path.read_text().strip()
+
+
 def credentials_file(data_dir: Path) -> Path:
     return data_dir / "credentials.json"
 
@@ -190,11 +200,12 @@ async def run_up(opts: UpOptions) -> int:
         operator_url = with_user(nats_url, OPERATOR_ROLE, creds)
         pg_dsn = os.environ.get("MEMORYD_PG_DSN") or ""
         if not pg_dsn:
-            pg_srv = EmbeddedPostgres(data_dir / "pg", port=opts.pg_port)
+            pg_srv = EmbeddedPostgres(data_dir / "pg", port=opts.pg_port, password=pg_password(data_dir))
             admin = pg_srv.start()
             await ensure_database(admin, DATABASE)
             pg_dsn = pg_srv.dsn(DATABASE)
         await apply_migrations(pg_dsn)
+        pg_shown = pg_srv.dsn(DATABASE, with_password=False) if pg_srv else redact_text(pg_dsn)
 
         env = child_env({"MEMORYD_NATS_URL": nats_url, "MEMORYD_PG_DSN": pg_dsn, **opts.extra_env})
         env.setdefault("MEMORYD_DATA_DIR", str(data_dir))
@@ -232,7 +243,7 @@ async def run_up(opts: UpOptions) -> int:
         )
         shown = f" gateway={gateway}" if gateway else ""
         print(
-            f"memoryd ready nats={nats_url} credentials={app_creds} postgres={pg_dsn}{shown} metrics={metrics}",
+            f"memoryd ready nats={nats_url} credentials={app_creds} postgres={pg_shown}{shown} metrics={metrics}",
             flush=True,
         )
         print(
