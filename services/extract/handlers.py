@@ -7,8 +7,11 @@ Per job:
    the later turn winning; LLM facts when an extractor is configured and no earlier
    delivery of this job completed its LLM pass (the call happens before the
    transaction, and its failure only costs the LLM facts);
-3. one transaction: facts upserted by ``(owner, key)`` with merged metadata, entities of
-   the stored turns and of the facts with their mentions, the ``extract_runs`` row;
+3. one transaction: the facts that fit the owner's quota (``maxMemories``,
+   ``maxMemoryBytes``: ``logic.quota``; the others are counted as ``over_quota`` in
+   ``memoryd_facts_total`` and logged, and the job completes) upserted by ``(owner, key)``
+   with merged metadata, entities of the stored turns and of the facts with their
+   mentions, the ``extract_runs`` row;
 4. after the commit, an ``EmbedJob`` (``Nats-Msg-Id`` ``embed:<id>:<hash>``) for every
    fact that is new, changed or still without a vector.
 Everything is an upsert, so a redelivered job writes nothing new and republishes only
@@ -31,6 +34,7 @@ from services.extract.adapters import postgres as store
 from services.extract.adapters.llm import LlmExtractor
 from services.extract.logic.entities import Entity, extract_entities
 from services.extract.logic.llm_facts import ValidFact
+from services.extract.logic.quota import admit
 from services.extract.logic.rules import Fact, extract_facts, fact_metadata
 from shared.codec import encode
 from shared.errors import DependencyDown
@@ -60,6 +64,7 @@ class ExtractOutcome:
     llm_status: str
     new_mentions: int
     embed_jobs: int
+    over_quota: int = 0  # facts not written: the owner's quota is full
 
 
 def eligible_turns(turns: list[Turn], settings: MemorySettings) -> list[Turn]:
@@ -140,6 +145,7 @@ async def handle_extract(job: ExtractJob, deps: ExtractDeps) -> ExtractOutcome:
                     FACTS.labels("llm", "duplicate").inc(len(extraction.facts) - len(llm_facts))
         planned = plan_facts(job, rules, llm_facts)
         async with deps.pool.acquire() as conn, conn.transaction():
+            planned, over_quota = await within_quota(conn, job.owner, planned, settings)
             stored = await store.upsert_facts(conn, owner=job.owner, session_id=job.session_id, facts=planned)
             new_mentions = await store.link_entities(conn, job.owner, entity_mentions(turns, stored))
             await store.record_run(
@@ -165,8 +171,33 @@ async def handle_extract(job: ExtractJob, deps: ExtractDeps) -> ExtractOutcome:
             llm=llm_status,
             new_mentions=new_mentions,
             embed_jobs=len(to_embed),
+            over_quota=len(over_quota),
         )
-        return ExtractOutcome(stored, llm_status, new_mentions, len(to_embed))
+        return ExtractOutcome(stored, llm_status, new_mentions, len(to_embed), len(over_quota))
+
+
+async def within_quota(
+    conn: asyncpg.Connection, owner: str, planned: list[store.PlannedFact], settings: MemorySettings
+) -> tuple[list[store.PlannedFact], list[store.PlannedFact]]:
+    """The facts that fit the owner's quota, and those refused (counted and logged)."""
+    if not planned or (settings.max_memories <= 0 and settings.max_memory_bytes <= 0):
+        return planned, []
+    held = await store.holding(conn, owner, [f.key for f in planned])
+    sizes = [(f.key, len(f.content.encode("utf-8", "surrogatepass"))) for f in planned]
+    admitted, refused = admit(sizes, held, max_memories=settings.max_memories, max_bytes=settings.max_memory_bytes)
+    over = [planned[i] for i in sorted(refused)]
+    for fact in over:
+        FACTS.labels(fact.source, "over_quota").inc()
+    if over:
+        log.warning(
+            "extract.quota_full",
+            refused=len(over),
+            memories=held.count,
+            bytes=held.size,
+            max_memories=settings.max_memories,
+            max_memory_bytes=settings.max_memory_bytes,
+        )
+    return [planned[i] for i in sorted(admitted)], over
 
 
 async def publish_embed_jobs(js: JetStreamContext, owner: str, facts: list[store.StoredFact]) -> None:

@@ -72,7 +72,8 @@ class MemorySettings(msgspec.Struct, frozen=True, kw_only=True, rename="camel", 
     events_per_second: Annotated[float, msgspec.Meta(ge=0, le=100_000)] = 0.0
     #: searches (retrieve, inject) per second and replica of one owner (0 = no limit; over it: 429 `rate_limited`)
     searches_per_second: Annotated[float, msgspec.Meta(ge=0, le=100_000)] = 0.0
-    #: memories an owner may hold (0 = no quota; full: 429 `quota_exceeded` on API writes, turns not stored)
+    #: memories an owner may hold (0 = no quota; full: 429 `quota_exceeded` on API writes, turns not stored, new
+    #: extracted facts not written: metric `memoryd_facts_total{outcome="over_quota"}`)
     max_memories: Annotated[int, msgspec.Meta(ge=0)] = 0
     #: bytes of memory content an owner may hold (0 = no quota; as `maxMemories`)
     max_memory_bytes: Annotated[int, msgspec.Meta(ge=0)] = 0

@@ -19,6 +19,7 @@ from typing import Any
 import asyncpg
 
 from services.extract.logic.entities import Entity
+from services.extract.logic.quota import Holding
 from shared.db import memories
 from shared.errors import Forbidden
 
@@ -46,6 +47,22 @@ class StoredFact:
     created: bool
     changed: bool
     needs_embed: bool  # new, changed, or still without a vector (needs_reindex)
+
+
+async def holding(conn: asyncpg.Connection, owner: str, keys: Sequence[str]) -> Holding:
+    """The owner's memories and bytes now, and the bytes of those of ``keys`` it holds, under a
+    per-owner lock to the end of the transaction (concurrent jobs of one owner count in turn)."""
+    await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended('quota:' || $1, 0))", owner)
+    row = await conn.fetchrow(
+        "SELECT count(*) AS n, coalesce(sum(octet_length(content)), 0) AS b FROM memories WHERE owner = $1", owner
+    )
+    assert row is not None
+    rows = await conn.fetch(
+        "SELECT key, octet_length(content) AS b FROM memories WHERE owner = $1 AND key = ANY($2::text[])",
+        owner,
+        list(keys),
+    )
+    return Holding(count=int(row["n"]), size=int(row["b"]), existing={r["key"]: int(r["b"]) for r in rows})
 
 
 async def upsert_facts(
