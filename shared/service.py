@@ -32,7 +32,7 @@ from .bus.provision import ensure_streams
 from .bus.rpc import RpcServer
 from .db.pool import create_pool
 from .errors import ConfigError
-from .observability.logging import configure, get_logger
+from .observability.logging import configure, get_logger, redact_text
 from .observability.metrics import UP, Collector, serve_metrics, service_registry
 from .schemas.ops import HealthResult
 from .secrets import Keyring
@@ -151,7 +151,8 @@ async def serve(
         try:
             await ensure_streams(js, config.nats)
         except Exception as exc:
-            raise ConfigError("MEMORYD_NATS_URL", f"JetStream unavailable at {config.nats.url}: {exc}") from exc
+            where = redact_text(config.nats.url)
+            raise ConfigError("MEMORYD_NATS_URL", f"JetStream unavailable at {where}: {exc}") from exc
         rpc = RpcServer(nc, name, __version__)
         ctx = ServiceContext(
             name=name,
@@ -240,6 +241,6 @@ def main(
             )
         )
     except ConfigError as exc:
-        print(f"memoryd {name}: configuration error: {exc.description}", file=sys.stderr, flush=True)
+        print(f"memoryd {name}: configuration error: {redact_text(exc.description)}", file=sys.stderr, flush=True)
         return 2
     return 0

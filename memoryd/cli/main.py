@@ -28,6 +28,7 @@ from memoryd.cli import (
 )
 from memoryd.cli.common import CONTEXT_SETTINGS
 from shared.errors import ConfigError, MemorydError
+from shared.observability.logging import redact_text
 
 #: Each module lists its top-level commands in ``COMMANDS``; ``--help`` shows them in this order.
 COMMAND_MODULES = (
@@ -82,10 +83,10 @@ def run_cli(group: click.Group, argv: Sequence[str] | None, prog_name: str) -> i
     except click.Abort:
         return 130
     except ConfigError as exc:
-        print(f"memoryd: configuration error: {exc.description}", file=sys.stderr)
+        print(f"memoryd: configuration error: {redact_text(exc.description)}", file=sys.stderr)
         return 2
     except MemorydError as exc:
-        print(f"memoryd: {exc.err_code}: {exc.description}", file=sys.stderr)
+        print(f"memoryd: {exc.err_code}: {redact_text(exc.description)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -14,7 +14,7 @@ from shared.settings.env import NatsConfig
 
 from ..errors import ConfigError
 from ..nats_auth import inbox_prefix as user_inbox
-from ..observability.logging import get_logger
+from ..observability.logging import get_logger, redact_text
 
 log = get_logger(__name__)
 
@@ -81,7 +81,6 @@ async def connect(
     except Exception as exc:  # the client raises several unrelated types here
         with contextlib.suppress(Exception):
             await nc.close()
-        raise ConfigError(
-            "MEMORYD_NATS_URL", f"cannot connect to NATS at {cfg.url}: {exc or type(exc).__name__}"
-        ) from exc
+        why = redact_text(str(exc)) or type(exc).__name__
+        raise ConfigError("MEMORYD_NATS_URL", f"cannot connect to NATS at {redact_text(cfg.url)}: {why}") from exc
     return nc

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,9 +53,15 @@ class RunningUp:
         return code
 
 
-def start_up(data_dir: Path, *args: str, nats_port: int | None = None, timeout: float = 90.0) -> RunningUp:
+def start_up(
+    data_dir: Path,
+    *args: str,
+    nats_port: int | None = None,
+    timeout: float = 90.0,
+    env: Mapping[str, str] | None = None,
+) -> RunningUp:
     """Start ``memoryd up`` (a free NATS port unless given, free metrics ports unless ``args``
-    name ``--metrics-port``) and wait for its ready line."""
+    name ``--metrics-port``; ``env``: ``MEMORYD_*`` variables to give it) and wait for its ready line."""
     port = nats_port or free_port()
     if "--metrics-port" not in args:
         args = (*args, "--metrics-port", "0")
@@ -63,7 +70,7 @@ def start_up(data_dir: Path, *args: str, nats_port: int | None = None, timeout: 
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=clean_env(),
+        env=clean_env(**(env or {})),
     )
     up = RunningUp(data_dir=data_dir, nats_port=port, proc=proc)
     try:
