@@ -54,6 +54,7 @@ from shared.subjects import (
     SLEEP_CONSUMER,
     SLEEP_STREAM,
 )
+from tests.support.digest import Digest, changed_tables, digest_query
 
 from .cases import StreamTarget
 
@@ -74,8 +75,6 @@ PIPELINE = [
     (JOBS_STREAM, EMBED_CONSUMER),
     (SLEEP_STREAM, SLEEP_CONSUMER),
 ]
-#: Columns left out of the digest: recall heat is written asynchronously by design.
-UNDIGESTED = {("memories", "last_accessed_at"), ("memories", "tsv")}
 
 
 def draw(strategy: st.SearchStrategy[T], subject: str, n: int = EXAMPLES) -> list[T]:
@@ -110,32 +109,6 @@ async def wait_for(check: Callable[[], Awaitable[bool]], timeout: float, what: s
             raise Hang(f"timed out after {timeout:.0f} s waiting for {what}")
         await asyncio.sleep(delay)
         delay = min(0.1, delay * 2)
-
-
-# --- the database digest ---------------------------------------------------------------------
-async def digest_query(pool: asyncpg.Pool) -> str:
-    """One query: row count and content hash of every table of the schema."""
-    rows = await pool.fetch(
-        "SELECT table_name, column_name FROM information_schema.columns"
-        " WHERE table_schema = 'public' ORDER BY table_name, ordinal_position"
-    )
-    columns: dict[str, list[str]] = {}
-    for row in rows:
-        if (row["table_name"], row["column_name"]) not in UNDIGESTED:
-            columns.setdefault(row["table_name"], []).append(f'"{row["column_name"]}"')
-    parts = [
-        f"SELECT '{table}' AS t, count(*) AS n, md5(coalesce(string_agg(r, E'\\n' ORDER BY r), '')) AS h"
-        f' FROM (SELECT ROW({", ".join(cols)})::text AS r FROM "{table}") s'
-        for table, cols in sorted(columns.items())
-    ]
-    return " UNION ALL ".join(parts)
-
-
-Digest = dict[str, tuple[int, str]]
-
-
-def changed_tables(before: Digest, after: Digest) -> list[str]:
-    return sorted(t for t in before.keys() | after.keys() if before.get(t) != after.get(t))
 
 
 # --- the tally ---------------------------------------------------------------------------------

@@ -1,0 +1,1 @@
+"""Authorization: the role matrix against a real nats-server."""
