@@ -5,7 +5,7 @@ BIN    := $(abspath $(VENV))/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: chromium studio-screenshots run test lint chaos chaos-cluster fuzz bench bench-embed bench-quality bench-latency bench-ingest bench-sleep bench-gateway bench-docs schemas config-docs clean
+.PHONY: chromium studio-screenshots run test lint chaos chaos-cluster fuzz bench bench-embed bench-quality bench-latency bench-ingest bench-sleep bench-gateway bench-docs schemas config-docs authz security-docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -60,6 +60,13 @@ schemas: $(STAMP)  ## regenerate deploy/schemas from the wire messages
 
 config-docs: $(STAMP)  ## regenerate docs/configuration.md from the settings Structs
 	$(BIN)/python -m services.configuration > docs/configuration.md
+
+authz: $(STAMP)  ## every role x every subject on nats-server with auth on (report: bench-results/authz.json)
+	mkdir -p bench-results && MEMORYD_AUTHZ_REPORT=bench-results/authz.json \
+		$(BIN)/python -m pytest -q -p no:cacheprovider tests/integration/security/test_authz_matrix.py
+
+security-docs: $(STAMP)  ## regenerate the matrix and results of docs/security.md (shared/authz.py, bench-results)
+	$(BIN)/python -m services.security_docs
 
 # Each benchmark saves bench-results/<name>.json; `make bench-docs` renders them into docs/benchmarks.md
 # and docs/reliability.md (`make chaos` and `make fuzz` write the reliability results).

@@ -1,0 +1,1 @@
+"""Unit tests of the authorization matrix and the generated security documents."""
