@@ -2,8 +2,10 @@
 
 A reply is always ``<Op>Result | RpcError`` as JSON; on errors the micro headers
 ``Nats-Service-Error`` / ``Nats-Service-Error-Code`` are set too. Typed
-``MemorydError``s keep their description; anything else is a 500 with an opaque
-``error_id`` (the full error goes to the log, never to the caller).
+``MemorydError``s keep their description; a transient failure (``transient.is_transient``:
+PostgreSQL or NATS unreachable, restarting, in recovery) is a 503 ``dependency_down``, so a
+caller retries; anything else is a 500 with an opaque ``error_id`` (the full error goes to
+the log, never to the caller).
 
 ``nats.micro`` calls an endpoint's handler one request at a time; ``RpcServer`` hands
 each request to its own task (bounded by ``max_concurrency``) so a slow request does
@@ -27,11 +29,12 @@ from nats.micro.request import Request
 from nats.micro.service import Service
 
 from ..codec import decode, encode
-from ..errors import Forbidden, MemorydError, RateLimited
+from ..errors import DependencyDown, Forbidden, MemorydError, RateLimited
 from ..observability.logging import get_logger
 from ..observability.metrics import RPC_REQUESTS, RPC_SECONDS
 from ..schemas import HEALTH_OP, RpcError, RpcOp
 from ..subjects import OWNER_BOUND_OPS, REQUEST_ID_HEADER, rpc_subject
+from .transient import is_transient
 
 log = get_logger(__name__)
 
@@ -47,6 +50,10 @@ def error_reply(exc: BaseException, op: str) -> RpcError:
     if isinstance(exc, MemorydError) and exc.code != 500:
         retry = round(exc.retry_after_s, 3) if isinstance(exc, RateLimited) else None
         return RpcError(code=exc.code, err_code=exc.err_code, description=exc.description, retry_after_s=retry)
+    if is_transient(exc):  # e.g. PostgreSQL restarting: the caller may retry, nothing is wrong with the request
+        log.warning("rpc.dependency_down", op=op, error=f"{type(exc).__name__}: {exc}"[:500])
+        down = DependencyDown("a dependency (PostgreSQL or NATS) is unavailable; retry")
+        return RpcError(code=down.code, err_code=down.err_code, description=down.description)
     error_id = uuid.uuid4().hex[:12]
     log.error("rpc.internal_error", op=op, error_id=error_id, exc_info=exc)
     return RpcError(code=500, err_code="internal", description="internal error", error_id=error_id)

@@ -78,3 +78,27 @@ def test_an_error_raised_while_handling_a_transient_one_is_judged_by_itself() ->
             raise ValueError("bad payload") from None
     except ValueError as exc:
         assert not is_transient(exc)
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        asyncpg.CannotConnectNowError("the database system is not yet accepting connections"),
+        ConnectionRefusedError(111, "Connect call failed"),
+        asyncpg.InterfaceError("connection is closed"),
+    ],
+)
+def test_an_rpc_that_fails_on_a_transient_error_answers_503(exc: BaseException) -> None:
+    """PostgreSQL restarting is no internal error: the caller gets dependency_down and may retry."""
+    from shared.bus.rpc import error_reply
+
+    reply = error_reply(exc, "retrieve")
+    assert (reply.code, reply.err_code, reply.error_id) == (503, "dependency_down", None)
+
+
+def test_an_rpc_that_fails_on_anything_else_answers_an_opaque_500() -> None:
+    from shared.bus.rpc import error_reply
+
+    reply = error_reply(KeyError("a bug"), "retrieve")
+    assert (reply.code, reply.err_code, reply.description) == (500, "internal", "internal error")
+    assert reply.error_id
