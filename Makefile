@@ -41,12 +41,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check memoryd shared services bench
 	$(BIN)/mypy memoryd shared services bench
 
-chaos: $(STAMP)  ## the full chaos run: 10k events under service kills and NATS/PostgreSQL restarts
+chaos: $(STAMP)  ## the full chaos run: 10k events while services, NATS and PostgreSQL (fsync on) are SIGKILLed, alone and overlapping
 	mkdir -p bench-results && $(BIN)/python -m tests.chaos.harness --events 10000 --json bench-results/chaos.json
 
-chaos-cluster: $(STAMP)  ## 10k events on a 3-node JetStream cluster (R3) while two nodes are SIGKILLed in turn
-	mkdir -p bench-results && MEMORYD_CHAOS_CLUSTER_EVENTS=10000 MEMORYD_CHAOS_CLUSTER_REPORT=bench-results/chaos-cluster.json \
-		$(BIN)/python -m pytest -q -s -p no:cacheprovider tests/chaos/test_cluster.py
+chaos-cluster: $(STAMP)  ## 10k events on a 3-node JetStream cluster (R3): two node SIGKILLs in turn, service SIGKILLs, two embed processes
+	mkdir -p bench-results && $(BIN)/python -m tests.chaos.harness --cluster --events 10000 --json bench-results/chaos-cluster.json
 
 fuzz: $(STAMP)  ## hypothesis fuzzing of every subject and RPC, 500 payloads each (report: bench-results/fuzz.json)
 	mkdir -p bench-results && MEMORYD_FUZZ_EXAMPLES=500 MEMORYD_FUZZ_REPORT=bench-results/fuzz.json \
