@@ -46,6 +46,8 @@ from .stack import SERVICES, ChaosStack
 
 POISON = 3
 OWNERS = 5
+#: each owner's pause between searches once the faults are over (the backlog drains meanwhile)
+DRAIN_PACE_S = 1.0
 
 
 def event(owner: str, i: int) -> ChatEvent:
@@ -216,6 +218,7 @@ async def run_chaos(
         plan = (cluster_plan if cluster else single_plan)(stack, down_s, short=short)
         await inject(stack, plan, started, report, gap_s)
         stop_sleep.set()
+        searches.pace_s = DRAIN_PACE_S
         await publisher
         await wait_quiet(stack, n_events, settle_timeout)
         stop_search.set()

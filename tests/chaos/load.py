@@ -66,6 +66,9 @@ class SearchLoad:
     events: int
     samples: list[Sample] = field(default_factory=list)
     errors: Counter[str] = field(default_factory=Counter)
+    #: pause after each answered search: short while faults are injected, longer afterwards, so
+    #: that the searches' query embeddings leave the embed workers to the backlog
+    pace_s: float = 0.05
 
     async def run(self, stop: asyncio.Event) -> None:
         await asyncio.gather(*(self._searcher(o, stop) for o in range(self.owners)))
@@ -86,7 +89,7 @@ class SearchLoad:
                 continue
             leaks = sum(1 for m in result.memories if owner_of(m.content, self.owners) - {owner})
             self.samples.append(Sample(t0, (time.monotonic() - t0) * 1000, "ok", leaks))
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(self.pace_s)
 
 
 @dataclass
