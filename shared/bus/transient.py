@@ -11,6 +11,11 @@ message, is the problem:
     57xxx  operator intervention (admin shutdown, crash shutdown, cannot connect now,
            query canceled by the operator or a statement timeout)
 
+A pooled connection that PostgreSQL's goodbye reached while it sat idle (the postmaster was
+killed, the server is shutting down) can be handed out again in the moment before its
+socket closes: the next query on it fails in asyncpg with "cannot switch to state ...;
+another operation ... is in progress". The server is gone, not the message: transient too.
+
 Every other PostgreSQL error (a constraint the data breaks, a bad value) is a property of
 the message and goes to the DLQ after ``max_deliver`` tries. The cause chain is searched,
 so an adapter that wraps a transient error in its own exception keeps it transient.
@@ -50,9 +55,15 @@ def transient_sqlstate(sqlstate: str | None) -> bool:
     return sqlstate[:2] in TRANSIENT_SQLSTATE_CLASSES or sqlstate in TRANSIENT_SQLSTATES
 
 
+#: What asyncpg says when a query is sent on a connection still consuming a server error.
+_DEAD_CONNECTION = "another operation"
+
+
 def _transient_one(exc: BaseException) -> bool:
     if isinstance(exc, TRANSIENT_TYPES):
         return True
+    if isinstance(exc, asyncpg.InternalClientError):
+        return _DEAD_CONNECTION in str(exc)
     if isinstance(exc, asyncpg.PostgresError):
         return transient_sqlstate(getattr(exc, "sqlstate", None))
     return isinstance(exc, NatsError) and type(exc).__name__ in _NATS_TRANSIENT_NAMES

@@ -39,6 +39,7 @@ def test_permanent_sqlstates(sqlstate: str | None) -> None:
         DependencyDown("postgres: down"),
         ConnectionResetError(),
         TimeoutError(),
+        asyncpg.InternalClientError("cannot switch to state 12; another operation (2) is in progress"),
     ],
 )
 def test_transient_errors(exc: BaseException) -> None:
@@ -50,6 +51,7 @@ def test_transient_errors(exc: BaseException) -> None:
     [
         asyncpg.UniqueViolationError("duplicate key"),
         asyncpg.InvalidTextRepresentationError("invalid input syntax"),
+        asyncpg.InternalClientError("unexpected codec state"),
         asyncpg.UndefinedTableError("relation does not exist"),
         ValidationFailed("$.owner: expected str"),
         ValueError("bad"),
