@@ -29,7 +29,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from nats.aio.msg import Msg
 from nats.errors import TimeoutError as NatsTimeout
@@ -147,11 +147,31 @@ class PullConsumer(Generic[T]):
     def consumer_config(self) -> ConsumerConfig:
         return consumer_config(self._spec)
 
+    async def subscribe(self, stop: asyncio.Event) -> Any:
+        """The pull subscription, retried while JetStream cannot answer (a cluster electing a
+        new leader after a node died, NATS restarting): a transient failure here must not end
+        the consumer loop, and with it the service. ``None`` when ``stop`` is set first."""
+        spec = self._spec
+        delay = 0.5
+        while not stop.is_set():
+            try:
+                return await self._js.pull_subscribe(
+                    spec.subject, durable=spec.durable, stream=spec.stream, config=self.consumer_config()
+                )
+            except Exception as exc:
+                if not is_transient(exc):
+                    raise
+                log.warning("consumer.subscribe_failed", stage=spec.stage, error=str(exc) or type(exc).__name__)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), timeout=delay)
+                delay = min(delay * 2, 10.0)
+        return None
+
     async def run(self, stop: asyncio.Event) -> None:
         spec = self._spec
-        sub = await self._js.pull_subscribe(
-            spec.subject, durable=spec.durable, stream=spec.stream, config=self.consumer_config()
-        )
+        sub = await self.subscribe(stop)
+        if sub is None:
+            return
         last_lag = 0.0
         ages = AgeWatch(self._js, spec.stream, spec.subject, spec.age_warning_fraction)
         while not stop.is_set():
