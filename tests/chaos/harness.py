@@ -193,7 +193,7 @@ async def run_chaos(
     down_s: float = 2.0,
     gap_s: float = 2.0,
     short: bool = False,
-    settle_timeout: float = 1200.0,
+    settle_timeout: float = 3600.0,
 ) -> ChaosReport:
     root = root or Path(tempfile.mkdtemp(prefix="memoryd-chaos-"))
     stack = ChaosStack(root, cluster=cluster, embed_workers=2 if cluster else 1)
