@@ -2,8 +2,9 @@
 
 ``python -m services.deploy_nats`` (``make nats-conf``) rewrites the region between
 ``# <generated authorization>`` and ``# </generated authorization>`` of deploy/nats/nats.conf
-and of the cluster profile's deploy/nats/cluster/nats.conf with ``shared.nats_auth.render_env_authorization()``: the operator, the sample application
-user ``app`` and one user per service, with the permissions ``memoryd up`` gives them and
+and of the cluster profile's deploy/nats/cluster/nats.conf with
+``shared.nats_auth.render_env_authorization()``: the operator, the sample application user
+``app`` and one user per service, with the permissions ``memoryd up`` gives them and
 passwords read from the server's environment (``$NATS_<USER>_PASSWORD``). The rest of the
 file is written by hand. A test fails when a committed file differs from what this writes.
 """
