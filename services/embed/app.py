@@ -67,7 +67,7 @@ async def setup(ctx: ServiceContext) -> None:
     choice = startup_engine(env_settings, ctx.config.qdrant, global_row)
     settings = choice.embedding
     cache_dir = settings.cache_dir(own.data.data_dir)
-    inference = Inference()
+    inference = Inference(env_settings.inference_slots)
     ctx.closers.append(lambda: asyncio.to_thread(inference.shutdown))
     source = await asyncio.to_thread(build_source, settings, inference, cache_dir)
     vector_stores = await open_for(ctx.config, ctx.db, choice.qdrant_in_use)
@@ -89,6 +89,7 @@ async def setup(ctx: ServiceContext) -> None:
         VectorCache(settings.cache_size, settings.cache_ttl_s),
         batch_max=settings.query_batch_max,
         wait_s=settings.query_wait_ms / 1000,
+        inflight=inference.slots,
     )
     owner_indexes = OwnerIndexes()
     jobs = Jobs(

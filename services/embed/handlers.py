@@ -8,8 +8,9 @@ only where the content hash is still the embedded one); the batch's owners are n
 `OwnerIndexes` (a large owner's own HNSW index, built in the background). A memory deleted meanwhile is acked
 and counted; one whose content changed while it was embedded is flagged and requeued.
 
-`Queries.embed` serves `mem.v1.rpc.embed`: cache first (`{signature}:{sha256(text)}`), the
-misses of concurrent requests share inference batches.
+`Queries.embed` serves `mem.v1.rpc.embed`: cache first (`{signature}:{sha256(text)}`), then
+the misses: a request that finds an inference slot free leaves at once, those arriving while
+every slot is busy leave together when one frees (cut by length into calls, `plan_batches`).
 
 A batch uses the source and stores it started with (`SwapGate`): an engine settings change
 swaps them between batches (`Jobs.gate.exclusive()`, see `live.py`), never inside one.
@@ -139,10 +140,13 @@ def _item(row: db.MemoryRow, vector: Vector) -> VectorItem:
 class Queries:
     """Query embeddings: the source of the signature retrieval searches, a cache, a batcher."""
 
-    def __init__(self, source: EmbedSource, cache: VectorCache, *, batch_max: int, wait_s: float) -> None:
+    def __init__(
+        self, source: EmbedSource, cache: VectorCache, *, batch_max: int, wait_s: float, inflight: int = 1
+    ) -> None:
         self.cache = cache
         self._batch_max = batch_max
         self._wait_s = wait_s
+        self._inflight = inflight
         self.source = source
         self.batcher = self._batcher(source)
 
@@ -150,7 +154,7 @@ class Queries:
         async def flush(texts: list[str]) -> list[Vector]:
             return [v.copy() for v in await source.embed(texts, urgent=True)]  # rows outlive their batch in the cache
 
-        return MicroBatcher(flush, max_size=self._batch_max, max_wait_s=self._wait_s, max_inflight=1)
+        return MicroBatcher(flush, max_size=self._batch_max, max_wait_s=self._wait_s, max_inflight=self._inflight)
 
     def use(self, source: EmbedSource) -> None:
         """Answer with another source from now on (the active signature switched)."""

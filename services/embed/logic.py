@@ -143,37 +143,53 @@ def unique_by_id(rows: Sequence[MemoryState]) -> list[MemoryState]:
     return list(seen.values())
 
 
-def estimated_tokens(text: str, max_tokens: int = 256) -> int:
-    """A cheap upper-ish guess of a text's WordPiece count (~4 characters a token in English,
-    plus [CLS]/[SEP]), capped at the truncation length. Used only to bound batch memory."""
-    return min(max_tokens, len(text) // 4 + 2)
+def length_order(lengths: Sequence[int]) -> list[int]:
+    """Indexes shortest first (stable): a batch pads every text to its longest, so texts of
+    similar length embedded together waste the least."""
+    return sorted(range(len(lengths)), key=lengths.__getitem__)
 
 
-def length_order(texts: Sequence[str]) -> list[int]:
-    """Indexes of ``texts`` shortest first (stable; by ``estimated_tokens``): a batch pads every
-    text to its longest, so texts of similar length embedded together waste the least."""
-    return sorted(range(len(texts)), key=lambda i: estimated_tokens(texts[i]))
+#: fixed cost of one inference call, in padded-token equivalents: on one thread the model's
+#: cost is linear in padded tokens (texts x longest) plus ~5-10 tokens' worth per call
+#: (measured at 16-128 tokens, 1-32 texts), so batching saves little and padding costs a lot.
+CALL_OVERHEAD_TOKENS = 8
 
 
-def plan_batches(lengths: Sequence[int], max_batch: int, max_padded_tokens: int) -> list[range]:
-    """Cut texts, in order, into inference calls of at most `max_batch` texts whose padded size
-    (texts x longest) stays within `max_padded_tokens`: a batch pads to its longest text, and
-    ONNX Runtime keeps its peak activation memory, so 64 texts of 256 tokens would hold ~2 GB.
-    A single text always makes a call of its own, whatever its length."""
+def plan_batches(
+    lengths: Sequence[int], max_batch: int, max_padded_tokens: int, call_overhead: int = CALL_OVERHEAD_TOKENS
+) -> list[range]:
+    """Cut texts, in order (the caller sorts them shortest first), into inference calls that
+    cost the least in all: each call costs `call_overhead` plus its padded tokens (texts x
+    longest), has at most `max_batch` texts and at most `max_padded_tokens` padded tokens.
+
+    A batch pads to its longest text, so a 20-token text beside a 200-token one costs ten
+    times its own work: texts of similar length share a call, a long one goes alone. The cap
+    bounds ONNX Runtime's activation memory (kept for the process's life). A single text
+    always makes a call of its own, whatever its length. Dynamic programming over the cut
+    points (n <= a few hundred texts per call of this function).
+    """
     if max_batch < 1 or max_padded_tokens < 1:
         raise ValueError("max_batch and max_padded_tokens must be >= 1")
+    n = len(lengths)
+    best = [0] * (n + 1)  # best[j]: least cost of texts [0, j)
+    cut = [0] * (n + 1)  # where the last call of that plan starts
+    for j in range(1, n + 1):
+        best[j] = -1
+        longest = 0
+        for i in range(j - 1, max(-1, j - 1 - max_batch), -1):  # last call = [i, j), growing leftwards
+            longest = max(longest, lengths[i])
+            size = j - i
+            if size > 1 and size * longest > max_padded_tokens:
+                break
+            cost = best[i] + call_overhead + size * longest
+            if best[j] < 0 or cost < best[j]:  # ties keep the shorter last call: earlier calls fuller
+                best[j], cut[j] = cost, i
     out: list[range] = []
-    start, longest = 0, 0
-    for i, n in enumerate(lengths):
-        longest_with = max(longest, n)
-        size = i - start + 1
-        if i > start and (size > max_batch or size * longest_with > max_padded_tokens):
-            out.append(range(start, i))
-            start, longest_with = i, n
-        longest = longest_with
-    if start < len(lengths):
-        out.append(range(start, len(lengths)))
-    return out
+    j = n
+    while j > 0:
+        out.append(range(cut[j], j))
+        j = cut[j]
+    return out[::-1]
 
 
 def chunks(n: int, size: int) -> list[range]:

@@ -8,12 +8,15 @@ Batching: a worker fetches up to `batch_max` jobs per pull and embeds them in on
 call; `pipeline` batches are in flight at once (the next batch is fetched and read from
 Postgres while the previous one is in inference); a batch that is not full leaves after
 `batch_wait_ms`. An inference call also stays within `batch_max_tokens` padded tokens: a
-batch pads to its longest text and ONNX Runtime keeps its peak memory (process RSS measured
-after one call of 256-token texts: 32 texts 1.0 GB, 16 texts 0.56 GB, 8 texts 0.38 GB).
+call pads to its longest text, costs in proportion to its padded tokens (batching itself
+saves only ~8 tokens' worth per call on one thread), and ONNX Runtime keeps its peak memory
+(peak RSS of the bare model process after one call: 16 x 64 tokens 316 MB, 16 x 128 367 MB,
+8 x 256 439 MB, 16 x 256 622 MB); texts are cut by length into calls (`logic.plan_batches`).
 
-Query embeddings (`mem.v1.rpc.embed`) are batched separately: requests that arrive while
-inference is busy leave together (`query_batch_max`), an idle service answers at once
-(`query_wait_ms` 0).
+Query embeddings (`mem.v1.rpc.embed`) are batched separately: a request that finds one of
+the `inference_slots` free leaves at once (`query_wait_ms` 0), those that arrive while every
+slot is busy leave together (`query_batch_max`). Embed jobs use one slot at a time, queries
+every slot.
 """
 
 from __future__ import annotations
@@ -35,11 +38,14 @@ class EmbedSettings(EmbeddingConfig, frozen=True, kw_only=True):
     model_cache_dir: str | None = None
     #: ONNX intra-op threads per process (scale with processes instead)
     threads: Annotated[int, msgspec.Meta(ge=1, le=64)] = 1
+    #: inference calls one process runs at once, one thread each: embed jobs use one, query
+    #: embeddings any (concurrent queries then use a second core)
+    inference_slots: Annotated[int, msgspec.Meta(ge=1, le=16)] = 2
 
     #: embed jobs per inference call (16: the best texts/s of 8, 16 and 32 in the embed benchmark)
     batch_max: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 16
     #: padded tokens (texts x longest) per inference call, which bounds its memory
-    batch_max_tokens: Annotated[int, msgspec.Meta(ge=1)] = 4096
+    batch_max_tokens: Annotated[int, msgspec.Meta(ge=1)] = 2048
     #: a batch that is not full leaves after this long
     batch_wait_ms: Annotated[float, msgspec.Meta(ge=0, le=10_000)] = 10.0
     #: batches in flight at once (the next is read while one is in inference)

@@ -5,14 +5,15 @@
 source of another signature when this process can (the active one during a signature change,
 so query vectors keep matching the vectors retrieval searches).
 
-Local inference runs on one dedicated thread per process (`Inference`): the event loop stays
-free, and jobs and queries queue for the model one call at a time, queries first
-(`InferenceGate`). Texts are embedded shortest first (`logic.length_order`), so each call pads
-its texts to a similar length, and the vectors are put back in input order. Calls are cut
-into at most `batch_max` texts and `batch_max_tokens` padded tokens (`logic.plan_batches`).
-The dynamic-int8 variant embeds each text alone (`per_text`): its activations are quantized
-per call, so it must never share padding with batch mates; the embedder does that itself,
-batching here only groups the calls.
+Local inference runs on dedicated threads (`Inference`, `inference_slots` of them): the event
+loop stays free; embed-job calls run one at a time, query calls on any free slot and before
+waiting job calls (`InferenceGate`). Texts are embedded shortest first by their real token
+count (`logic.length_order`) and cut into calls by `logic.plan_batches` (at most `batch_max`
+texts and `batch_max_tokens` padded tokens, texts of similar length together: a call pads to
+its longest text and costs in proportion to its padded tokens); the vectors are put back in
+input order. The dynamic-int8 variant embeds each text alone (`per_text`): its activations
+are quantized per call, so it must never share padding with batch mates; the embedder does
+that itself, batching here only groups the calls.
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ from .adapters import DIM, DYNAMIC_INT8, MODEL_NAME, LocalEmbedder
 from .logic import (
     Resolution,
     chunks,
-    estimated_tokens,
     length_order,
     parse_signature,
     plan_batches,
@@ -74,40 +74,57 @@ class EmbedSource(Protocol):
 
 # --- local -----------------------------------------------------------------------------------
 class InferenceGate:
-    """One inference at a time; waiting queries go before waiting job batches.
+    """At most `slots` inference calls at once, at most `job_slots` of them embed jobs;
+    waiting queries go before waiting job batches.
 
-    Jobs embed in calls of at most `batch_max` texts, so a query waits for at most the one
-    call already running, never for a backlog of job batches.
+    Jobs embed in calls of at most `batch_max` texts, so a query waits for at most the call
+    already running, never for a backlog of job batches. Jobs keep to one slot: ingest scales
+    with worker processes; queries may use every slot, so concurrent queries use both cores
+    of a machine whose one worker process would otherwise compute them one after another.
     """
 
-    def __init__(self) -> None:
-        self._busy = False
+    def __init__(self, slots: int = 1, job_slots: int = 1) -> None:
+        if slots < 1 or not 1 <= job_slots <= slots:
+            raise ValueError("need slots >= 1 and 1 <= job_slots <= slots")
+        self.slots = slots
+        self.job_slots = job_slots
+        self._running = 0
+        self._jobs_running = 0
         self._waiters: tuple[deque[asyncio.Future[None]], deque[asyncio.Future[None]]] = (deque(), deque())
 
+    def _free(self, urgent: bool) -> bool:
+        return self._running < self.slots and (urgent or self._jobs_running < self.job_slots)
+
+    def _take(self, urgent: bool) -> None:
+        self._running += 1
+        self._jobs_running += 0 if urgent else 1
+
     async def acquire(self, urgent: bool) -> None:
-        if not self._busy and not any(self._waiters):
-            self._busy = True
+        queue = self._waiters[0 if urgent else 1]
+        ahead = self._waiters[0] if urgent else self._waiters[0] or self._waiters[1]
+        if self._free(urgent) and not ahead:
+            self._take(urgent)
             return
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        queue = self._waiters[0 if urgent else 1]
         queue.append(fut)
         try:
             await fut
         except asyncio.CancelledError:
             if fut.done() and not fut.cancelled():
-                self.release()  # granted just as we were cancelled: pass it on
+                self.release(urgent)  # granted just as we were cancelled: pass it on
             else:
                 queue.remove(fut)
             raise
 
-    def release(self) -> None:
-        for queue in self._waiters:
-            while queue:
+    def release(self, urgent: bool) -> None:
+        self._running -= 1
+        self._jobs_running -= 0 if urgent else 1
+        for is_urgent, queue in ((True, self._waiters[0]), (False, self._waiters[1])):
+            while queue and self._free(is_urgent):
                 fut = queue.popleft()
                 if not fut.done():
-                    fut.set_result(None)  # stays busy: ownership passes to the waiter
-                    return
-        self._busy = False
+                    self._take(is_urgent)  # ownership passes to the waiter
+                    fut.set_result(None)
 
 
 class LocalSource:
@@ -121,7 +138,7 @@ class LocalSource:
         inference: Inference,
         batch_max: int,
         resolution: str,
-        max_padded_tokens: int = 4096,
+        max_padded_tokens: int = 2048,
     ) -> None:
         self._embedder = embedder
         self._inference = inference
@@ -136,12 +153,15 @@ class LocalSource:
     async def embed(self, texts: Sequence[str], *, urgent: bool = False) -> Vectors:
         if not texts:
             return np.empty((0, self.dim), dtype=np.float32)
-        order = length_order(texts)
-        lengths = [estimated_tokens(texts[i]) for i in order]
-        parts = []
-        for part in plan_batches(lengths, self._batch_max, self._max_padded_tokens):
-            batch = [texts[order[i]] for i in part]
-            parts.append(await self._inference.run(self._timed, batch, urgent=urgent))
+        counts = self._embedder.token_counts(texts)
+        order = length_order(counts)
+        lengths = [counts[i] for i in order]
+        calls = [
+            self._inference.run(self._timed, [texts[order[i]] for i in part], urgent=urgent)
+            for part in plan_batches(lengths, self._batch_max, self._max_padded_tokens)
+        ]
+        # All calls queue at once: the gate runs job calls one at a time, query calls on every slot.
+        parts = await asyncio.gather(*calls) if len(calls) > 1 else [await calls[0]]
         vectors = parts[0] if len(parts) == 1 else np.vstack(parts)
         if order == sorted(order):
             return vectors
@@ -279,18 +299,20 @@ def _remote_settings(settings: EmbedSettings) -> tuple[str, int]:
 
 # --- building --------------------------------------------------------------------------------
 class Inference:
-    """The one inference thread of a process, behind an `InferenceGate` (queries first)."""
+    """The inference threads of a process (`slots`), behind an `InferenceGate`: embed jobs
+    use one at a time, queries any (and go first)."""
 
-    def __init__(self) -> None:
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed-inference")
-        self._gate = InferenceGate()
+    def __init__(self, slots: int = 1) -> None:
+        self.slots = slots
+        self._executor = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="embed-inference")
+        self._gate = InferenceGate(slots, job_slots=1)
 
     async def run(self, fn: Callable[[list[str]], Vectors], texts: list[str], *, urgent: bool) -> Vectors:
         await self._gate.acquire(urgent)
         try:
             return await asyncio.get_running_loop().run_in_executor(self._executor, fn, texts)
         finally:
-            self._gate.release()
+            self._gate.release(urgent)
 
     def shutdown(self) -> None:
         self._executor.shutdown(wait=True)

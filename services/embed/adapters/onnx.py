@@ -72,11 +72,14 @@ def session_options(threads: int) -> ort.SessionOptions:
     return opts
 
 
-def load_tokenizer(path: Path = TOKENIZER_PATH, max_tokens: int = MAX_TOKENS) -> Tokenizer:
-    """The shipped tokenizer, truncating at `max_tokens` and padding to the batch's longest."""
+def load_tokenizer(path: Path = TOKENIZER_PATH, max_tokens: int = MAX_TOKENS, *, pad: bool = True) -> Tokenizer:
+    """The shipped tokenizer, truncating at `max_tokens` and (`pad`) padding to the batch's longest."""
     tokenizer = Tokenizer.from_file(str(path))
     tokenizer.enable_truncation(max_tokens)
-    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+    if pad:
+        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+    else:
+        tokenizer.no_padding()
     return tokenizer
 
 
@@ -101,6 +104,7 @@ class LocalEmbedder:
             model, sess_options=session_options(threads), providers=["CPUExecutionProvider"]
         )
         self._tokenizer = load_tokenizer(tokenizer_path)
+        self._counter = load_tokenizer(tokenizer_path, pad=False)
         self._model_name = model_name
         self._quantization = quantization
         self.model_path = model_path
@@ -146,6 +150,11 @@ class LocalEmbedder:
     def signature(self) -> str:
         """The embedding_signature `local:{model}:{dim}[:quant]` recorded per vector store."""
         return signature("local", self._model_name, DIM, self._quantization)
+
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """Each text's token count as the model sees it (with [CLS]/[SEP], truncated), for
+        planning batches by padded size (tokenizing is ~1% of an inference)."""
+        return [len(e.ids) for e in self._counter.encode_batch(list(texts))]
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Embed a batch; the caller chooses the batch size (vectors do not depend on it)."""

@@ -15,7 +15,6 @@ from services.embed.logic import (
     SignatureParts,
     cache_key,
     chunks,
-    estimated_tokens,
     length_order,
     meta_action,
     parse_signature,
@@ -100,11 +99,25 @@ def test_plan_batches_bounds_padded_tokens_in_order() -> None:
     assert plan_batches([10] * 10, 4, 1000) == [range(0, 4), range(4, 8), range(8, 10)]
     # 256-token texts: 4096 padded tokens allow 16 per call.
     assert [len(r) for r in plan_batches([256] * 40, 32, 4096)] == [16, 16, 8]
-    # One long text joins short ones only while texts x longest stays within the budget.
-    assert plan_batches([10, 10, 200, 10], 32, 400) == [range(0, 2), range(2, 4)]
+    # A long text between short ones goes alone: padding the short ones to 200 costs more
+    # than two more calls.
+    assert plan_batches([10, 10, 200, 10], 32, 400) == [range(0, 2), range(2, 3), range(3, 4)]
     # A text over the budget on its own still gets a call.
     assert plan_batches([500, 10], 32, 100) == [range(0, 1), range(1, 2)]
-    assert estimated_tokens("x" * 40) == 12 and estimated_tokens("x" * 100_000) == 256
+
+
+def test_plan_batches_buckets_sorted_lengths_by_padding_cost() -> None:
+    lengths = sorted([12] * 8 + [40] * 8 + [120] * 2)
+    plan = plan_batches(lengths, 64, 100_000, call_overhead=8)
+    # Three buckets of one length each: no text is padded.
+    assert [(r.start, r.stop) for r in plan] == [(0, 8), (8, 16), (16, 18)]
+    # Similar lengths share a call rather than pay the per-call overhead again.
+    assert plan_batches([20, 21, 22, 23], 64, 100_000, call_overhead=8) == [range(0, 4)]
+    # A huge overhead makes one call of everything; none makes every length its own bucket.
+    assert plan_batches(lengths, 64, 100_000, call_overhead=10_000) == [range(0, 18)]
+    assert len(plan_batches([1, 2, 3, 4], 64, 100_000, call_overhead=0)) == 4
+    padded = sum(len(r) * max(lengths[i] for i in r) for r in plan)
+    assert padded == sum(lengths)
 
 
 def test_chunks() -> None:
@@ -239,7 +252,7 @@ async def test_gate_lets_queries_overtake_waiting_jobs() -> None:
         await gate.acquire(urgent)
         order.append(name)
         await asyncio.sleep(0)
-        gate.release()
+        gate.release(urgent)
 
     job = asyncio.create_task(take("job", False))
     await asyncio.sleep(0)
@@ -248,14 +261,36 @@ async def test_gate_lets_queries_overtake_waiting_jobs() -> None:
     await asyncio.sleep(0)
     cancelled.cancel()
     await asyncio.sleep(0)
-    gate.release()
+    gate.release(False)
     await asyncio.gather(job, query)
     assert order == ["query", "job"]
     await asyncio.wait_for(gate.acquire(urgent=False), timeout=1)  # free again
-    gate.release()
+    gate.release(False)
+
+
+async def test_gate_gives_queries_every_slot_and_jobs_one() -> None:
+    gate = InferenceGate(slots=2, job_slots=1)
+    await gate.acquire(urgent=False)  # a job call runs
+    await asyncio.wait_for(gate.acquire(urgent=True), timeout=1)  # a query takes the second slot at once
+    second_job = asyncio.create_task(gate.acquire(urgent=False))
+    third_query = asyncio.create_task(gate.acquire(urgent=True))
+    await asyncio.sleep(0)
+    assert not second_job.done() and not third_query.done()  # both slots busy
+    gate.release(True)  # the query's slot: the waiting query goes first, the job waits
+    await asyncio.sleep(0)
+    assert third_query.done() and not second_job.done()
+    gate.release(True)  # a slot frees, but the first job still runs: jobs keep to one slot
+    await asyncio.sleep(0)
+    assert not second_job.done()
+    await asyncio.wait_for(gate.acquire(urgent=True), timeout=1)
+    gate.release(True)
+    gate.release(False)  # the first job ends: the second starts
+    await asyncio.wait_for(second_job, timeout=1)
+    gate.release(False)
+    with pytest.raises(ValueError):
+        InferenceGate(slots=1, job_slots=2)
 
 
 def test_length_order_is_shortest_first_and_stable() -> None:
-    texts = ["x" * 400, "short", "y" * 40, "tiny", "z" * 400]
-    assert length_order(texts) == [1, 3, 2, 0, 4]
+    assert length_order([100, 3, 12, 3, 100]) == [1, 3, 2, 0, 4]
     assert length_order([]) == []
