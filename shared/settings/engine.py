@@ -45,7 +45,8 @@ class EmbeddingConfig(msgspec.Struct, frozen=True, kw_only=True):
 
     #: `local` ONNX model, `remote` OpenAI-compatible embeddings, or `auto` (remote when a remote URL is set)
     source: EmbeddingSource = "auto"
-    #: `dynamic-int8` builds a faster int8 variant of the local model once (local source only)
+    #: `dynamic-int8` builds a ~2x faster int8 variant of the local model once (local source
+    #: only); opt-in: its vectors are further from the reference model (docs/benchmarks.md)
     quantization: Quantization = "none"
     #: remote OpenAI-compatible base URL, e.g. `http://host:11434/v1`
     remote_url: str | None = None
