@@ -17,6 +17,11 @@ event id and a digest of the event (``shared.subjects.chat_msg_id``), so a retri
 is stored once and no other owner's id can suppress it. Every other call is an RPC that
 returns the result Struct or raises the typed error (``NotFound``, ``ValidationFailed``,
 ``Forbidden``, ...).
+
+Every publish and call is an OpenTelemetry span (API only) whose W3C ``traceparent`` goes with
+the message, so an application that configures the OpenTelemetry SDK sees its events and
+searches continue through every memoryd service; without the SDK the spans are no-ops, and a
+``traceparent`` of the application's own current span is still passed on.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from shared.bus.connect import connect
 from shared.bus.rpc_client import call
 from shared.codec import decode, encode
 from shared.errors import DependencyDown, TooLarge, ValidationFailed
+from shared.observability import tracing
 from shared.schemas import HEALTH_OP, RpcOp
 from shared.schemas.base import MAX_PAYLOAD_BYTES
 from shared.schemas.events import ChatEvent, ChatMessage
@@ -216,15 +222,14 @@ class MemoryClient:
         decode(data, ChatEvent)  # the service's own validation, before anything is sent
 
         async def send(subject: str) -> None:
-            try:
-                await self.nc.jetstream().publish(
-                    subject,
-                    data,
-                    headers={MSG_ID_HEADER: chat_msg_id(owner, event.event_id, data)},
-                    timeout=self.timeout,
-                )
-            except (nats.errors.Error, TimeoutError) as exc:
-                raise DependencyDown(f"cannot publish to {subject}: {type(exc).__name__}: {exc}") from exc
+            attributes = {"messaging.system": "nats", "messaging.destination.name": subject, "memoryd.owner": owner}
+            with tracing.span(f"publish {subject}", tracing.SpanKind.PRODUCER, attributes=attributes) as span:
+                span.set_attribute("memoryd.event_id", event.event_id)
+                headers = tracing.inject({MSG_ID_HEADER: chat_msg_id(owner, event.event_id, data)})
+                try:
+                    await self.nc.jetstream().publish(subject, data, headers=headers, timeout=self.timeout)
+                except (nats.errors.Error, TimeoutError) as exc:
+                    raise DependencyDown(f"cannot publish to {subject}: {type(exc).__name__}: {exc}") from exc
 
         await self.access.send(None, owner, send)
         return event.event_id

@@ -1,10 +1,11 @@
 """The lifecycle every service shares: start, serve, drain on SIGINT/SIGTERM, exit 0.
 
-``run_service`` configures logging, serves metrics, connects to NATS (and Postgres
-when the service needs it), provisions the streams, registers the micro service with
-its health endpoints, lets the service wire its own endpoints and consumers, prints
-``memoryd service ready ...`` on stdout, and on a signal stops taking work, waits for
-what is in flight, drains NATS and closes the pool.
+``run_service`` configures logging (and trace export, when an OTLP endpoint is set), serves
+metrics, connects to NATS (and Postgres when the service needs it), provisions the streams,
+registers the micro service with its health endpoints, lets the service wire its own
+endpoints and consumers, prints ``memoryd service ready ...`` on stdout, and on a signal
+stops taking work, waits for what is in flight, drains NATS, closes the pool and flushes
+the spans not yet exported.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from .db.pool import create_pool
 from .errors import ConfigError
 from .observability.logging import configure, get_logger, redact_text
 from .observability.metrics import UP, Collector, serve_metrics, service_registry
+from .observability.tracing import setup as setup_tracing
 from .schemas.ops import HealthResult
 from .secrets import Keyring
 
@@ -134,8 +136,10 @@ async def serve(
     ``settings`` is the service's own Struct (``ServiceContext.own``), ``metrics`` its own
     metric families (its ``app.METRICS``), served with the runtime collectors and the
     families every service has."""
-    if stop is None:
+    stop_tracing: Callable[[], None] | None = None
+    if stop is None:  # a process of its own: its logging and its spans' service.name are this service's
         configure(name, config.log)
+        stop_tracing = setup_tracing(name, config.tracing, __version__)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -193,6 +197,8 @@ async def serve(
         if pool is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(pool.close(), timeout=10)
+        if stop_tracing is not None:  # flush the spans still batched (bounded by the exporter's timeout)
+            await asyncio.to_thread(stop_tracing)
         log.info("service.stopped")
 
 

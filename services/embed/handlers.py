@@ -27,6 +27,7 @@ from nats.js import JetStreamContext
 from services.embed.adapters import postgres as db
 from shared.bus.consumer import JobContext
 from shared.codec import encode
+from shared.observability import tracing
 from shared.observability.logging import get_logger
 from shared.observability.metrics import EMBED_CACHE, EMBED_SKIPPED, EMBED_TEXTS
 from shared.schemas import EmbedJob
@@ -119,7 +120,7 @@ class Jobs:
     async def _requeue(self, changed: list[tuple[str, str, str]]) -> None:
         for memory_id, owner, digest in changed:
             job = EmbedJob(memory_id=memory_id, owner=owner, content_hash=digest, reason="update")
-            await self.js.publish(EMBED_JOBS, encode(job))
+            await self.js.publish(EMBED_JOBS, encode(job), headers=tracing.inject())
             log.info("embed.requeued_changed", memory_id=memory_id, owner=owner)
 
 

@@ -38,6 +38,7 @@ from services.extract.logic.quota import admit
 from services.extract.logic.rules import Fact, extract_facts, fact_metadata
 from shared.codec import encode
 from shared.errors import DependencyDown
+from shared.observability import tracing
 from shared.observability.logging import get_logger
 from shared.observability.metrics import FACTS
 from shared.schemas import EmbedJob, ExtractJob
@@ -208,7 +209,7 @@ async def publish_embed_jobs(js: JetStreamContext, owner: str, facts: list[store
             content_hash=fact.content_hash,
             reason="new" if fact.created else "update",
         )
-        headers = {MSG_ID_HEADER: embed_msg_id(fact.memory_id, fact.content_hash)}
+        headers = tracing.inject({MSG_ID_HEADER: embed_msg_id(fact.memory_id, fact.content_hash)})
         return await js.publish(EMBED_JOBS, encode(job), headers=headers)
 
     try:

@@ -17,6 +17,7 @@ from typing import Any
 
 from mcp.server.mcpserver import Context
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -34,6 +35,7 @@ from .context import Gateway
 from .handlers import proxy, rest, special
 from .handlers.common import authenticate, json_response, named_owners, problem_response
 from .handlers.mcp import build_mcp
+from .handlers.trace import TraceContext
 from .logic.auth import Unauthorized, acting_owner
 from .logic.openapi import document
 from .routes import ROUTES
@@ -108,7 +110,7 @@ def build_app(gw: Gateway) -> Starlette:
         async with mcp.session_manager.run():
             yield
 
-    return Starlette(routes=routes, lifespan=lifespan)
+    return Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(TraceContext)])
 
 
 class _McpGuard:

@@ -21,6 +21,7 @@ from services.sleep.adapters import postgres as store
 from services.sleep.logic.schedule import sleep_msg_id
 from shared.codec import encode
 from shared.errors import DependencyDown
+from shared.observability import tracing
 from shared.schemas.events import SleepRun
 from shared.subjects import MSG_ID_HEADER, SLEEP_JOBS
 
@@ -45,7 +46,7 @@ async def enqueue(pool: asyncpg.Pool, js: JetStreamContext, job: SleepRun, msg_i
     run_id = uuid.UUID(job.run_id)
     created = await store.queue_run(pool, run_id, job.owner, job.reason)
     try:
-        await js.publish(SLEEP_JOBS, encode(job), headers={MSG_ID_HEADER: msg_id}, timeout=5.0)
+        await js.publish(SLEEP_JOBS, encode(job), headers=tracing.inject({MSG_ID_HEADER: msg_id}), timeout=5.0)
     except (nats.errors.Error, TimeoutError) as exc:
         if created and job.reason == "manual":
             await store.drop_queued(pool, run_id)

@@ -17,7 +17,9 @@ Policy, per message:
 - any other failure -> ``nak`` with backoff until delivery ``max_deliver``, then the
   DLQ with the error and ``term``.
 While a handler runs, ``in_progress`` is sent every third of ``ack_wait`` so long
-work is not redelivered under it. No message can stop the loop: a failure while
+work is not redelivered under it. Each message is handled in a consumer span (``<stage>
+<subject>``) continuing the publisher's trace from the message's ``traceparent`` header, so
+what the handler logs and publishes belongs to that trace. No message can stop the loop: a failure while
 processing one is logged and counted, and the loop fetches the next batch.
 """
 
@@ -39,6 +41,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from .. import subjects as s
 from ..codec import decode, encode
 from ..errors import MemorydError, RateLimited, TooLarge, ValidationFailed
+from ..observability import tracing
 from ..observability.logging import get_logger
 from ..observability.metrics import DLQ_MESSAGES, JOB_SECONDS, JOBS, QUEUE_LAG
 from ..schemas import DeadLetter
@@ -201,8 +204,21 @@ class PullConsumer(Generic[T]):
     async def process(self, msg: Msg) -> None:
         """Apply the policy to one fetched message (``run`` does this for every batch)."""
         spec = self._spec
-        started = time.perf_counter()
         deliveries = msg.metadata.num_delivered
+        attributes: dict[str, str | int] = {
+            "messaging.system": "nats",
+            "messaging.destination.name": msg.subject,
+            "messaging.consumer.group.name": spec.durable,
+            "messaging.nats.deliveries": deliveries or 0,
+        }
+        with tracing.span(
+            f"{spec.stage} {msg.subject}", tracing.SpanKind.CONSUMER, headers=msg.headers, attributes=attributes
+        ):
+            await self._process(msg, deliveries)
+
+    async def _process(self, msg: Msg, deliveries: int) -> None:
+        spec = self._spec
+        started = time.perf_counter()
         try:
             value = decode(msg.data, self._tp)
         except Exception as exc:  # decode raises only typed errors; anything else is poison too
@@ -231,12 +247,14 @@ class PullConsumer(Generic[T]):
             await msg.nak(delay=backoff_s(deliveries))
             return
         log.warning("consumer.invalid", stage=spec.stage, deliveries=deliveries, error=error[:200])
+        tracing.mark_error(error)
         await msg.term()
         JOBS.labels(spec.stage, "invalid").inc()
 
     async def _failed(self, msg: Msg, deliveries: int, exc: BaseException) -> None:
         spec = self._spec
         error = f"{type(exc).__name__}: {exc}"
+        tracing.mark_error(error)
         if isinstance(exc, RateLimited):  # the owner is over its rate: the event waits in the stream
             await msg.nak(delay=max(exc.retry_after_s, 0.05))
             JOBS.labels(spec.stage, "rate_limited").inc()

@@ -9,7 +9,8 @@ the log, never to the caller).
 
 ``nats.micro`` calls an endpoint's handler one request at a time; ``RpcServer`` hands
 each request to its own task (bounded by ``max_concurrency``) so a slow request does
-not queue the others, and ``drain`` waits for the tasks in flight.
+not queue the others, and ``drain`` waits for the tasks in flight. Each request is a server
+span (``<op>``) continuing the caller's trace from its ``traceparent`` header.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from nats.micro.service import Service
 
 from ..codec import decode, encode
 from ..errors import DependencyDown, Forbidden, MemorydError, RateLimited
+from ..observability import tracing
 from ..observability.logging import get_logger
 from ..observability.metrics import RPC_REQUESTS, RPC_SECONDS
 from ..schemas import HEALTH_OP, RpcError, RpcOp
@@ -133,7 +135,11 @@ class RpcServer:
         started = time.perf_counter()
         headers = req.headers or {}
         request_id = headers.get(REQUEST_ID_HEADER) or uuid.uuid4().hex[:16]
-        with structlog.contextvars.bound_contextvars(request_id=request_id, op=op.name):
+        attributes = {"rpc.system": "nats", "rpc.method": op.name, "rpc.service": self._service_name}
+        with (
+            tracing.span(op.name, tracing.SpanKind.SERVER, headers=headers, attributes=attributes) as span,
+            structlog.contextvars.bound_contextvars(request_id=request_id, op=op.name),
+        ):
             reply: Any
             try:
                 request = decode(req.data, op.request)
@@ -146,6 +152,8 @@ class RpcServer:
             except Exception as exc:
                 reply = error_reply(exc, op.name)
             code = reply.code if isinstance(reply, RpcError) else 200
+            if code >= 500 and isinstance(reply, RpcError):
+                tracing.mark_error(reply.error_id or reply.description, span)
             out_headers = {REQUEST_ID_HEADER: request_id}
             if isinstance(reply, RpcError):
                 out_headers |= {ERROR_HEADER: reply.description, ERROR_CODE_HEADER: str(reply.code)}

@@ -1,4 +1,7 @@
-"""Calling RPC operations: encode the request, decode ``Result | RpcError``, raise typed errors."""
+"""Calling RPC operations: encode the request, decode ``Result | RpcError``, raise typed errors.
+
+Each call is a client span (``rpc <op>``) whose context goes in the request's ``traceparent``
+header, so the serving process continues the caller's trace."""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from ..errors import (
     TooLarge,
     ValidationFailed,
 )
+from ..observability import tracing
 from ..schemas import RPC_OPS, RpcError, RpcOp
 from ..subjects import REQUEST_ID_HEADER, rpc_subject
 
@@ -64,15 +68,19 @@ async def call(nc: Client, op: str | RpcOp, request: Any, *, timeout: float = 10
     """Send ``request`` to ``op`` and return its result, or raise the typed error."""
     spec = RPC_OPS[op] if isinstance(op, str) else op
     subject = subject or rpc_subject(spec.name)
-    try:
-        msg = await nc.request(
-            subject, encode(request), timeout=timeout, headers={REQUEST_ID_HEADER: uuid.uuid4().hex[:16]}
-        )
-    except NoRespondersError as exc:
-        raise DependencyDown(f"no service answers {subject}") from exc
-    except NatsTimeout as exc:
-        raise DependencyDown(f"{subject} did not answer within {timeout} s") from exc
-    reply = decode_reply(msg.data, spec.result)
-    if isinstance(reply, RpcError):
-        raise_for(reply)
-    return reply
+    attributes = {"rpc.system": "nats", "rpc.method": spec.name, "messaging.destination.name": subject}
+    with tracing.span(f"rpc {spec.name}", tracing.SpanKind.CLIENT, attributes=attributes) as span:
+        headers = tracing.inject({REQUEST_ID_HEADER: uuid.uuid4().hex[:16]})
+        try:
+            msg = await nc.request(subject, encode(request), timeout=timeout, headers=headers)
+        except NoRespondersError as exc:
+            raise DependencyDown(f"no service answers {subject}") from exc
+        except NatsTimeout as exc:
+            raise DependencyDown(f"{subject} did not answer within {timeout} s") from exc
+        reply = decode_reply(msg.data, spec.result)
+        if isinstance(reply, RpcError):
+            span.set_attribute("rpc.response.status_code", reply.code)
+            if reply.code >= 500:
+                tracing.mark_error(reply.description, span)
+            raise_for(reply)
+        return reply

@@ -1,5 +1,6 @@
 """structlog set-up: JSON lines with ``service`` bound, plus ``owner``/``event_id``/``request_id``
-bound per unit of work through context variables.
+bound per unit of work through context variables, and ``trace_id``/``span_id`` on every line
+written inside a span (``tracing.add_trace_ids``).
 
 Every line passes ``redact`` last before rendering (after tracebacks are formatted): the
 password of a URL (``nats://user:secret@host``), ``Bearer`` tokens, and the value of any
@@ -18,6 +19,8 @@ from typing import Any
 import structlog
 
 from shared.settings.env import LogConfig
+
+from .tracing import add_trace_ids
 
 _URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)[^@\s/]+@")
 _BEARER = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]+")
@@ -76,6 +79,7 @@ def configure(service: str, cfg: LogConfig) -> None:
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
+            add_trace_ids,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,

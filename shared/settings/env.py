@@ -78,6 +78,33 @@ class LogConfig(msgspec.Struct, frozen=True, kw_only=True):
     format: Literal["json", "console"] = "json"
 
 
+class TracingConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """OpenTelemetry's standard variables that decide whether spans are exported (the SDK reads the
+    other `OTEL_*` ones itself: `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_TRACES_SAMPLER`, `OTEL_BSP_*`)."""
+
+    #: OTLP/HTTP base URL of a trace collector (Jaeger, Tempo, an OpenTelemetry Collector), e.g.
+    #: `http://127.0.0.1:4318`: spans go to `<url>/v1/traces` with `service.name` `memoryd-<service>`; unset = none
+    #: exported (the W3C `traceparent` header is still passed on from message to message)
+    exporter_otlp_endpoint: str | None = None
+    #: the full OTLP/HTTP traces URL, for a collector that is not at `<endpoint>/v1/traces`
+    exporter_otlp_traces_endpoint: str | None = None
+    #: `none` exports no spans even with an endpoint set; `otlp` (OTLP/HTTP protobuf) is the only exporter
+    traces_exporter: Literal["otlp", "none"] = "otlp"
+    #: `true` turns the OpenTelemetry SDK off (nothing recorded or exported; propagation continues)
+    sdk_disabled: bool = False
+
+    @property
+    def traces_url(self) -> str | None:
+        """Where spans are posted, or None when nothing is to be exported."""
+        if self.sdk_disabled or self.traces_exporter == "none":
+            return None
+        if self.exporter_otlp_traces_endpoint:
+            return self.exporter_otlp_traces_endpoint
+        if self.exporter_otlp_endpoint:
+            return self.exporter_otlp_endpoint.rstrip("/") + "/v1/traces"
+        return None
+
+
 class LlmConfig(msgspec.Struct, frozen=True, kw_only=True):
     """An OpenAI-compatible chat endpoint; none configured is a normal state."""
 
@@ -151,6 +178,7 @@ class ServiceConfig(msgspec.Struct, frozen=True, kw_only=True):
     llm: LlmConfig = LlmConfig()
     qdrant: QdrantConfig = QdrantConfig()
     secrets: SecretsConfig = SecretsConfig()
+    tracing: TracingConfig = TracingConfig()
 
 
 SERVICE_ENV_PREFIXES: dict[str, str] = {
@@ -161,6 +189,7 @@ SERVICE_ENV_PREFIXES: dict[str, str] = {
     "llm": "MEMORYD_LLM_",
     "qdrant": "MEMORYD_QDRANT_",
     "secrets": "MEMORYD_SECRETS_",
+    "tracing": "OTEL_",  # OpenTelemetry's own names, as every OTel SDK reads them
 }
 
 T = TypeVar("T", bound=msgspec.Struct)

@@ -16,7 +16,16 @@ from tests.support.up import RunningUp, clean_env
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVER_ONLY = ("asyncpg", "onnxruntime", "qdrant_client", "pgvector", "tokenizers", "numpy", "prometheus_client")
+SERVER_ONLY = (
+    "asyncpg",
+    "onnxruntime",
+    "qdrant_client",
+    "pgvector",
+    "tokenizers",
+    "numpy",
+    "prometheus_client",
+    "opentelemetry.sdk",
+)
 
 APPLICATION = textwrap.dedent(
     """

