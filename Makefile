@@ -5,7 +5,7 @@ BIN    := $(abspath $(VENV))/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: chromium studio-screenshots run test lint chaos chaos-cluster fuzz bench bench-embed bench-quality bench-latency bench-ingest bench-sleep bench-gateway bench-docs schemas config-docs authz security-docs nats-conf clean
+.PHONY: chromium studio-screenshots run test lint chaos chaos-cluster fuzz bench bench-embed bench-quality bench-latency bench-ingest bench-sleep bench-gateway bench-tracing bench-docs schemas config-docs authz security-docs nats-conf clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -91,6 +91,9 @@ bench-sleep: $(STAMP)
 
 bench-gateway: $(STAMP)
 	mkdir -p bench-results && $(BIN)/python -m bench gateway --json bench-results/gateway.json
+
+bench-tracing: $(STAMP)  ## retrieve latency with trace export off and on, in one run
+	mkdir -p bench-results && $(BIN)/python -m bench tracing --json bench-results/tracing.json
 
 bench-docs: $(STAMP)
 	$(BIN)/python -m bench docs

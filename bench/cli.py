@@ -1,4 +1,4 @@
-"""The benchmark commands (``python -m bench quality|latency|embed|sleep|gateway``); ``cli_ingest``
+"""The benchmark commands (``python -m bench quality|latency|embed|sleep|gateway|tracing``); ``cli_ingest``
 adds ``ingest`` and ``docs``. Each benchmark starts its own embedded stack.
 
 Options are parsed by click like the ``memoryd`` commands; while a benchmark runs, its
@@ -254,4 +254,33 @@ def gateway(memories: int, concurrency: list[int], requests: int, rounds: int, j
     return 0
 
 
-COMMANDS = (quality, latency, embed, sleep, gateway)
+@click.command("tracing", context_settings=CONTEXT_SETTINGS)
+@click.option("--size", type=int, default=10_000, show_default=True, help="memories of the one owner searched")
+@click.option("--concurrency", type=IntList(), default="1,16", show_default=True, help="concurrency levels")
+@click.option("--requests", type=int, default=400, show_default=True, help="requests per mode, round and level")
+@click.option("--rounds", type=int, default=2, show_default=True, help="interleaved rounds per mode; the median counts")
+@json_option
+@log_dir_option
+def tracing(**o: Any) -> int:
+    """Retrieve latency with trace export off and on (OTLP/HTTP to a local collector), in one run."""
+    from bench.harness import ServiceStack, embedded_servers
+    from bench.tracing import render, run_tracing
+
+    async def go(log: Callable[[str], None]) -> dict[str, Any]:
+        async with (
+            embedded_servers() as servers,
+            ServiceStack(
+                servers.nats_url, servers.pg_dsn, services=("embed", "retrieve"), servers=servers, log_dir=o["log_dir"]
+            ) as stack,
+        ):
+            return await run_tracing(
+                stack, size=o["size"], rounds=o["rounds"], concurrency=o["concurrency"], requests=o["requests"], log=log
+            )
+
+    with running("tracing") as log:
+        report = asyncio.run(go(log))
+    emit(render(report), report, o["json_path"])
+    return 0
+
+
+COMMANDS = (quality, latency, embed, sleep, gateway, tracing)

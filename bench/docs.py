@@ -22,6 +22,7 @@ DOCUMENTS: dict[str, str] = {
     "latency": "docs/benchmarks.md",
     "sleep": "docs/benchmarks.md",
     "gateway": "docs/benchmarks.md",
+    "tracing": "docs/deploy.md",
     "chaos": "docs/reliability.md",
     "chaos-cluster": "docs/reliability.md",
     "fuzz": "docs/reliability.md",
@@ -31,7 +32,7 @@ PRERENDERED = ("chaos", "chaos-cluster", "fuzz")
 
 
 def renderer(name: str) -> Callable[[dict[str, Any]], str]:
-    from bench import embed, gateway, ingest, latency, quality, sleep
+    from bench import embed, gateway, ingest, latency, quality, sleep, tracing
 
     if name in PRERENDERED:
         return lambda report: str(report["markdown"])
@@ -42,6 +43,7 @@ def renderer(name: str) -> Callable[[dict[str, Any]], str]:
         "latency": latency.render,
         "sleep": sleep.render,
         "gateway": gateway.render,
+        "tracing": tracing.render,
     }[name]
 
 

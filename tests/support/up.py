@@ -61,7 +61,7 @@ def start_up(
     env: Mapping[str, str] | None = None,
 ) -> RunningUp:
     """Start ``memoryd up`` (a free NATS port unless given, free metrics ports unless ``args``
-    name ``--metrics-port``; ``env``: ``MEMORYD_*`` variables to give it) and wait for its ready line."""
+    name ``--metrics-port``; ``env`` added to its environment) and wait for its ready line."""
     port = nats_port or free_port()
     if "--metrics-port" not in args:
         args = (*args, "--metrics-port", "0")
