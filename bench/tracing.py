@@ -121,7 +121,8 @@ def render(report: dict[str, Any]) -> str:
     head = (
         f"Hybrid `retrieve` over NATS, one owner with {report['size']:,} memories, {report['requests']} requests per "
         f"concurrency, {report['rounds']} interleaved rounds per mode (median shown); {env['cpus']} CPUs, "
-        f"{env['at']}. `on` exports every span over OTLP/HTTP; ratio = on / off."
+        f"{env['at']}, load average {env['load_average_1m_5m_15m'][0]} at the end (other work on the machine "
+        "moves these figures more than tracing does). `on` exports every span over OTLP/HTTP; ratio = on / off."
     )
     table = markdown_table(
         ["c", "p50 off", "p50 on", "p50 ratio", "p99 off", "p99 on", "p99 ratio",

@@ -165,7 +165,7 @@ def test_latency_scenarios_ratios_targets() -> None:
 
 
 def test_bench_commands_parse() -> None:
-    assert set(bench.commands) == {"quality", "latency", "embed", "sleep", "gateway", "ingest", "docs"}
+    assert set(bench.commands) == {"quality", "latency", "embed", "sleep", "gateway", "tracing", "ingest", "docs"}
 
     def params(*argv: str) -> dict[str, object]:
         command = bench.commands[argv[0]]
@@ -177,5 +177,19 @@ def test_bench_commands_parse() -> None:
     assert (args["variant"], args["strategy"], args["mode"]) == (("rrf-depth-10",), ("hybrid",), "processes")
     assert params("sleep")["sizes"] == [10_000, 100_000]
     assert params("gateway", "--concurrency", "1,4")["concurrency"] == [1, 4]
+    assert params("tracing", "--rounds", "3")["rounds"] == 3
     with pytest.raises(click.BadParameter, match="every value must be >= 1"):
         params("latency", "--sizes", "0")
+
+
+def test_tracing_summary_is_the_median_of_each_mode_and_on_over_off() -> None:
+    from bench import tracing
+
+    def row(mode: str, r: int, p50: float, rps: float) -> dict[str, object]:
+        return {"round": r, "mode": mode, "c": 1, "p50_ms": p50, "p99_ms": p50 * 2, "rps": rps}
+
+    rows = [row("off", 1, 2.0, 500), row("on", 1, 2.4, 400), row("off", 2, 4.0, 300), row("on", 2, 3.6, 330)]
+    (summary,) = tracing.summarize(rows, [1])
+    assert summary["p50_ms_off"] == 3.0 and summary["p50_ms_on"] == 3.0 and summary["p50_ratio"] == 1.0
+    assert summary["rps_off"] == 400 and summary["rps_on"] == 365 and summary["rps_ratio"] == round(365 / 400, 3)
+    assert summary["p99_ratio"] == 1.0
