@@ -59,7 +59,7 @@ class PermissionWatch:
         """The connection's error callback."""
         match = _DENIED.search(str(exc))
         if match:
-            for waiter in self._waiters.get(match.group(1), ()):
+            for waiter in self._waiters.get(match.group(1).lower(), ()):
                 if not waiter.denied and waiter.task is not None:
                     waiter.denied = True
                     waiter.task.cancel()
@@ -67,7 +67,8 @@ class PermissionWatch:
     async def guard(self, subject: str, make: Callable[[], Awaitable[T]]) -> T:
         """``await make()``, or ``Denied`` as soon as NATS refuses ``subject``."""
         waiter = _Waiter(asyncio.current_task())
-        waiters = self._waiters.setdefault(subject, set())
+        key = subject.lower()  # nats-py lowercases the server's error text, subject included
+        waiters = self._waiters.setdefault(key, set())
         waiters.add(waiter)
         try:
             return await make()
@@ -78,7 +79,7 @@ class PermissionWatch:
         finally:
             waiters.discard(waiter)
             if not waiters:
-                self._waiters.pop(subject, None)
+                self._waiters.pop(key, None)
 
 
 class Access:

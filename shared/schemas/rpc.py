@@ -32,6 +32,7 @@ RPC_OPS: dict[str, RpcOp] = {
         # operator only, like admin.memory.create: the only writes that may touch a global memory
         RpcOp("admin.memory.update", m.MemoryUpdateRequest, m.MemoryUpdateResult, "ingest"),
         RpcOp("admin.memory.restore", m.MemoryRestoreRequest, m.MemoryRestoreResult, "ingest"),
+        RpcOp("admin.memory.delete", m.MemoryDeleteRequest, m.MemoryDeleteResult, "ingest"),
         RpcOp("admin.memory.import", m.MemoryImportRequest, m.MemoryImportResult, "ingest"),
         RpcOp("memory.get", m.MemoryGetRequest, m.MemoryGetResult, "ingest"),
         RpcOp("memory.update", m.MemoryUpdateRequest, m.MemoryUpdateResult, "ingest"),

@@ -16,6 +16,10 @@ from ..logic.auth import acting_owner, require_operator
 from ..routes import NDJSON, Route
 from .common import Endpoint, authenticate, convert, guarded, json_object, json_response, named_owners, read_body
 
+#: Writes an operator key sends on the operator's subject (``admin.<op>``), which may touch a
+#: global memory; an owner key's go to the client subject, where a global memory is 403.
+OPERATOR_WRITES = ("memory.update", "memory.delete", "memory.restore", "memory.import")
+
 
 async def raw_fields(gw: Gateway, route: Route, request: Request) -> dict[str, Any]:
     """The request's fields before validation: body or query string, then path parameters."""
@@ -63,6 +67,8 @@ def rpc_endpoint(gw: Gateway, route: Route) -> Endpoint:
         if op == "memory.create" and getattr(rpc_request, "scope", None) == "global":
             require_operator(key.role, "a global memory")
             this_op = "admin.memory.create"
+        elif key.role == "operator" and op in OPERATOR_WRITES:
+            this_op = f"admin.{op}"  # an operator key also reaches global memories
         timeout = None
         if op in ("memory.import", "sleep.run"):
             timeout = max(gw.config.rpc_timeout_s, float(getattr(rpc_request, "timeout_s", 0) or 0) + 5, 60.0)

@@ -154,8 +154,10 @@ async def update_memory(
 async def ids_to_clear(
     conn: asyncpg.Connection, owner: str, memory_type: str | None, older_than_days: int | None
 ) -> list[uuid.UUID]:
+    """The owner's memories ``memory.clear`` removes: never a global one (only the operator's
+    ``admin.memory.delete`` removes those)."""
     rows = await conn.fetch(
-        "SELECT id FROM memories WHERE owner = $1 AND ($2::text IS NULL OR type = $2)"
+        "SELECT id FROM memories WHERE owner = $1 AND scope <> 'global' AND ($2::text IS NULL OR type = $2)"
         " AND ($3::int IS NULL OR created_at < now() - make_interval(days => $3::int))",
         owner,
         memory_type,

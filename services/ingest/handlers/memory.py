@@ -2,8 +2,9 @@
 
 Every operation is scoped to the request's ``owner``: another owner's memory id is
 404, exactly like an id that does not exist. A global-scope memory is written only on the
-operator's subjects (``admin.memory.create|update|import``; NATS permissions keep them from
-clients): on the client subjects ``scope=global``, or a change to a global memory, is 403.
+operator's subjects (``admin.memory.create|update|delete|import``; NATS permissions keep them
+from clients): on the client subjects ``scope=global``, or a change to or the deletion of a
+global memory, is 403, and ``memory.clear`` leaves global memories alone.
 Writes publish an ``EmbedJob`` when a memory is new or its content changed, and record
 ``api`` activity, after the commit.
 """
@@ -93,6 +94,7 @@ class MemoryApi:
             ("memory.update", self.update),
             ("admin.memory.update", self.admin_update),
             ("memory.delete", self.delete),
+            ("admin.memory.delete", self.admin_delete),
             ("memory.list", self.list),
             ("memory.stats", self.stats),
             ("memory.clear", self.clear),
@@ -195,8 +197,19 @@ class MemoryApi:
         return MemoryUpdateResult(memory=record, reembed=changed)
 
     async def delete(self, req: MemoryDeleteRequest) -> MemoryDeleteResult:
-        if await memories.get(self._pool, req.owner, req.id) is None:
+        """A global memory is 403 here (every owner sees it): see ``admin_delete``."""
+        return await self._delete(req, operator=False)
+
+    async def admin_delete(self, req: MemoryDeleteRequest) -> MemoryDeleteResult:
+        """Operator-only subject: may also delete a global memory."""
+        return await self._delete(req, operator=True)
+
+    async def _delete(self, req: MemoryDeleteRequest, *, operator: bool) -> MemoryDeleteResult:
+        current = await memories.get(self._pool, req.owner, req.id)
+        if current is None:
             raise NotFound(f"memory {req.id} not found")
+        if current.scope == "global" and not operator:
+            raise Forbidden(f"memory {req.id} is global: {GLOBAL_REFUSED}")
         receipt = await self._stores.delete(req.owner, [req.id])
         if receipt.rows == 0:  # deleted concurrently
             raise NotFound(f"memory {req.id} not found")

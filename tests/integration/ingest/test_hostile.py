@@ -1,5 +1,5 @@
-"""What an ordinary client credential cannot do to ingest: plant or change a global memory
-off the operator's subjects, date a memory in the future, suppress another owner's event
+"""What an ordinary client credential cannot do to ingest: plant, change or delete a global
+memory off the operator's subjects, date a memory in the future, suppress another owner's event
 with its ``Nats-Msg-Id``, or stop the consumer with a payload it cannot decode."""
 
 from __future__ import annotations
@@ -17,7 +17,13 @@ from services.ingest.logic.chat import MAX_EVENT_METADATA_BYTES
 from shared.bus.rpc_client import call
 from shared.codec import encode
 from shared.errors import Forbidden
-from shared.schemas.memory import MemoryCreateRequest, MemoryImportRequest, MemoryRestoreRequest, MemoryUpdateRequest
+from shared.schemas.memory import (
+    MemoryCreateRequest,
+    MemoryDeleteRequest,
+    MemoryImportRequest,
+    MemoryRestoreRequest,
+    MemoryUpdateRequest,
+)
 from shared.service import ServiceContext
 from shared.subjects import chat_msg_id
 
@@ -68,6 +74,9 @@ async def test_global_memories_only_through_the_operators_subjects(
     await pool.execute("UPDATE memories SET state = 'archived' WHERE id = $1", uuid.UUID(mid))
     with pytest.raises(Forbidden):
         await call(nc, "memory.restore", MemoryRestoreRequest(owner=owner, id=mid))
+    with pytest.raises(Forbidden):  # every owner sees it: its owner cannot take it away either
+        await client.delete(owner, mid)
+    assert (await client.clear(owner)).count == 0
     assert await pool.fetchval("SELECT content FROM memories WHERE id = $1", uuid.UUID(mid)) == "House rule"
 
     # the operator's subjects may
@@ -77,6 +86,8 @@ async def test_global_memories_only_through_the_operators_subjects(
     assert updated.memory.content == "New rule" and updated.memory.scope == "global"
     imported = await call(nc, "admin.memory.import", MemoryImportRequest(owner=owner, lines=_line(scope="global")))
     assert imported.imported == 1 and await _globals(pool) == before + 2
+    removed = await call(nc, "admin.memory.delete", MemoryDeleteRequest(owner=owner, id=mid))
+    assert removed.removed.rows == 1 and await _globals(pool) == before + 1
 
 
 async def test_future_created_at_is_refused_and_a_future_event_counts_as_now(

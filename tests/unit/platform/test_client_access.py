@@ -130,3 +130,17 @@ def test_memoryd_up_listens_on_4222_unless_told_otherwise() -> None:
     assert DEFAULT_NATS_PORT == 4222 and UpOptions(data_dir=Path("d")).nats_port == 4222
     option = next(p for p in up.params if p.name == "nats_port")
     assert option.default == DEFAULT_NATS_PORT
+
+
+async def test_a_refused_subject_with_capitals_is_denied_though_nats_py_lowercases_the_error() -> None:
+    """nats-py lowercases the server's error text: ``retrieve.Ana`` comes back as ``retrieve.ana``."""
+    watch = PermissionWatch()
+
+    async def refused() -> int:
+        await watch.on_error(Exception('nats: permissions violation for publish to "mem.v1.rpc.retrieve.ana"'))
+        await asyncio.sleep(30)
+        return 0
+
+    with pytest.raises(Denied) as err:
+        await asyncio.wait_for(watch.guard("mem.v1.rpc.retrieve.Ana", refused), timeout=5)
+    assert err.value.subject == "mem.v1.rpc.retrieve.Ana" and watch._waiters == {}
