@@ -1,25 +1,31 @@
 """Tenant isolation as a property: every read path returns only what the caller's owner may see.
 
-One world per module, written through the services (``memory.create``, chat events through
-ingest, ``admin.memory.create`` for ``scope=global``) and embedded by the real embed service
-(local MiniLM) into pgvector and Qdrant (qdrant-client local mode). Owners are near misses of
+NATS runs with authentication on, as ``memoryd up`` runs it (``tests.support.auth``): each
+service as its own user, the test as the application role (``client``, unbound subjects),
+as one owner-bound user per world owner (``mem.v1.rpc.<op>.<owner>``) and as the operator
+(``admin.memory.create``, ``reindex``). One world per module, written through the services
+(``memory.create``, chat events through ingest, ``admin.memory.create`` for ``scope=global``)
+and embedded by the real embed service (local MiniLM) into pgvector and Qdrant
+(qdrant-client local mode). Owners are near misses of
 each other (``ana``, ``Ana``, ``ana:team``, ``ana@x``), session ids repeat across owners, and
 every memory carries a unique canary token. Hypothesis varies the caller (a world owner, a
 near miss, any valid owner), the session, the types, the query (shared words, other owners'
 canaries, LIKE/SQL metacharacters, any text) and the limit, and checks:
 
-- retrieve (exact, semantic, hybrid) and inject, served by pgvector and by Qdrant: only the
-  owner's memories (of the session) plus ``scope=global`` ones, which every owner sees by
-  design; exact and semantic return all of them when the limit allows; the vector tier
-  served without a fallback;
-- memory.list and memory.export: exactly the owner's memories; memory.get of any id the owner
-  does not hold (another owner's global one included): 404;
+- retrieve (exact, semantic, hybrid) and inject, served by pgvector and by Qdrant, on the
+  unbound subject and on the owner's bound one: only the owner's memories (of the session)
+  plus the ``scope=global`` ones the operator made; exact and semantic return all of them
+  when the limit allows; the vector tier served without a fallback; an owner-bound user
+  asking for another owner on its own subject gets 403;
+- memory.list and memory.export: exactly the owner's memories (through both subjects);
+  memory.get of any id the owner does not hold (another owner's global one included): 404;
 - the sleep worker's candidate reads (vector neighbours in pgvector and Qdrant, exact and
   HNSW paths; the conflict pair and demotion queries) and the search tiers called directly:
   nothing of another owner;
 - reindex for one owner queues and rewrites that owner's memories and no one else's.
 
-No response may contain the canary of a memory the caller may not see.
+No response may contain the canary of a memory the caller may not see. The write paths are
+``test_write_isolation``'s.
 ``MEMORYD_ISOLATION_EXAMPLES`` sets the examples per property (default 25);
 ``MEMORYD_ISOLATION_SEED`` the world.
 """
@@ -28,7 +34,6 @@ from __future__ import annotations
 
 import os
 import random
-import re
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -40,19 +45,17 @@ import asyncpg
 import msgspec
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
-from memoryd.local.nats import EmbeddedNats
 from services.retrieve.adapters.postgres import Visibility, keyword_search
 from services.sleep.adapters import conflict_store
 from services.sleep.phases import demotion
-from shared.bus.connect import connect
 from shared.bus.rpc_client import call
 from shared.codec import decode, encode
-from shared.errors import NotFound
+from shared.errors import Forbidden, NotFound
 from shared.schemas import ChatEvent, ChatMessage, EmbedJob
 from shared.schemas.memory import (
     MemoryCreateRequest,
@@ -63,26 +66,19 @@ from shared.schemas.memory import (
 )
 from shared.schemas.ops import ReindexRequest, ReindexResult
 from shared.schemas.retrieval import InjectRequest, InjectResult, RetrieveRequest, RetrieveResult
-from shared.settings.env import NatsConfig, ServiceConfig
-from shared.subjects import CHAT_EVENTS, EMBED_JOBS, MSG_ID_HEADER
+from shared.settings.env import ServiceConfig
+from shared.subjects import CHAT_EVENTS, EMBED_JOBS, MSG_ID_HEADER, owner_rpc_subject
 from shared.vectors.pgvector import PgVectorStore
 from shared.vectors.port import VectorHit, VectorQuery, VectorStore
 from shared.vectors.qdrant import QdrantStore
 from shared.vectors.registry import VectorStores, open_stores
-from tests.support.stack import run_services, service_config
+from tests.support.auth import AuthBus, run_as_roles, start_auth_bus
 
-from .helpers import eventually
+from .helpers import CANARY, canary, eventually, property_settings, tenant_user
 
 EXAMPLES = int(os.environ.get("MEMORYD_ISOLATION_EXAMPLES", "25"))
 SEED = int(os.environ.get("MEMORYD_ISOLATION_SEED", "8"))
-PROPERTY = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    database=None,
-    # a failing example is reported as found: shrinking would rerun these RPCs for minutes
-    phases=[Phase.explicit, Phase.generate],
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+PROPERTY = property_settings(EXAMPLES)
 
 OWNERS = ("ana", "Ana", "ana:team", "ana@x", "bo-1")
 NEAR_MISSES = ("an", "ana_", "ANA", "ana:", "ana:team:x", "bo", "bo-10", "zed")
@@ -91,7 +87,6 @@ SESSIONS = ("s1", "s2", "s3")
 TYPES = ("factual", "episodic", "procedural", "semantic")
 WORDS = ("kestrel", "invoice", "marathon", "violin", "paella", "kubernetes", "sailing", "orchid", "chess")
 HOSTILE = ("%", "_", "ana%", "' OR owner <> '", "*", "\\", "-kestrel", "OR", "ana:team", "@")
-CANARY = re.compile(r"cnry[0-9a-f]{8}")
 API_MEMORIES = 5  # per owner, plus one chat event of two turns
 RETENTION_DAYS = 36_500
 
@@ -155,11 +150,7 @@ def as_list(value: Any) -> list[float]:
     return np.asarray(value.to_numpy() if hasattr(value, "to_numpy") else value, dtype=np.float32).tolist()
 
 
-def canary(rng: random.Random) -> str:
-    return f"cnry{rng.getrandbits(32):08x}"
-
-
-async def seed(nc: Client, rng: random.Random) -> int:
+async def seed(nc: Client, operator: Client, rng: random.Random) -> int:
     """Write the world through the services; return how many memories it has."""
     for owner in OWNERS:
         for _ in range(API_MEMORIES):
@@ -193,7 +184,7 @@ async def seed(nc: Client, rng: random.Random) -> int:
             session_id=session,
             scope="global",
         )
-        await call(nc, "admin.memory.create", req)
+        await call(operator, "admin.memory.create", req)
     return len(OWNERS) * (API_MEMORIES + 2) + len(GLOBALS)
 
 
@@ -232,24 +223,44 @@ def stack_env() -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def bus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedNats]:
-    server = EmbeddedNats(Path(tmp_path_factory.mktemp("iso-nats")))
-    server.start()
-    yield server
-    server.stop()
+def bus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuthBus]:
+    """nats-server with ``memoryd up``'s users, plus one owner-bound user per world owner."""
+    bound = {tenant_user(i): [owner] for i, owner in enumerate(OWNERS)}
+    auth = start_auth_bus(Path(tmp_path_factory.mktemp("iso-auth")), bound)
+    yield auth
+    auth.server.stop()
+
+
+QDRANT = {"MEMORYD_QDRANT_URL": ":memory:", "MEMORYD_QDRANT_COLLECTION": f"iso{uuid.uuid4().hex[:8]}"}
 
 
 @pytest.fixture(scope="module")
-def qdrant_config(bus: EmbeddedNats, pg_dsn: str) -> ServiceConfig:
-    extra = {"MEMORYD_QDRANT_URL": ":memory:", "MEMORYD_QDRANT_COLLECTION": f"iso{uuid.uuid4().hex[:8]}"}
-    return service_config(bus.url, pg_dsn, extra)
+def qdrant_config(bus: AuthBus, pg_dsn: str) -> ServiceConfig:
+    return bus.config("operator", pg_dsn, QDRANT)
 
 
 @pytest.fixture(scope="module")
-async def client(bus: EmbeddedNats) -> AsyncIterator[Client]:
-    nc = await connect(NatsConfig(url=bus.url), "isolation-test")
+async def client(bus: AuthBus) -> AsyncIterator[Client]:
+    """The application role: any owner, on the unbound subjects."""
+    nc = await bus.connect_as("client", "isolation-app")
     yield nc
     await nc.close()
+
+
+@pytest.fixture(scope="module")
+async def operator(bus: AuthBus) -> AsyncIterator[Client]:
+    nc = await bus.connect_as("operator", "isolation-operator")
+    yield nc
+    await nc.close()
+
+
+@pytest.fixture(scope="module")
+async def bound(bus: AuthBus) -> AsyncIterator[dict[str, Client]]:
+    """Each world owner's own owner-bound connection, by owner."""
+    conns = {owner: await bus.connect_as(tenant_user(i)) for i, owner in enumerate(OWNERS)}
+    yield conns
+    for nc in conns.values():
+        await nc.close()
 
 
 @pytest.fixture(scope="module")
@@ -262,11 +273,17 @@ async def stores(qdrant_config: ServiceConfig, pool: asyncpg.Pool) -> AsyncItera
 
 @pytest.fixture(scope="module")
 async def world(
-    stack_env: None, qdrant_config: ServiceConfig, client: Client, pool: asyncpg.Pool, stores: VectorStores
+    stack_env: None,
+    bus: AuthBus,
+    pg_dsn: str,
+    client: Client,
+    operator: Client,
+    pool: asyncpg.Pool,
+    stores: VectorStores,
 ) -> AsyncIterator[World]:
     """ingest + embed run for the whole module; the world is written once and fully embedded."""
-    async with run_services(["ingest", "embed"], qdrant_config):
-        total = await seed(client, random.Random(SEED))
+    async with run_as_roles(["ingest", "embed"], bus, pg_dsn, QDRANT):
+        total = await seed(client, operator, random.Random(SEED))
 
         async def embedded() -> bool:
             count, waiting = await pool.fetchrow("SELECT count(*), count(*) FILTER (WHERE needs_reindex) FROM memories")
@@ -281,12 +298,9 @@ async def world(
 
 
 @pytest.fixture(params=["pgvector", "qdrant"])
-async def served_by(
-    request: pytest.FixtureRequest, world: World, qdrant_config: ServiceConfig, bus: EmbeddedNats, pg_dsn: str
-) -> AsyncIterator[str]:
+async def served_by(request: pytest.FixtureRequest, world: World, bus: AuthBus, pg_dsn: str) -> AsyncIterator[str]:
     """A retrieve service whose first vector tier is pgvector (no Qdrant configured) or Qdrant."""
-    cfg = qdrant_config if request.param == "qdrant" else service_config(bus.url, pg_dsn)
-    async with run_services(["retrieve"], cfg):
+    async with run_as_roles(["retrieve"], bus, pg_dsn, QDRANT if request.param == "qdrant" else None):
         yield request.param
 
 
@@ -324,14 +338,35 @@ def check_tiers(res: RetrieveResult, strategy: str, vector_tier: str) -> None:
         assert all(m.tier == vector_tier for m in res.memories)
 
 
+Route = tuple[Client, str | None]  # a connection and its subject for the owner (None: unbound)
+
+
+def routes(ask_owner: str, client: Client, bound: dict[str, Client], op: str) -> list[Route]:
+    """The application role's unbound subject, and the owner's own bound one when it has a user."""
+    own = [(bound[ask_owner], owner_rpc_subject(op, ask_owner))] if ask_owner in bound else []
+    return [(client, None), *own]
+
+
+async def refused_to_a_stranger(data: st.DataObject, bound: dict[str, Client], op: str, req: Any) -> None:
+    """Another owner's bound user asking for ``req.owner`` on its own subject: 403, nothing shown."""
+    stranger = data.draw(st.sampled_from(sorted(o for o in bound if o != req.owner)))
+    with pytest.raises(Forbidden) as refused:
+        await call(bound[stranger], op, req, subject=owner_rpc_subject(op, stranger))
+    assert refused.value.code == 403 and not CANARY.search(refused.value.description)
+
+
 @PROPERTY
 @given(data=st.data())
 async def test_retrieve_and_inject_return_only_visible_memories(
-    data: st.DataObject, served_by: str, world: World, client: Client
+    data: st.DataObject, served_by: str, world: World, client: Client, bound: dict[str, Client]
 ) -> None:
     ask = data.draw(asks(world))
     visible = world.visible(ask.owner, ask.session, ask.types)
-    for strategy in ("exact", "semantic", "hybrid"):
+    for (nc, subject), strategy in [
+        (route, strategy)
+        for route in routes(ask.owner, client, bound, "retrieve")
+        for strategy in ("exact", "semantic", "hybrid")
+    ]:
         req = RetrieveRequest(
             owner=ask.owner,
             query=ask.query,
@@ -341,7 +376,7 @@ async def test_retrieve_and_inject_return_only_visible_memories(
             limit=ask.limit,
             max_tokens=8000,
         )
-        res: RetrieveResult = await call(client, "retrieve", req)
+        res: RetrieveResult = await call(nc, "retrieve", req, subject=subject)
         got = {m.id for m in res.memories}
         assert got <= visible, (strategy, got - visible)
         assert not world.leaks(res, visible)
@@ -349,6 +384,7 @@ async def test_retrieve_and_inject_return_only_visible_memories(
         if strategy != "hybrid" and ask.limit >= len(visible):
             assert got == visible, (strategy, visible - got)
         assert bool(got) == bool(visible)
+    await refused_to_a_stranger(data, bound, "retrieve", req)
 
     strategy = data.draw(st.sampled_from(["exact", "semantic", "hybrid"]))
     inject_req = InjectRequest(
@@ -358,20 +394,23 @@ async def test_retrieve_and_inject_return_only_visible_memories(
         strategy=strategy,  # type: ignore[arg-type]
         max_tokens=8000,
     )
-    injected: InjectResult = await call(client, "inject", inject_req)
     may_see = world.visible(ask.owner, ask.session, None)
-    assert {m.id for m in injected.injected} <= may_see
-    echoed = [m.content.replace(ask.query, "") for m in injected.messages]  # the query itself may name a canary
-    assert not world.leaks([injected.injected, injected.context, injected.retrieval, echoed], may_see)
+    for nc, subject in routes(ask.owner, client, bound, "inject"):
+        injected: InjectResult = await call(nc, "inject", inject_req, subject=subject)
+        assert {m.id for m in injected.injected} <= may_see
+        echoed = [m.content.replace(ask.query, "") for m in injected.messages]  # the query may name a canary
+        assert not world.leaks([injected.injected, injected.context, injected.retrieval, echoed], may_see)
+    await refused_to_a_stranger(data, bound, "inject", inject_req)
 
 
 # --- list, get, export -------------------------------------------------------------------------
-async def export_all(nc: Client, owner: str, page: int) -> list[MemoryRecord]:
+async def export_all(nc: Client, owner: str, page: int, subject: str | None = None) -> list[MemoryRecord]:
     """Every page of the owner's export, followed by ``next_after_id``."""
     records: list[MemoryRecord] = []
     after: str | None = None
     while True:
-        res = await call(nc, "memory.export", MemoryExportRequest(owner=owner, after_id=after, limit=page))
+        req = MemoryExportRequest(owner=owner, after_id=after, limit=page)
+        res = await call(nc, "memory.export", req, subject=subject)
         records += [msgspec.json.decode(line, type=MemoryRecord) for line in res.lines.splitlines()]
         if res.next_after_id is None:
             return records
@@ -381,7 +420,7 @@ async def export_all(nc: Client, owner: str, page: int) -> list[MemoryRecord]:
 @PROPERTY
 @given(data=st.data())
 async def test_list_get_and_export_show_only_the_owners_memories(
-    data: st.DataObject, world: World, client: Client
+    data: st.DataObject, world: World, client: Client, bound: dict[str, Client]
 ) -> None:
     owner = data.draw(owners)
     session = data.draw(st.one_of(st.none(), st.sampled_from(SESSIONS)))
@@ -392,26 +431,33 @@ async def test_list_get_and_export_show_only_the_owners_memories(
     mine = world.own(owner)
 
     req = MemoryListRequest(owner=owner, session_id=session, memory_type=memory_type, q=q, limit=1000)  # type: ignore[arg-type]
-    listed = await call(client, "memory.list", req)
     expected = world.own(owner, session, [memory_type] if memory_type else None)
-    got = {r.id for r in listed.memories}
-    assert all(r.owner == owner for r in listed.memories)
-    assert got <= expected and (q is not None or got == expected) and listed.total == len(got)
-    assert not world.leaks(listed, expected)
+    page = data.draw(st.integers(1, 12))
+    probes = data.draw(st.lists(st.sampled_from(world.ids), min_size=1, max_size=6, unique=True))
+    for nc, subject in routes(owner, client, bound, "memory.list"):
+        listed = await call(nc, "memory.list", req, subject=subject)
+        got = {r.id for r in listed.memories}
+        assert all(r.owner == owner for r in listed.memories)
+        assert got <= expected and (q is not None or got == expected) and listed.total == len(got)
+        assert not world.leaks(listed, expected)
 
-    exported = await export_all(client, owner, data.draw(st.integers(1, 12)))
-    assert all(r.owner == owner for r in exported)
-    assert sorted(r.id for r in exported) == sorted(mine)
-    assert not world.leaks(exported, mine)
+        bound_subject = subject and owner_rpc_subject("memory.export", owner)
+        exported = await export_all(nc, owner, page, bound_subject)
+        assert all(r.owner == owner for r in exported)
+        assert sorted(r.id for r in exported) == sorted(mine)
+        assert not world.leaks(exported, mine)
 
-    for memory_id in data.draw(st.lists(st.sampled_from(world.ids), min_size=1, max_size=6, unique=True)):
-        if memory_id in mine:
-            fetched = await call(client, "memory.get", MemoryGetRequest(owner=owner, id=memory_id))
-            assert fetched.memory.owner == owner and fetched.memory.id == memory_id
-        else:
-            with pytest.raises(NotFound) as missing:
-                await call(client, "memory.get", MemoryGetRequest(owner=owner, id=memory_id))
-            assert missing.value.code == 404 and not world.leaks(missing.value.description, set())
+        get_subject = subject and owner_rpc_subject("memory.get", owner)
+        for memory_id in probes:
+            get = MemoryGetRequest(owner=owner, id=memory_id)
+            if memory_id in mine:
+                fetched = await call(nc, "memory.get", get, subject=get_subject)
+                assert fetched.memory.owner == owner and fetched.memory.id == memory_id
+            else:
+                with pytest.raises(NotFound) as missing:
+                    await call(nc, "memory.get", get, subject=get_subject)
+                assert missing.value.code == 404 and not world.leaks(missing.value.description, set())
+    await refused_to_a_stranger(data, bound, "memory.list", req)
 
 
 # --- the sleep worker's candidate reads and the search tiers, called directly -----------------------
@@ -481,7 +527,7 @@ async def test_sleep_candidates_and_search_tiers_stay_within_the_owner(
 
 
 # --- reindex -------------------------------------------------------------------------------------
-async def test_reindex_of_one_owner_touches_no_other_owner(world: World, pool: asyncpg.Pool, client: Client) -> None:
+async def test_reindex_of_one_owner_touches_no_other_owner(world: World, pool: asyncpg.Pool, operator: Client) -> None:
     """Every memory needs a vector again; owners are reindexed one at a time, strangers first.
     Each reindex queues exactly its owner's memories, and the others stay untouched until their turn."""
     jobs: list[EmbedJob] = []
@@ -489,8 +535,8 @@ async def test_reindex_of_one_owner_touches_no_other_owner(world: World, pool: a
     async def tap(msg: Msg) -> None:
         jobs.append(decode(msg.data, EmbedJob))
 
-    sub = await client.subscribe(EMBED_JOBS, cb=tap)
-    await client.flush()
+    sub = await operator.subscribe(EMBED_JOBS, cb=tap)
+    await operator.flush()
     await pool.execute("UPDATE memories SET needs_reindex = true")
     written = await embedded_at(pool, world.signature)
     order = [*NEAR_MISSES[:3], *random.Random(SEED).sample(OWNERS, len(OWNERS))]
@@ -498,7 +544,7 @@ async def test_reindex_of_one_owner_touches_no_other_owner(world: World, pool: a
     try:
         for owner in order:  # the module's embed service does the work
             mine, seen = world.own(owner), len(jobs)
-            res: ReindexResult = await call(client, "reindex", ReindexRequest(owner=owner, batch_size=2))
+            res: ReindexResult = await call(operator, "reindex", ReindexRequest(owner=owner, batch_size=2))
             assert res.queued == len(mine)
             await eventually(lambda seen=seen, res=res: _count(jobs, seen + res.queued), f"{owner}'s jobs")
             assert {j.memory_id for j in jobs[seen:]} == mine and {j.owner for j in jobs[seen:]} <= {owner}
