@@ -69,11 +69,18 @@ def start_auth_bus(data_dir: Path, bound: Mapping[str, Sequence[str]] | None = N
 
 @contextlib.asynccontextmanager
 async def run_as_roles(
-    names: Sequence[str], bus: AuthBus, pg_dsn: str, extra: Mapping[str, str] | None = None
+    names: Sequence[str],
+    bus: AuthBus,
+    pg_dsn: str,
+    extra: Mapping[str, str] | None = None,
+    *,
+    timeout: float = 120.0,
 ) -> AsyncIterator[dict[str, ServiceContext]]:
-    """``run_services`` with each service connected as its own NATS user."""
+    """``run_services`` with each service connected as its own NATS user (``timeout`` for each
+    to get ready: loading the embedding model on a loaded runner takes a while)."""
     contexts: dict[str, ServiceContext] = {}
     async with contextlib.AsyncExitStack() as stack:
         for name in names:
-            contexts |= await stack.enter_async_context(run_services([name], bus.config(name, pg_dsn, extra)))
+            config = bus.config(name, pg_dsn, extra)
+            contexts |= await stack.enter_async_context(run_services([name], config, timeout=timeout))
         yield contexts
