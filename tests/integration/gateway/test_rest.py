@@ -151,3 +151,17 @@ async def test_readyz_reports_every_service(stack: Stack) -> None:
         assert set(ready.json()["services"]) == {"ingest", "extract", "embed", "retrieve", "sleep"}
         docs = await http.get("/docs")
         assert docs.status_code == 200 and "openapi.json" in docs.text and "cdn" not in docs.text.lower()
+
+
+async def test_only_an_operator_key_changes_or_deletes_a_global_memory(stack: Stack) -> None:
+    owner = {"x-memory-owner": stack.alice}
+    async with stack.client(stack.operator_key) as op, stack.client(stack.alice_key) as alice:
+        made = await op.post("/v1/memories", json={"content": "Office closes at 6.", "scope": "global"}, headers=owner)
+        assert made.status_code == 200 and made.json()["memory"]["scope"] == "global", made.text
+        path = f"/v1/memories/{made.json()['memory']['id']}"
+        assert (await alice.patch(path, json={"content": "Office never closes."})).status_code == 403
+        assert (await alice.delete(path)).status_code == 403
+        changed = await op.patch(path, json={"content": "Office closes at 7."}, headers=owner)
+        assert changed.status_code == 200 and changed.json()["memory"]["content"] == "Office closes at 7.", changed.text
+        assert (await op.delete(path, headers=owner)).status_code == 200
+        assert (await alice.get(path)).status_code == 404
