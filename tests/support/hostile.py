@@ -4,7 +4,9 @@ Each strategy yields raw bytes a misbehaving or malicious client could send: ran
 truncated or deeply nested JSON, huge strings, wrong types, extra fields, unicode edge
 cases (lone surrogates, NUL, RTL marks, combining characters), and valid messages with
 one field broken - at the top level or anywhere inside (``messages[0].content``,
-``values.maxTokens``). ``embedded`` fields carry a document of their own (the JSON lines
+``values.maxTokens``) - and payloads exactly at and one over every size cap (``capped``: text
+fields at each text limit, ``metadata`` at the per-event and per-memory byte caps, whole
+messages at the 4 MiB payload cap). ``embedded`` fields carry a document of their own (the JSON lines
 of ``memory.import``) and get hostile documents. ``subject_tokens`` are owner tokens a
 client may put in an owner-bound subject.
 """
@@ -17,6 +19,9 @@ from typing import Any
 
 import msgspec
 from hypothesis import strategies as st
+
+from services.ingest.logic.chat import MAX_EVENT_METADATA_BYTES, MAX_MEMORY_METADATA_BYTES
+from shared.schemas.base import MAX_CONTENT_CHARS, MAX_KEY_LEN, MAX_OWNER_LEN, MAX_PAYLOAD_BYTES, MAX_QUERY_CHARS
 
 UNICODE_EDGES = [
     "\x00",
@@ -101,6 +106,51 @@ def nested_inside(example: dict[str, Any]) -> st.SearchStrategy[bytes]:
         st.builds(wide_array, st.sampled_from([8 * 1024, 16 * 1024 + 2, 1_000_000, 4 * 1_048_576])),
     )
     return st.builds(lambda p, f: _with_hole(example, p, f), st.sampled_from(inner), fillers)
+
+
+#: Text limits (characters): content, query, key, owner, session id and the list/retrieve query.
+TEXT_CAPS = (MAX_CONTENT_CHARS, MAX_QUERY_CHARS, MAX_KEY_LEN, MAX_OWNER_LEN, 256, 2_000)
+#: Byte caps of a ``metadata`` object (encoded compactly, as the services measure it).
+METADATA_CAPS = (MAX_EVENT_METADATA_BYTES, MAX_MEMORY_METADATA_BYTES)
+
+
+def at_and_over(caps: tuple[int, ...]) -> list[int]:
+    return sorted({n + d for n in caps for d in (0, 1)})
+
+
+def metadata_of(size: int) -> dict[str, str]:
+    """An object whose compact JSON is exactly ``size`` bytes."""
+    return {"pad": "m" * (size - len(b'{"pad":""}'))}
+
+
+def padded_to(doc: dict[str, Any], size: int) -> bytes:
+    """``doc`` with an extra string field making the message exactly ``size`` bytes."""
+    head = _dumps({**doc, "zz_pad": ""})
+    return head[:-2] + b"p" * (size - len(head)) + head[-2:]
+
+
+def capped(example: dict[str, Any]) -> st.SearchStrategy[bytes]:
+    """A valid message with one part exactly at or one over a size cap: a text field at each
+    text limit, a ``metadata`` object at each metadata cap, or the whole message at the payload cap."""
+    inner = paths(example)
+    strings = [p for p in inner if isinstance(_get(example, p), str)]
+    metadata = [p for p in inner if p[-1] == "metadata"]
+    kinds = [st.builds(lambda n: padded_to(example, n), st.sampled_from(at_and_over((MAX_PAYLOAD_BYTES,))))]
+    if strings:
+        text = st.builds(
+            lambda p, n: _dumps(set_at(example, p, "t" * n)),
+            st.sampled_from(strings),
+            st.sampled_from(at_and_over(TEXT_CAPS)),
+        )
+        kinds.append(text)
+    if metadata:
+        sized = st.builds(
+            lambda p, n: _dumps(set_at(example, p, metadata_of(n))),
+            st.sampled_from(metadata),
+            st.sampled_from(at_and_over(METADATA_CAPS)),
+        )
+        kinds.append(sized)
+    return st.one_of(*kinds)
 
 
 def mutate_fields(example: dict[str, Any]) -> st.SearchStrategy[bytes]:
@@ -223,6 +273,7 @@ def hostile_payloads(
         ),
         st.just(_dumps({**valid, **{k: "x" * 200_000 for k in valid if isinstance(valid[k], str)}})),
         mutate_nested(valid),
+        capped(valid),
     ]
     for field, doc in (embedded or {}).items():
         kinds.append(st.builds(lambda lines, f=field: _dumps({**valid, f: lines}), hostile_documents(doc)))

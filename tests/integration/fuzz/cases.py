@@ -95,6 +95,7 @@ def rpc_examples(seeds: Seeds) -> dict[str, Wire]:
         "admin.memory.restore": m.MemoryRestoreRequest(owner=OWNER, id=seeds.memory_id),
         "admin.memory.import": m.MemoryImportRequest(owner=OWNER, lines=seeds.export_line),
         "memory.delete": m.MemoryDeleteRequest(owner=OWNER, id=seeds.memory_id),  # the test gives it one of its own
+        "admin.memory.delete": m.MemoryDeleteRequest(owner=OWNER, id=seeds.memory_id),  # as memory.delete
         "memory.restore": m.MemoryRestoreRequest(owner=OWNER, id=seeds.memory_id),  # and an archived one here
         "memory.list": m.MemoryListRequest(
             owner=OWNER,

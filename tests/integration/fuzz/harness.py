@@ -158,6 +158,9 @@ class Tally:
             "cases": total,
             "subjects": len(self.cases),
             "crashes": len(self.violations),
+            "digest_changed_on_rejection": sum(
+                v.problem.startswith("rejected, yet tables changed") for v in self.violations
+            ),
             "accepted": accepted,
             "rejected": total - accepted,
             "examples_per_subject": EXAMPLES,

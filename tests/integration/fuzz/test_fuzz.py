@@ -25,8 +25,10 @@ import asyncpg
 import msgspec
 import pytest
 from hypothesis import strategies as st
+from nats.errors import MaxPayloadError
 
 from memoryd.client import MemoryClient
+from memoryd.local.nats import MAX_PAYLOAD as NATS_MAX_PAYLOAD
 from memoryd.local.nats import EmbeddedNats
 from shared.bus.connect import connect
 from shared.bus.rpc import RpcServer
@@ -57,7 +59,7 @@ from shared.subjects import (
     rpc_subject,
 )
 from tests.support.fake_llm import FakeLlm
-from tests.support.hostile import UNICODE_EDGES, hostile_payloads, subject_tokens
+from tests.support.hostile import UNICODE_EDGES, hostile_payloads, padded_to, subject_tokens
 from tests.support.stack import run_services, service_config
 
 from .cases import (
@@ -114,18 +116,25 @@ async def stack(
                     try:
                         fuzz = await FuzzStack.open(nc, pool, contexts)
                         yield fuzz
+                        stopped = stopped_services(contexts)
                     finally:
                         await nc.close()
-        _report(fuzz, request)
+        _report(fuzz, request, stopped)
     finally:
         nats.stop()
 
 
-def _report(fuzz: FuzzStack, request: pytest.FixtureRequest) -> None:
+def stopped_services(contexts: dict[str, Any]) -> list[str]:
+    """Services that stopped themselves or lost a background task."""
+    return sorted(n for n, ctx in contexts.items() if ctx.stop.is_set() or any(t.done() for t in ctx.tasks))
+
+
+def _report(fuzz: FuzzStack, request: pytest.FixtureRequest, stopped: list[str]) -> None:
     request.config.stash[SUMMARY] = fuzz.tally.summary()
     if path := os.environ.get("MEMORYD_FUZZ_REPORT"):
+        report = fuzz.tally.report() | {"services_stopped": len(stopped), "stopped": stopped}
         Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(json.dumps(fuzz.tally.report(), indent=2) + "\n")
+        Path(path).write_text(json.dumps(report, indent=2) + "\n")
 
 
 @pytest.fixture(scope="module")
@@ -199,7 +208,7 @@ async def test_rpc_subject(stack: FuzzStack, seeds: Seeds, subject: str, op_name
     """The valid example succeeds; each hostile payload gets a 4xx (nothing written) or a valid result."""
     op = _op(op_name)
     example = HEALTH_EXAMPLE if op is HEALTH_OP else rpc_examples(seeds)[op_name]
-    if op_name in ("memory.delete", "memory.restore", "admin.memory.restore"):
+    if op_name in ("memory.delete", "admin.memory.delete", "memory.restore", "admin.memory.restore"):
         archived = op_name.endswith("memory.restore")
         example = msgspec.structs.replace(example, id=await own_memory(stack, archived=archived))
     reply = await stack.rpc_case(subject, op, encode(example))
@@ -347,6 +356,21 @@ async def test_nul_in_session_id_is_a_400(stack: FuzzStack, seeds: Seeds, op_nam
 
 
 # --- afterwards ------------------------------------------------------------------------------------
+async def test_rpc_payloads_at_and_over_the_nats_max_payload(stack: FuzzStack, seeds: Seeds) -> None:
+    """A request exactly at nats-server's max_payload reaches each service, which answers 413
+    with nothing written; one byte over it the client refuses to send at all."""
+    examples = rpc_examples(seeds)
+    for subject, op_name in RPC_SUBJECTS:
+        if op_name == HEALTH_OP.name:
+            continue
+        example = json.loads(msgspec.json.encode(examples[op_name]))
+        reply = await stack.rpc_case(subject, RPC_OPS[op_name], padded_to(example, NATS_MAX_PAYLOAD))
+        assert isinstance(reply, RpcError) and reply.code == 413, (subject, reply)
+        _assert_clean(stack, subject)
+    with pytest.raises(MaxPayloadError):
+        await stack.nc.request(rpc_subject("memory.create"), b" " * (NATS_MAX_PAYLOAD + 1), timeout=5)
+
+
 async def test_every_service_is_still_up(stack: FuzzStack, seeds: Seeds) -> None:
     """Health ok everywhere, no background task stopped, a fresh chat event flows to its vectors."""
     for service in SERVICES:
