@@ -10,9 +10,10 @@ in batches of 12, 3 patterns). The LLM is ``FakeLlm`` answering in the reply sch
 (every fourth pair merged, three patterns, one affective candidate), with usage counted
 as ``len/4`` of prompt and reply; its latency is zero, so the times are memoryd's own.
 
-The sleep service runs in this process against an embedded NATS + PostgreSQL; each size
+The sleep service runs as its own process against an embedded NATS + PostgreSQL; each size
 gets a first run and a second one (ledgers and demotions in place: the steady state).
-Reported per run: wall time, per-phase milliseconds, LLM calls and tokens, status, writes.
+Reported per run: wall time, per-phase milliseconds, LLM calls and tokens, status, writes;
+and the peak resident memory of the sleep process (and of PostgreSQL, NATS, the bench).
 
 Then, in the same stack, runs per hour across many owners at each `sleepMaxConcurrentRuns`
 (1 and 4 by default; `bench.sleep_owners`), with an LLM that takes its time.
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import re
 import time
@@ -35,7 +37,7 @@ import numpy as np
 from pgvector import Vector
 
 from bench import synth
-from bench.harness import ServiceStack, embedded_servers
+from bench.harness import ServiceStack, cpu_delta, embedded_servers
 from bench.report import environment, markdown_table
 from bench.sleep_owners import measure, owner_name, render_owners, seed_owners
 from shared.bus.rpc_client import call
@@ -178,10 +180,12 @@ async def _prepare(
 
 async def _one_run(stack: ServiceStack, fake: FakeLlm, size: int, label: str) -> dict[str, Any]:
     calls_before = len(fake.requests)
+    cpu_before = stack.cpu_seconds()
     started = time.perf_counter()
     request = SleepRunRequest(owner=owner_of(size), wait=True, timeout_s=3600)
     result = await call(stack.nc, "sleep.run", request, timeout=3700)
     wall = time.perf_counter() - started
+    cpu = cpu_delta(cpu_before, stack.cpu_seconds())
     row = await stack.pool.fetchrow("SELECT counters FROM dream_runs WHERE id = $1", uuid.UUID(result.run_id))
     counters = dict(row["counters"]) if row else {}
     run = result.run
@@ -190,6 +194,8 @@ async def _one_run(stack: ServiceStack, fake: FakeLlm, size: int, label: str) ->
         "run": label,
         "status": run.status if run else "?",
         "wall_s": round(wall, 2),
+        "cpu_s": {name: round(cpu.get(name, 0.0), 2) for name in ("sleep", "postgres")},
+        "load_average_1m": round(os.getloadavg()[0], 2),
         "phase_ms": counters.get("phaseMs", {}),
         "llm_calls": len(fake.requests) - calls_before,
         "prompt_tokens": counters.get("llmPromptTokens", 0),
@@ -232,7 +238,7 @@ async def run_sleep_bench(
         runs = []
         lanes: list[dict[str, Any]] = []
         async with ServiceStack(
-            servers.nats_url, servers.pg_dsn, services=("sleep",), mode="inprocess", env=env, servers=servers
+            servers.nats_url, servers.pg_dsn, services=("sleep",), env=env, servers=servers
         ) as stack:
             for limit, group in groups.items():
                 lanes.append(await measure(stack.pool, stack.nc, group, limit, settle_s=1.5))
@@ -241,8 +247,17 @@ async def run_sleep_bench(
                 for label in ("first", "second"):
                     runs.append(await _one_run(stack, fake, size, label))
                     log(f"bench sleep: {size} memories, {label} run: {runs[-1]['wall_s']} s, {runs[-1]['status']}")
+            peak_rss = stack.peak_rss_mb()
+        log(f"bench sleep: peak resident memory (MB) {peak_rss}")
     many = {"memories": owner_memories, "llm_latency_s": llm_latency_s, "limits": lanes}
-    return {"benchmark": "sleep", "environment": environment(), "prepare": prep, "runs": runs, "many_owners": many}
+    return {
+        "benchmark": "sleep",
+        "environment": environment(),
+        "prepare": prep,
+        "runs": runs,
+        "many_owners": many,
+        "peak_rss_mb": peak_rss,
+    }
 
 
 def render(report: dict[str, Any]) -> str:
@@ -252,6 +267,8 @@ def render(report: dict[str, Any]) -> str:
             r["run"],
             r["status"],
             r["wall_s"],
+            r.get("cpu_s", {}).get("sleep", "-"),
+            r.get("cpu_s", {}).get("postgres", "-"),
             *[round(r["phase_ms"].get(p, 0) / 1000, 2) for p in PHASES],
             r["llm_calls"],
             r["prompt_tokens"] + r["completion_tokens"],
@@ -259,7 +276,8 @@ def render(report: dict[str, Any]) -> str:
         ]
         for r in report["runs"]
     ]
-    headers = ["memories", "run", "status", "wall s", "conflict s", "demotion s", "patterns s", "relations s",
+    headers = ["memories", "run", "status", "wall s", "sleep CPU s", "postgres CPU s",
+               "conflict s", "demotion s", "patterns s", "relations s",
                "affective s", "LLM calls", "LLM tokens", "writes"]  # fmt: skip
     prep = report["prepare"]
     text = ""
@@ -268,6 +286,9 @@ def render(report: dict[str, Any]) -> str:
             f"sleep benchmark (seed {prep['seed_s']} s, HNSW build {prep['index_s']} s; scripted LLM, zero latency)\n"
             + markdown_table(headers, rows, digits=2)
         )
+    if peaks := report.get("peak_rss_mb"):
+        listed = ", ".join(f"{name} {mb:.0f}" for name, mb in sorted(peaks.items()))
+        text += f"\n\nPeak resident memory (MB): {listed}."
     many = report.get("many_owners")
     if many and many["limits"]:
         text = f"{text}\n\n{render_owners(many)}" if text else render_owners(many)

@@ -6,7 +6,7 @@ conflict phase has a batch to send) and ``sleepPatternMinMemories=1`` (the patte
 phase asks too): about two LLM calls per run. The scripted LLM answers after
 ``latency_s``, standing in for a real endpoint (where the calls, not memoryd, take the
 time of a run). One run per owner is queued at once; the wall time until the last is
-recorded gives runs per hour. The sleep service runs in-process with enough lanes for the
+recorded gives runs per hour. The sleep service runs as its own process with enough lanes for the
 largest limit.
 """
 

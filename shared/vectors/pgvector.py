@@ -59,18 +59,17 @@ from pgvector import Vector
 from ..errors import DependencyDown, ValidationFailed
 from ..observability.logging import get_logger
 from . import pgvector_sql as sql
+from .bulk_pairs import CLUSTER_SIZE, bulk_pairs
 from .common import (
     as_uuid,
     as_vector,
     aware,
-    best_pairs,
     check_dim,
     check_items,
     check_patch,
     check_signature,
     clamp_limit,
     exact_pairs,
-    merge_pairs,
 )
 from .port import Pair, StoreStatus, VectorHit, VectorItem, VectorQuery
 
@@ -81,7 +80,6 @@ DEFAULT_EXACT_MAX_ROWS = 5_000
 #: A large owner gets its own HNSW index while its rows are at most this share of the signature's.
 DEFAULT_OWNER_INDEX_MAX_SHARE = 0.5
 _WRITE_CHUNK = 500
-_PROBE_CHUNK = 128
 _SIZE_TTL_S = 60.0
 _SIZE_OWNERS = 10_000  # (signature, owner) sizes kept per process, least recently used dropped
 _BUILD_TIMEOUT_S = 6 * 3600.0  # an HNSW build over a large table takes minutes (35-60 s per 100k rows)
@@ -103,6 +101,7 @@ class PgVectorStore:
         ef_search: int = sql.DEFAULT_EF_SEARCH,
         max_scan_tuples: int = sql.DEFAULT_MAX_SCAN_TUPLES,
         owner_index_max_share: float = DEFAULT_OWNER_INDEX_MAX_SHARE,
+        pair_cluster_size: int = CLUSTER_SIZE,
     ) -> None:
         self.pool = pool
         self.half = half
@@ -110,6 +109,7 @@ class PgVectorStore:
         self.owner_index_max_share = owner_index_max_share
         self.ef_search = ef_search
         self.max_scan_tuples = max_scan_tuples
+        self.pair_cluster_size = pair_cluster_size  # mean members per cluster of the bulk pair pass
         self._dims: dict[str, int] = {}
         # (signature, owner) -> (more than exact_max_rows vectors, has a valid index of its own)
         self._routes: TTLCache[tuple[str, str], tuple[bool, bool]] = TTLCache(_SIZE_OWNERS, _SIZE_TTL_S)
@@ -323,39 +323,44 @@ class PgVectorStore:
         """Similar pairs of the owner's active memories (see the port).
 
         Small owners: their vectors are loaded and compared exactly in numpy (chunked).
-        Large owners: each probe asks the HNSW index (the owner's own when it has one) for its
-        ``per_memory`` nearest (a LATERAL query per chunk of probes, iterative scan on).
+        Large owners: one partitioned pass (``bulk_pairs``: k-means clusters, exact cosines
+        within each), loading vectors a page or a cluster at a time by id, so the sleep
+        process holds a few thousand vectors, never the owner's all.
         """
         check_signature(signature)
         if per_memory <= 0 or limit <= 0:
             return []
-        if not await self.is_large(signature, owner):
-            async with self._conn() as conn:
-                rows = await conn.fetch(sql.OWNER_VECTORS, owner, signature)
-            if len(rows) < 2:
-                return []
-            ids = [str(r["memory_id"]) for r in rows]
+        large = await self.is_large(signature, owner)
+        async with self._conn() as conn:
+            rows = await conn.fetch(sql.OWNER_VECTORS if not large else sql.OWNER_MEMBERS, owner, signature)
+        if len(rows) < 2:
+            return []
+        ids = [str(r["memory_id"]) for r in rows]
+        cutoff = aware(since)
+        probe = np.array([cutoff is None or r["updated_at"] >= cutoff for r in rows], dtype=np.bool_)
+        if not large:
             matrix = np.stack([_as_array(r["embedding"]) for r in rows])
-            cutoff = aware(since)
-            probe = np.array([cutoff is None or r["updated_at"] >= cutoff for r in rows], dtype=np.bool_)
             return await asyncio.to_thread(
                 exact_pairs, ids, matrix, probe, min_score=min_score, per_memory=per_memory, limit=limit
             )
-        dim = await self._known_dim(signature)
-        if dim is None:
-            return []
-        async with self._conn() as conn:
-            probes = await conn.fetch(sql.OWNER_PROBES, owner, since, signature)
-        found: dict[tuple[str, str], float] = {}
-        own = (await self._route(signature, owner, dim))[1]
-        text = sql.lateral_neighbours(signature, dim, self.half, owner if own else None)
-        for start in range(0, len(probes), _PROBE_CHUNK):
-            chunk = [r["memory_id"] for r in probes[start : start + _PROBE_CHUNK]]
+        dim = await self._known_dim(signature) or 0
+
+        async def load(chosen: Sequence[str]) -> np.ndarray[Any, Any]:
             async with self._conn() as conn:
-                rows = await self._hnsw_fetch(conn, text, chunk, owner, per_memory, min_score)
-            for key, score in merge_pairs((str(r["a"]), str(r["b"]), r["score"]) for r in rows).items():
-                found[key] = max(score, found.get(key, score))
-        return best_pairs(found.items(), limit)
+                found = await conn.fetch(sql.VECTORS_OF, signature, [as_uuid(i) for i in chosen])
+            by_id = {str(r["memory_id"]): r["embedding"] for r in found}
+            # a memory deleted meanwhile: a zero row, which pairs with nothing
+            return np.stack([_as_array(by_id[i]) if i in by_id else np.zeros(dim, np.float32) for i in chosen])
+
+        return await bulk_pairs(
+            ids,
+            probe,
+            load,
+            min_score=min_score,
+            per_memory=per_memory,
+            limit=limit,
+            cluster_size=self.pair_cluster_size,
+        )
 
     async def status(self, signature: str) -> StoreStatus:
         """Reachable, vector count and dimension of ``signature``, and which index serves it."""

@@ -147,12 +147,14 @@ FROM memory_embeddings e JOIN memories m ON m.id = e.memory_id
 WHERE e.signature = $2 AND e.owner = $1 AND m.owner = $1 AND {_POOLED}
 ORDER BY e.memory_id
 """
-OWNER_PROBES = f"""
-SELECT e.memory_id FROM memory_embeddings e JOIN memories m ON m.id = e.memory_id
-WHERE e.signature = $3 AND e.owner = $1 AND m.owner = $1 AND {_POOLED}
-  AND ($2::timestamptz IS NULL OR m.updated_at >= $2)
-ORDER BY m.updated_at DESC, e.memory_id
+#: The large owner's pooled memories without their vectors (``bulk_pairs`` loads those by id).
+OWNER_MEMBERS = f"""
+SELECT e.memory_id, m.updated_at
+FROM memory_embeddings e JOIN memories m ON m.id = e.memory_id
+WHERE e.signature = $2 AND e.owner = $1 AND m.owner = $1 AND {_POOLED}
+ORDER BY e.memory_id
 """
+VECTORS_OF = "SELECT memory_id, embedding FROM memory_embeddings WHERE signature = $1 AND memory_id = ANY($2::uuid[])"
 
 
 def upsert() -> str:
@@ -165,28 +167,6 @@ JOIN memories m ON m.id = u.id AND m.owner = u.owner
 ON CONFLICT (memory_id, signature) DO UPDATE
 SET embedding = EXCLUDED.embedding, dim = EXCLUDED.dim, owner = EXCLUDED.owner, created_at = now()
 RETURNING memory_id
-"""
-
-
-@lru_cache(maxsize=256)
-def lateral_neighbours(signature: str, dim: int, half: bool, own_owner: str | None = None) -> str:
-    """Per probe (``$1`` ids), its ``$3`` nearest of owner ``$2`` via the HNSW index, cosine >= ``$4``
-    (``own_owner``: that owner, as a literal, so its own partial index serves the probes)."""
-    sig, e, p = literal(signature), vec_expr("e", dim, half), vec_expr("p", dim, half)
-    owner = "$2" if own_owner is None else literal(own_owner)
-    member = f"(SELECT {_POOLED} FROM memories m WHERE m.id = e.memory_id AND m.owner = $2)"
-    return f"""
-SELECT p.memory_id AS a, n.memory_id AS b, 1 - n.d AS score
-FROM memory_embeddings p
-CROSS JOIN LATERAL (
-    SELECT e.memory_id, {e} <=> {p} AS d
-    FROM memory_embeddings e
-    WHERE e.signature = {sig} AND e.dim = {int(dim)} AND e.owner = {owner} AND e.memory_id <> p.memory_id
-      AND {member}
-    ORDER BY {e} <=> {p}
-    LIMIT $3
-) n
-WHERE p.signature = {sig} AND p.dim = {int(dim)} AND p.memory_id = ANY($1::uuid[]) AND 1 - n.d >= $4
 """
 
 

@@ -125,6 +125,10 @@ class VectorStore(Protocol):
         are returned once each as ``(a, b, score)`` with ``a < b`` (as strings), best first,
         at most ``limit``. ``since``: only memories created or updated at/after it probe
         (their partners may be older), for incremental runs.
+
+        One call answers for every probe at once, in bulk (pgvector: one partitioned pass,
+        ``bulk_pairs``; Qdrant: batches of kNN queries, ``query_batch_points``), with the
+        pairs that one ``search`` per probing memory would find.
         """
 
     async def update_payload(

@@ -1,7 +1,8 @@
 """Phase 1, conflict resolution: vector-similar pairs -> LLM batches -> plans applied per batch.
 
-Candidates come from the vector index (`PgVectorStore.neighbours`: each memory probes its
-nearest neighbours of the same owner; never all pairs; imported memories take no part)
+Candidates come from the vector store (`PgVectorStore.neighbours`: each memory's nearest
+neighbours of the same owner, found for a large owner in one partitioned pass over its
+vectors, `shared.vectors.bulk_pairs`; never all pairs; imported memories take no part)
 plus the owner's backlog (pairs an earlier scan found but left for later). A pair of an
 owner's memory and a global one skips the LLM and the ledger: it goes to the human
 review queue (`conflict_pending`, `crossScopePending`), since an owner's run never

@@ -29,7 +29,7 @@ DIM = 16
 @pytest.fixture(params=["pgvector", "qdrant"])
 async def store(request: pytest.FixtureRequest, pool: asyncpg.Pool) -> AsyncIterator[VectorStore]:
     if request.param == "pgvector":
-        yield PgVectorStore(pool, exact_max_rows=200)
+        yield PgVectorStore(pool, exact_max_rows=200, pair_cluster_size=100)
         return
     client = AsyncQdrantClient(location=":memory:")
     try:
@@ -292,3 +292,42 @@ async def test_large_owner_paths_agree_with_exact(world: World) -> None:
     await world.flush()
     pairs = await world.store.neighbours(world.signature, alice, min_score=0.9999, per_memory=3, since=since)
     assert {(a, b) for a, b, _ in pairs} == planted
+
+
+async def test_neighbours_in_bulk_equal_one_search_per_memory(world: World) -> None:
+    """Over the small-owner threshold ``neighbours`` answers for every probing memory at once
+    (pgvector: one partitioned pass, ~11 clusters over these ~370 memories; Qdrant: batched kNN
+    queries) and finds the pairs that one ``search`` per probing memory finds, same scores."""
+    signature, dim, per_memory, min_score = f"test:{uuid.uuid4().hex[:8]}:64", 64, 2, 0.85
+    await world.store.ensure(signature, dim)
+    rng = np.random.default_rng(12)
+    alice = owner()
+    groups = [
+        [near(rng, c, eps) for eps in rng.uniform(0.1, 0.45, int(rng.integers(2, 6)))] for c in unit(rng, dim, 50)
+    ]
+    for group in groups:  # pairwise cosine ~0.8-0.99 within a group
+        for v in group[: len(group) // 2]:
+            world.add(alice, v)
+    for v in unit(rng, dim, 150):
+        world.add(alice, v)
+    await world.flush(signature)
+    since = datetime.now(UTC)
+    probes = [world.add(alice, v) for group in groups for v in group[len(group) // 2 :]]
+    probes += [world.add(alice, v) for v in unit(rng, dim, 40)]
+    await world.flush(signature)
+    await world.analyze()
+    one_by_one: dict[tuple[str, str], float] = {}
+    for mid in probes:
+        query = VectorQuery(owner=alice, vector=world.rows[mid].vector, limit=per_memory + 1, include_global=False)
+        hits = [h for h in await world.store.search(signature, query) if h.memory_id != mid][:per_memory]
+        for h in hits:
+            if h.score >= min_score:
+                key = (min(mid, h.memory_id), max(mid, h.memory_id))
+                one_by_one[key] = max(h.score, one_by_one.get(key, h.score))
+    pairs = await world.store.neighbours(
+        signature, alice, min_score=min_score, per_memory=per_memory, limit=10_000, since=since
+    )
+    assert len(one_by_one) > 30
+    assert {(a, b) for a, b, _ in pairs} == set(one_by_one)
+    assert all(abs(s - one_by_one[(a, b)]) < 1e-4 for a, b, s in pairs)
+    await world.store.drop(signature)
