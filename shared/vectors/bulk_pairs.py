@@ -31,14 +31,14 @@ from numpy.typing import NDArray
 from .common import best_pairs, merge_pairs
 from .port import Pair
 
-#: ``load(ids)`` -> their vectors, one row per id in the order asked.
+#: ``vectors_of(ids)`` -> their vectors, one row per id in the order asked.
 Loader = Callable[[Sequence[str]], Awaitable[NDArray[np.float32]]]
 
 CLUSTER_SIZE = 1000  # mean members per cluster
 ASSIGN = 3  # clusters each vector joins
-SAMPLE_PER_CLUSTER = 40  # k-means training rows per centroid
+SAMPLE_PER_CLUSTER = 16  # k-means training rows per centroid
 ITERATIONS = 10
-PAGE = 4096  # vectors per load while assigning
+PAGE = 2048  # vectors per load while sampling and assigning
 MAX_BLOCK = 8192  # vectors of one cluster held at once
 _ROWS = 1024  # probe rows per similarity block (1024 x MAX_BLOCK floats: 32 MB at most)
 
@@ -122,7 +122,7 @@ class BestPartners:
 async def bulk_pairs(
     ids: Sequence[str],
     probe: NDArray[np.bool_],
-    load: Loader,
+    vectors_of: Loader,
     *,
     min_score: float,
     per_memory: int,
@@ -142,12 +142,15 @@ async def bulk_pairs(
         member_of = np.zeros((n, 1), dtype=np.int32)
     else:
         sample_rows = np.unique(np.linspace(0, n - 1, min(n, SAMPLE_PER_CLUSTER * k)).astype(np.int64))
-        sample = unit_rows(await load([ids[i] for i in sample_rows]))
+        chosen = [ids[i] for i in sample_rows]
+        sample = np.concatenate(
+            [unit_rows(await vectors_of(chosen[s : s + PAGE])) for s in range(0, len(chosen), PAGE)]
+        )
         centroids = await asyncio.to_thread(train_centroids, sample, k)
         del sample
         member_of = np.empty((n, min(assign, len(centroids))), dtype=np.int32)
         for start in range(0, n, PAGE):
-            block = unit_rows(await load(ids[start : start + PAGE]))
+            block = unit_rows(await vectors_of(ids[start : start + PAGE]))
             member_of[start : start + PAGE] = nearest_clusters(block, centroids, assign)
     flat = member_of.ravel()
     order = np.argsort(flat, kind="stable")
@@ -157,7 +160,7 @@ async def bulk_pairs(
     for c in range(len(bounds) - 1):
         members = np.unique(rows_by_cluster[bounds[c] : bounds[c + 1]])
         if len(members) >= 2 and probe[members].any():
-            await _cluster(best, ids, probe, load, members, max_block)
+            await _cluster(best, ids, probe, vectors_of, members, max_block)
     pairs = merge_pairs((ids[r], ids[p], s) for r, partners in best.found.items() for p, s in partners.items())
     return best_pairs(pairs.items(), limit)
 
@@ -166,17 +169,17 @@ async def _cluster(
     best: BestPartners,
     ids: Sequence[str],
     probe: NDArray[np.bool_],
-    load: Loader,
+    vectors_of: Loader,
     members: NDArray[Any],
     max_block: int,
 ) -> None:
     """Compare the probes of one cluster with all of its members, ``max_block`` rows at a time."""
     blocks = [members[s : s + max_block] for s in range(0, len(members), max_block)]
     for i, rows_i in enumerate(blocks):
-        vec_i = unit_rows(await load([ids[r] for r in rows_i]))
+        vec_i = unit_rows(await vectors_of([ids[r] for r in rows_i]))
         for j in range(i, len(blocks)):
             rows_j, vec_j = (
-                (rows_i, vec_i) if j == i else (blocks[j], unit_rows(await load([ids[r] for r in blocks[j]])))
+                (rows_i, vec_i) if j == i else (blocks[j], unit_rows(await vectors_of([ids[r] for r in blocks[j]])))
             )
             await asyncio.to_thread(_both_ways, best, probe, rows_i, vec_i, rows_j, vec_j, j == i)
 

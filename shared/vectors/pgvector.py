@@ -345,7 +345,7 @@ class PgVectorStore:
             )
         dim = await self._known_dim(signature) or 0
 
-        async def load(chosen: Sequence[str]) -> np.ndarray[Any, Any]:
+        async def vectors_of(chosen: Sequence[str]) -> np.ndarray[Any, Any]:
             async with self._conn() as conn:
                 found = await conn.fetch(sql.VECTORS_OF, signature, [as_uuid(i) for i in chosen])
             by_id = {str(r["memory_id"]): r["embedding"] for r in found}
@@ -355,7 +355,7 @@ class PgVectorStore:
         return await bulk_pairs(
             ids,
             probe,
-            load,
+            vectors_of,
             min_score=min_score,
             per_memory=per_memory,
             limit=limit,

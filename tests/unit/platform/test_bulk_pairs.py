@@ -53,8 +53,8 @@ async def test_partitioned_pass_equals_exact_knn_pairs() -> None:
     assert len(want) > 100
     assert [(a, b) for a, b, _ in got] == [(a, b) for a, b, _ in want]
     assert np.allclose([s for *_, s in got], [s for *_, s in want], atol=1e-5)
-    sample, page, *clusters = seen  # one page assigns all of these; then a cluster at a time
-    assert sample < len(ids) and page == len(ids) and max(clusters) < len(ids) / 2
+    assert max(seen) <= 2048  # pages of 2048 while sampling and assigning, then a cluster at a time
+    assert max(seen[-10:]) < len(ids) / 2
     # looser groups straddle clusters more often: a pair can be missed (as by an ANN index), never invented
     ids, matrix = corpus(3, spread=0.7)
     got = await bulk_pairs(
