@@ -170,6 +170,28 @@ RETURNING memory_id
 """
 
 
+@lru_cache(maxsize=256)
+def lateral_neighbours(signature: str, dim: int, half: bool, own_owner: str | None = None) -> str:
+    """Per probe (``$1`` ids), its ``$3`` nearest of owner ``$2`` via the HNSW index, cosine >= ``$4``
+    (``own_owner``: that owner, as a literal, so its own partial index serves the probes)."""
+    sig, e, p = literal(signature), vec_expr("e", dim, half), vec_expr("p", dim, half)
+    owner = "$2" if own_owner is None else literal(own_owner)
+    member = f"(SELECT {_POOLED} FROM memories m WHERE m.id = e.memory_id AND m.owner = $2)"
+    return f"""
+SELECT p.memory_id AS a, n.memory_id AS b, 1 - n.d AS score
+FROM memory_embeddings p
+CROSS JOIN LATERAL (
+    SELECT e.memory_id, {e} <=> {p} AS d
+    FROM memory_embeddings e
+    WHERE e.signature = {sig} AND e.dim = {int(dim)} AND e.owner = {owner} AND e.memory_id <> p.memory_id
+      AND {member}
+    ORDER BY {e} <=> {p}
+    LIMIT $3
+) n
+WHERE p.signature = {sig} AND p.dim = {int(dim)} AND p.memory_id = ANY($1::uuid[]) AND 1 - n.d >= $4
+"""
+
+
 def search(
     signature: str,
     dim: int,
