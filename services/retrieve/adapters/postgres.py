@@ -19,7 +19,7 @@ from nats.aio.client import Client
 
 from services.retrieve.logic import turns as turns_logic
 from services.retrieve.logic.fusion import RankedList
-from services.retrieve.logic.lexemes import EMPTY_STATS, TermStats, keyword_plan
+from services.retrieve.logic.lexemes import EMPTY_STATS, SQL_ANY_WORD, TermStats, keyword_plan, never_pruned
 from services.retrieve.logic.plan import MemoryRow
 from shared.bus.rpc_client import call
 from shared.schemas.retrieval import EmbedRequest, EmbedResult
@@ -87,40 +87,55 @@ async def keyword_search(
 ) -> RankedList:
     """Tier 0: ``(memory_id, ts_rank_cd)`` best first; ties newest first.
 
-    The question becomes ``websearch_to_tsquery`` text in one round trip, then a match and a
-    rank query (``lexeme_logic.keyword_plan``: any of its words, as BM25 treats a query;
-    measured on LoCoMo through the service, ANDing every word gave keyword-only R@10 0.129).
+    The question becomes a match and a rank query (``lexeme_logic.keyword_plan``: any of its
+    words, as BM25 treats a query; measured on LoCoMo through the service, ANDing every word
+    gave keyword-only R@10 0.129). For an owner that is never pruned (``never_pruned``: every
+    owner within the budget) that happens inside the one search statement; a larger owner's
+    plan needs the ``websearch_to_tsquery`` text first, one more round trip.
     ``max_candidates``: rank only the newest that many matches per branch (None: all), since
     ranking costs a tsvector read per row. ``match_budget`` (0 = off): an owner expected to
     match more rows than this matches on all its words or its rare ones only (``stats`` from
     ``term_stats``).
     """
-    text = await pool.fetchval(f"SELECT websearch_to_tsquery('{TS_CONFIG}', $1)::text", query)
-    plan = keyword_plan(text or "", stats, vis.owner, match_budget)
-    if plan is None:
-        return []
-    c = _Clauses(vis, 5)
+    if never_pruned(stats, vis.owner, match_budget):
+        # the OR query is built inside the statement: one round trip
+        c = _Clauses(vis, 4)
+        question = f"(SELECT websearch_to_tsquery('{TS_CONFIG}', $1)::text AS t) w"
+        matches, rank = ["(SELECT q FROM q)"], "(SELECT q FROM q)"
+        head = f"WITH q AS MATERIALIZED (SELECT (SELECT {SQL_ANY_WORD}::tsquery FROM {question}) AS q) "
+        args: list[object] = [query, limit, max_candidates, *c.args]
+    else:
+        text = await pool.fetchval(f"SELECT websearch_to_tsquery('{TS_CONFIG}', $1)::text", query)
+        plan = keyword_plan(text or "", stats, vis.owner, match_budget)
+        if plan is None:
+            return []
+        c = _Clauses(vis, 5 + len(plan.best))
+        matches = [*(f"${5 + i}::tsquery" for i in range(len(plan.best))), "$1::tsquery"]
+        rank, head = "$4::tsquery", ""
+        args = [plan.match, limit, max_candidates, plan.rank, *plan.best, *c.args]
 
     def branch(who: str) -> str:
         # "+ interval '0 s'": never walk the (owner, created_at) index testing every row's
         # tsvector (measured 20 ms for a 3k-row owner); find the matches by GIN, then keep the newest.
-        newest = (
-            f"SELECT m.id, m.created_at, m.tsv FROM memories m WHERE m.tsv @@ $1::tsquery AND {who} AND {c.common}"
-            " ORDER BY m.created_at + interval '0 s' DESC LIMIT $3"
+        newest = " UNION ".join(
+            f"(SELECT m.id, m.created_at FROM memories m WHERE m.tsv @@ {match} AND {who} AND {c.common}"
+            " ORDER BY m.created_at + interval '0 s' DESC LIMIT $3)"
+            for match in matches
         )
+        if len(matches) == 1:
+            newest = newest.replace("SELECT m.id, m.created_at FROM", "SELECT m.id, m.created_at, m.tsv FROM", 1)
+            source = f"({newest}) h"
+        else:  # several candidate sets: deduplicated by id, then each row's tsvector read once
+            source = f"({newest}) n JOIN memories h ON h.id = n.id"
         return (
-            f"(SELECT h.id, h.created_at, ts_rank_cd(h.tsv, $4::tsquery) AS score FROM ({newest}) h"
+            f"(SELECT h.id, h.created_at, ts_rank_cd(h.tsv, {rank}) AS score FROM {source}"
             " ORDER BY score DESC, h.created_at DESC, h.id LIMIT $2)"
         )
 
     rows = await pool.fetch(
-        f"SELECT id, score FROM ({branch(c.own)} UNION ALL {branch(c.shared)}) u"
+        f"{head}SELECT id, score FROM ({branch(c.own)} UNION ALL {branch(c.shared)}) u"
         " ORDER BY score DESC, created_at DESC, id LIMIT $2",
-        plan.match,
-        limit,
-        max_candidates,
-        plan.rank,
-        *c.args,
+        *args,
     )
     return [(str(r["id"]), float(r["score"])) for r in rows]
 
