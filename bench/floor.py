@@ -14,19 +14,24 @@ import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
 
 import msgspec
 from nats.aio.client import Client
 
-from services.retrieve.adapters.postgres import Visibility, vector_search
+from services.retrieve.adapters.postgres import Visibility, fetch_rows, vector_search
 from services.retrieve.adapters.postgres_touch import Toucher
 from services.retrieve.app import DB_SESSION_STATE
-from services.retrieve.engine import Engine, EngineConfig
+from services.retrieve.engine import Engine, EngineConfig, fuse_lists
+from services.retrieve.logic.fusion import RankedList
+from services.retrieve.logic.plan import MemoryRow, answer, boost
+from services.retrieve.logic.plan import tier_of as credit_tier
 from shared.db.pool import create_pool
 from shared.errors import DependencyDown
 from shared.schemas.retrieval import EmbedResult
 from shared.settings.cache import SettingsCache
 from shared.settings.env import PgConfig, load
+from shared.settings.memory import MemorySettings
 from shared.vectors.pgvector import PgVectorStore
 
 #: An exact search never leaves a vector store's exact path (more rows than any owner has).
@@ -73,16 +78,59 @@ async def in_process_engine(
         await pool.close()
 
 
-async def tier_alone(engine: Engine, tier: str, owner: str, query: str) -> int:
-    """One search tier as hybrid runs it (``rrfDepth`` candidates), nothing else; hits found.
+#: The steps of a hybrid search ``Steps.run`` runs alone.
+COMPONENTS = ("keyword", "vector", "rows", "fusion")
 
-    ``keyword``: the full-text tier (with the engine's pruning); ``vector``: the query vector
-    from the supplied ones, then the pgvector search.
+
+class Steps:
+    """Each step of the engine's hybrid search alone, for CPU per component (``COMPONENTS``).
+
+    ``keyword`` and ``vector``: one search tier as hybrid runs it (``rrfDepth`` candidates);
+    ``rows``: the fused candidates' rows with their turn positions (``fetch_rows``);
+    ``fusion``: the Python between the tiers (fusion, boosts, the answer). The inputs of
+    ``rows`` and ``fusion`` are computed once per (owner, query), on first use.
     """
-    settings = await engine.settings(owner)
-    vis = Visibility(owner, None, None, settings.retention_days)
-    depth = settings.rrf_depth
-    if tier == "keyword":
-        return len(await engine.keyword_ranking(vis, query, depth))
-    result = await engine.embedder(query, engine.config.embed_timeout_s)
-    return len(await vector_search(engine.stores[0], result.signature, vis, result.vectors[0], depth))
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._inputs: dict[tuple[str, str], _Inputs] = {}
+
+    async def run(self, tier: str, owner: str, query: str) -> int:
+        """Run one step; return how many candidates (or results) it produced."""
+        engine = self.engine
+        settings = await engine.settings(owner)
+        vis = Visibility(owner, None, None, settings.retention_days)
+        depth = settings.rrf_depth
+        if tier == "keyword":
+            return len(await engine.keyword_ranking(vis, query, depth))
+        if tier == "vector":
+            result = await engine.embedder(query, engine.config.embed_timeout_s)
+            return len(await vector_search(engine.stores[0], result.signature, vis, result.vectors[0], depth))
+        got = await self._prepared(owner, query, vis, settings)
+        if tier == "rows":
+            return len(await fetch_rows(engine.pool, vis, got.ids, turns=True))
+        fused = fuse_lists({"fts": got.fts, "vec": got.vec}, settings)
+        ranked = boost(fused, got.rows, settings.session_boost, settings.neighbour_boost, settings.speaker_boost, query)
+        memories, _tokens = answer(
+            ranked, got.rows, limit=10, max_tokens=settings.max_tokens, tier=lambda f: credit_tier(f, "pgvector")
+        )
+        return len(memories)
+
+    async def _prepared(self, owner: str, query: str, vis: Visibility, settings: MemorySettings) -> _Inputs:
+        key = (owner, query)
+        if key not in self._inputs:
+            engine = self.engine
+            fts = await engine.keyword_ranking(vis, query, settings.rrf_depth)
+            result = await engine.embedder(query, engine.config.embed_timeout_s)
+            vec = await vector_search(engine.stores[0], result.signature, vis, result.vectors[0], settings.rrf_depth)
+            ids = [f.memory_id for f in fuse_lists({"fts": fts, "vec": vec}, settings)]
+            self._inputs[key] = _Inputs(fts, vec, ids, await fetch_rows(engine.pool, vis, ids, turns=True))
+        return self._inputs[key]
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    fts: RankedList
+    vec: RankedList
+    ids: list[str]
+    rows: dict[str, MemoryRow]

@@ -264,7 +264,7 @@ class _Run:
             lists = {name: ranked for name, ranked in (("fts", fts), ("vec", vec)) if ranked is not None}
             if not lists:
                 return await self._recent(limit), vec_tier, True
-            return self._fuse(lists, s), vec_tier, False
+            return fuse_lists(lists, s), vec_tier, False
         vec, vec_tier, vec_attempts = await self._vector(limit)
         self.attempts += vec_attempts
         if vec is not None:
@@ -277,12 +277,6 @@ class _Run:
             if fts is not None:
                 return single_ranking(fts, "fts"), vec_tier, False
         return await self._recent(limit), vec_tier, True
-
-    def _fuse(self, lists: dict[str, RankedList], s: MemorySettings) -> list[Fused]:
-        if s.fusion == "score":
-            weights = {"fts": s.fts_weight, "vec": s.vec_weight}
-            return score_fuse(lists, weights, s.rrf_depth)
-        return rrf_fuse(lists, s.rrf_k, s.rrf_depth)
 
     async def _keyword(self, limit: int) -> tuple[RankedList | None, Attempt]:
         started = time.perf_counter()
@@ -379,6 +373,13 @@ class _Run:
         if not result.vectors or not result.vectors[0] or not all(math.isfinite(x) for x in result.vectors[0]):
             return None, None, ("embed_failed", "embed service returned no usable vector")
         return list(result.vectors[0]), result.signature, None
+
+
+def fuse_lists(lists: dict[str, RankedList], s: MemorySettings) -> list[Fused]:
+    """Hybrid's fusion of the ranked lists with the owner's ``fusion`` settings."""
+    if s.fusion == "score":
+        return score_fuse(lists, {"fts": s.fts_weight, "vec": s.vec_weight}, s.rrf_depth)
+    return rrf_fuse(lists, s.rrf_k, s.rrf_depth)
 
 
 async def _nothing() -> tuple[RankedList | None, Attempt | None]:

@@ -158,9 +158,9 @@ def test_latency_scenarios_ratios_targets() -> None:
     ]
     met = {t["target"]: (t["value"], t["ok"]) for t in latency.targets(rows, 100_000)}
     assert met == {
-        "hybrid c=1 p50 <= 10 ms": (8.0, True),
-        "hybrid c=1 p99 <= 30 ms": (40.0, False),
-        "hybrid c=16 throughput >= 0.7x floor": (0.75, True),
+        "hybrid c=1 p50 <= 8 ms": (8.0, True),
+        "hybrid c=1 p99 <= 20 ms": (40.0, False),
+        "hybrid c=16 throughput >= 0.8x floor": (0.75, False),
     }
 
 
