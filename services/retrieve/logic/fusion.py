@@ -156,36 +156,93 @@ def score_fuse(
     )
 
 
-def _rescored(fused: Sequence[Fused], share: float, gain_of: Callable[[Fused], float]) -> list[Fused]:
-    """``fused`` with ``share * gain_of(f)`` added to each score, in canonical order."""
+Scores = dict[str, float]  # memory_id -> score, the working state of the boosts
+
+
+def _check_share(share: float) -> None:
     if not (math.isfinite(share) and share >= 0):
         raise ValueError(f"share must be finite and >= 0, got {share}")
+
+
+def _gained(scores: Scores, share: float, gain_of: Callable[[str, float], float]) -> Scores:
+    """``scores`` with ``share * gain_of(id, score)`` added to each (the gains read the scores
+    before any is added, so the order of the input does not matter)."""
+    _check_share(share)
     if share == 0:
-        return _canonical(fused)
-    out = []
-    for f in fused:
-        gain = share * gain_of(f)
-        out.append(msgspec.structs.replace(f, score=f.score + gain) if gain else f)
+        return scores
+    out = {}
+    for memory_id, score in scores.items():
+        gain = share * gain_of(memory_id, score)
+        out[memory_id] = score + gain if gain else score
+    return out
+
+
+def rescored(fused: Sequence[Fused], scores: Mapping[str, float]) -> list[Fused]:
+    """``fused`` with the scores of ``scores`` (the result of the boosts), in canonical order."""
+    out = [
+        f if (score := scores.get(f.memory_id, f.score)) == f.score else msgspec.structs.replace(f, score=score)
+        for f in fused
+    ]
     return _canonical(out)
 
 
-def session_boost(fused: Sequence[Fused], session_of: Mapping[str, str | None], share: float = 0.0) -> list[Fused]:
-    """Each memory gains ``share`` x the best fused score in its session (itself included).
+def scores_of(fused: Sequence[Fused]) -> Scores:
+    """The fused scores as the boosts' working state (the first occurrence of an id counts)."""
+    out: Scores = {}
+    for f in fused:
+        out.setdefault(f.memory_id, f.score)
+    return out
 
-    Evidence clusters in sessions (LoCoMo lead: ~+0.035 R@10). Scores before the boost are
-    used, so the order of the input does not matter. Memories without a session (None or not
-    in ``session_of``) neither gain nor give. ``share=0`` (default, off) only re-sorts.
+
+def session_gains(scores: Scores, session_of: Mapping[str, str | None], share: float = 0.0) -> Scores:
+    """Each memory gains ``share`` x the best score in its session (itself included).
+
+    Evidence clusters in sessions (LoCoMo lead: ~+0.035 R@10). Memories without a session
+    (None or not in ``session_of``) neither gain nor give.
     """
     best: dict[str, float] = {}
-    for f in fused:
-        if (session := session_of.get(f.memory_id)) is not None:
-            best[session] = max(best.get(session, -math.inf), f.score)
+    for memory_id, score in scores.items():
+        if (session := session_of.get(memory_id)) is not None:
+            best[session] = max(best.get(session, -math.inf), score)
 
-    def gain(f: Fused) -> float:
-        session = session_of.get(f.memory_id)
+    def gain(memory_id: str, _score: float) -> float:
+        session = session_of.get(memory_id)
         return best[session] if session is not None else 0.0
 
-    return _rescored(fused, share, gain)
+    return _gained(scores, share, gain)
+
+
+def session_boost(fused: Sequence[Fused], session_of: Mapping[str, str | None], share: float = 0.0) -> list[Fused]:
+    """``session_gains`` over fused results, in canonical order (``share=0``: only re-sorts)."""
+    return rescored(fused, session_gains(scores_of(fused), session_of, share))
+
+
+def neighbour_gains(
+    scores: Scores,
+    position_of: Mapping[str, tuple[str, int]],
+    share: float = 0.0,
+    distance_weights: Sequence[float] = (1.0, 0.5),
+) -> Scores:
+    """Each memory gains ``share`` x the weighted scores of its neighbouring turns.
+
+    ``position_of`` maps a memory to ``(session_id, turn index)``; the neighbours at distance
+    d (both sides, same session) weigh ``distance_weights[d-1]``, so the default reaches ±1
+    at 1.0 and ±2 at 0.5. Only candidates count (a neighbour that did not match adds 0).
+    """
+    at: dict[tuple[str, int], float] = {}
+    for memory_id, score in scores.items():
+        if (pos := position_of.get(memory_id)) is not None:
+            at[pos] = max(at.get(pos, -math.inf), score)
+    weights = list(enumerate(distance_weights, start=1))
+
+    def gain(memory_id: str, _score: float) -> float:
+        if (pos := position_of.get(memory_id)) is None:
+            return 0.0
+        session, index = pos
+        near = [w * (at.get((session, index - d), 0.0) + at.get((session, index + d), 0.0)) for d, w in weights]
+        return math.fsum(near)
+
+    return _gained(scores, share, gain)
 
 
 def neighbour_boost(
@@ -194,28 +251,8 @@ def neighbour_boost(
     share: float = 0.0,
     distance_weights: Sequence[float] = (1.0, 0.5),
 ) -> list[Fused]:
-    """Each memory gains ``share`` x the weighted scores of its neighbouring turns.
-
-    ``position_of`` maps a memory to ``(session_id, turn index)``; the neighbours at distance
-    d (both sides, same session) weigh ``distance_weights[d-1]``, so the default reaches ±1
-    at 1.0 and ±2 at 0.5. Only fused candidates count (a neighbour that did not match adds
-    0); scores before the boost are used. ``share=0`` (default, off) only re-sorts.
-    """
-    at: dict[tuple[str, int], float] = {}
-    for f in fused:
-        if (pos := position_of.get(f.memory_id)) is not None:
-            at[pos] = max(at.get(pos, -math.inf), f.score)
-
-    def gain(f: Fused) -> float:
-        if (pos := position_of.get(f.memory_id)) is None:
-            return 0.0
-        session, index = pos
-        return math.fsum(
-            w * (at.get((session, index - d), 0.0) + at.get((session, index + d), 0.0))
-            for d, w in enumerate(distance_weights, start=1)
-        )
-
-    return _rescored(fused, share, gain)
+    """``neighbour_gains`` over fused results, in canonical order (``share=0``: only re-sorts)."""
+    return rescored(fused, neighbour_gains(scores_of(fused), position_of, share, distance_weights))
 
 
 _QUERY_WORD = re.compile(r"\w+")
@@ -226,28 +263,33 @@ def query_words(query: str) -> frozenset[str]:
     return frozenset(_QUERY_WORD.findall(query.casefold()))
 
 
-def speaker_boost(
-    fused: Sequence[Fused], speaker_of: Mapping[str, str | None], query: str, share: float = 0.0
-) -> list[Fused]:
+def speaker_gains(scores: Scores, speaker_of: Mapping[str, str | None], query: str, share: float = 0.0) -> Scores:
     """A memory whose speaker the question names gains ``share`` x its own score.
 
     ``speaker_of`` maps a memory to the name its turn was said under (the chat message's
     ``name``); a name counts as named when every word of it is a word of the question,
-    casefolded. Memories without a speaker neither gain nor lose. ``share=0`` only re-sorts.
+    casefolded. Memories without a speaker neither gain nor lose.
     """
     words = query_words(query)
     named: dict[str, bool] = {}
 
-    def gain(f: Fused) -> float:
-        speaker = speaker_of.get(f.memory_id)
+    def gain(memory_id: str, score: float) -> float:
+        speaker = speaker_of.get(memory_id)
         if not speaker:
             return 0.0
         if speaker not in named:
             parts = query_words(speaker)
             named[speaker] = bool(parts) and parts <= words
-        return f.score if named[speaker] else 0.0
+        return score if named[speaker] else 0.0
 
-    return _rescored(fused, share, gain)
+    return _gained(scores, share, gain)
+
+
+def speaker_boost(
+    fused: Sequence[Fused], speaker_of: Mapping[str, str | None], query: str, share: float = 0.0
+) -> list[Fused]:
+    """``speaker_gains`` over fused results, in canonical order (``share=0``: only re-sorts)."""
+    return rescored(fused, speaker_gains(scores_of(fused), speaker_of, query, share))
 
 
 def apply_budget(items: Sequence[T], tokens_of: Callable[[T], int], max_tokens: int) -> list[T]:

@@ -20,9 +20,11 @@ from services.retrieve.logic.fusion import (
     Strategy,
     apply_budget,
     keyword_query_is_usable,
-    neighbour_boost,
-    session_boost,
-    speaker_boost,
+    neighbour_gains,
+    rescored,
+    scores_of,
+    session_gains,
+    speaker_gains,
 )
 from shared.errors import DependencyDown, MemorydError, ValidationFailed
 from shared.schemas.retrieval import RetrievedMemory, Tier
@@ -147,15 +149,15 @@ def boost(
     of the best score in a result's session, then ``neighbour_share`` of its neighbouring
     turns' scores, then ``speaker_share`` of its own score when ``query`` names its speaker
     (0 turns each off; the engine and the quality study both call this)."""
-    out = list(ranked)
+    scores = scores_of(ranked)
     if session_share > 0:
-        out = session_boost(out, {i: r.session_id for i, r in rows.items()}, session_share)
+        scores = session_gains(scores, {i: r.session_id for i, r in rows.items()}, session_share)
     positions = {i: (r.session_id, r.turn) for i, r in rows.items() if r.session_id is not None and r.turn is not None}
     if positions:
-        out = neighbour_boost(out, positions, neighbour_share)
+        scores = neighbour_gains(scores, positions, neighbour_share)
     if speaker_share > 0 and query:
-        out = speaker_boost(out, {i: r.speaker for i, r in rows.items()}, query, speaker_share)
-    return out
+        scores = speaker_gains(scores, {i: r.speaker for i, r in rows.items()}, query, speaker_share)
+    return rescored(ranked, scores)  # one sort, whatever the boosts
 
 
 def single_ranking(ranked: RankedList, source: Literal["fts", "vec"]) -> list[Fused]:
