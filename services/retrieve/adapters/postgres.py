@@ -101,7 +101,7 @@ async def keyword_search(
         # the OR query is built inside the statement: one round trip
         c = _Clauses(vis, 4)
         question = f"(SELECT websearch_to_tsquery('{TS_CONFIG}', $1)::text AS t) w"
-        match = rank = "(SELECT q FROM q)"
+        matches, rank = ["(SELECT q FROM q)"], "(SELECT q FROM q)"
         head = f"WITH q AS MATERIALIZED (SELECT (SELECT {SQL_ANY_WORD}::tsquery FROM {question}) AS q) "
         args: list[object] = [query, limit, max_candidates, *c.args]
     else:
@@ -109,19 +109,26 @@ async def keyword_search(
         plan = keyword_plan(text or "", stats, vis.owner, match_budget)
         if plan is None:
             return []
-        c = _Clauses(vis, 5)
-        match, rank, head = "$1::tsquery", "$4::tsquery", ""
-        args = [plan.match, limit, max_candidates, plan.rank, *c.args]
+        c = _Clauses(vis, 5 + len(plan.best))
+        matches = [*(f"${5 + i}::tsquery" for i in range(len(plan.best))), "$1::tsquery"]
+        rank, head = "$4::tsquery", ""
+        args = [plan.match, limit, max_candidates, plan.rank, *plan.best, *c.args]
 
     def branch(who: str) -> str:
         # "+ interval '0 s'": never walk the (owner, created_at) index testing every row's
         # tsvector (measured 20 ms for a 3k-row owner); find the matches by GIN, then keep the newest.
-        newest = (
-            f"SELECT m.id, m.created_at, m.tsv FROM memories m WHERE m.tsv @@ {match} AND {who} AND {c.common}"
-            " ORDER BY m.created_at + interval '0 s' DESC LIMIT $3"
+        newest = " UNION ".join(
+            f"(SELECT m.id, m.created_at FROM memories m WHERE m.tsv @@ {match} AND {who} AND {c.common}"
+            " ORDER BY m.created_at + interval '0 s' DESC LIMIT $3)"
+            for match in matches
         )
+        if len(matches) == 1:
+            newest = newest.replace("SELECT m.id, m.created_at FROM", "SELECT m.id, m.created_at, m.tsv FROM", 1)
+            source = f"({newest}) h"
+        else:  # several candidate sets: deduplicated by id, then each row's tsvector read once
+            source = f"({newest}) n JOIN memories h ON h.id = n.id"
         return (
-            f"(SELECT h.id, h.created_at, ts_rank_cd(h.tsv, {rank}) AS score FROM ({newest}) h"
+            f"(SELECT h.id, h.created_at, ts_rank_cd(h.tsv, {rank}) AS score FROM {source}"
             " ORDER BY score DESC, h.created_at DESC, h.id LIMIT $2)"
         )
 

@@ -35,6 +35,8 @@ def test_large_owner_keeps_every_word_and_the_rare_ones_within_budget() -> None:
     assert plan.match == "( 'work' & 'flight' & 'lisbon' & 'kyoto' ) | 'kyoto' | 'lisbon'"
     assert plan.rank == "'work' | 'flight' | 'lisbon' | 'kyoto'"  # every word still scores
     assert plan.pruned == ("'work'", "'flight'")
+    # the best-ranked matches (every word) are a candidate set of their own, never cut by the cap
+    assert plan.best == ("( 'work' & 'flight' & 'lisbon' & 'kyoto' )",)
 
 
 def test_large_owner_with_only_common_words_matches_all_of_them() -> None:
