@@ -5,7 +5,7 @@ BIN    := $(abspath $(VENV))/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: chromium studio-screenshots run test lint chaos chaos-cluster fuzz bench bench-embed bench-quality bench-latency bench-ingest bench-sleep bench-gateway bench-tracing bench-docs schemas config-docs authz security-docs nats-conf clean
+.PHONY: chromium studio-screenshots run test lint chaos chaos-cluster fuzz bench bench-embed bench-quality bench-latency bench-ingest bench-sleep bench-gateway bench-tracing bench-docs schemas config-docs deletion-audit authz security-docs nats-conf clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -59,6 +59,10 @@ schemas: $(STAMP)  ## regenerate deploy/schemas from the wire messages
 
 config-docs: $(STAMP)  ## regenerate docs/configuration.md from the settings Structs
 	$(BIN)/python -m services.configuration > docs/configuration.md
+
+deletion-audit: $(STAMP)  ## delete after every kind of derived processing, then search everything (report: bench-results/deletion-audit.json)
+	mkdir -p bench-results && MEMORYD_DELETION_AUDIT_REPORT=bench-results/deletion-audit.json \
+		$(BIN)/python -m pytest -q -p no:cacheprovider tests/integration/lifecycle/test_deletion_audit_stack.py
 
 authz: $(STAMP)  ## every role x every subject on nats-server with auth on (report: bench-results/authz.json)
 	mkdir -p bench-results && MEMORYD_AUTHZ_REPORT=bench-results/authz.json \

@@ -10,16 +10,20 @@ relations, conflict verdicts); ``summarize`` folds memories into an LLM summary 
 the owner exports everything. Then one memory is deleted and the rest cleared, and every
 text, json, jsonb and uuid column of every table, both vector stores, the dead-letter stream
 and every log line the services wrote are searched for the memories' ids and the secret: none
-is found. Another owner's memories stay as they were.
+is found. Another owner's memories stay as they were. ``MEMORYD_DELETION_AUDIT_REPORT=<file>``
+(``make deletion-audit``) writes what was searched and what was found as JSON, which
+``make security-docs`` renders.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -213,16 +217,39 @@ async def test_deleting_after_all_derived_processing_leaves_nothing(
         await eventually(lambda: _count(pool, "SELECT count(*) FROM memories WHERE owner = $1", 0, owner), "cleared")
 
     needles = [*sorted(ids), *sorted(entity_ids), TOKEN, SECRET[:24]]
-    assert await residues(pool, needles) == {}
+    found = await residues(pool, needles)
     points = [(mid, who) for page in [p async for p in stores.qdrant.point_refs()] for mid, who in page]
-    assert not [p for p in points if p[0] in ids or p[1] == owner]
-    assert not [d for d in await dead_letters(nc) if any(n.encode() in d for n in needles)]
+    left_points = [p for p in points if p[0] in ids or p[1] == owner]
+    letters = await dead_letters(nc)
+    left_letters = [d for d in letters if any(n.encode() in d for n in needles)]
     logs = capfd.readouterr()
     lines = (logs.out + logs.err).splitlines()
+    left_lines = [ln for ln in lines if any(n in ln for n in needles)]
+    if report := os.environ.get("MEMORYD_DELETION_AUDIT_REPORT"):
+        left = len(found) + len(left_points) + len(left_letters) + len(left_lines)
+        columns = len(await searchable_columns(pool))
+        counts = (len(ids), len(needles), columns, len(points), len(letters), len(lines), left)
+        write_audit_report(Path(report), *counts)
+    assert found == {}
+    assert not left_points
+    assert not left_letters
     assert any("service.ready" in ln for ln in lines) and any("consumer.dead_letter" in ln for ln in lines)
-    assert [ln for ln in lines if any(n in ln for n in needles)] == []
+    assert left_lines == []
     assert await owner_ids(pool, other) == kept
     await stores.close()
+
+
+def write_audit_report(
+    path: Path, memories: int, needles: int, columns: int, points: int, letters: int, lines: int, residues: int
+) -> None:
+    summary = (
+        f"**Deletion audit** (`make deletion-audit`): {memories} memories deleted after extraction, "
+        f"embedding into pgvector and Qdrant, a sleep run, an LLM summary, an export and a dead letter; "
+        f"then {needles} ids and texts searched in {columns} columns of every table, the {points} Qdrant "
+        f"points and {letters} dead letters left, and {lines} log lines; residues: {residues}."
+    )
+    report = {"summary": summary, "memories": memories, "columns": columns, "residues": residues}
+    path.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
 
 
 async def _count(pool: asyncpg.Pool, sql: str, expected: int, *args: Any) -> bool:
