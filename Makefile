@@ -5,7 +5,7 @@ BIN    := $(abspath $(VENV))/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: chromium studio-screenshots run test lint chaos chaos-cluster fuzz bench bench-embed bench-quality bench-latency bench-ingest bench-sleep bench-gateway bench-tracing bench-docs schemas config-docs deletion-audit authz security-docs nats-conf clean
+.PHONY: chromium studio-screenshots run test lint chaos chaos-cluster fuzz bench bench-embed bench-quality bench-paraphrase bench-latency bench-ingest bench-sleep bench-gateway bench-tracing bench-docs schemas config-docs deletion-audit authz security-docs nats-conf clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -76,7 +76,7 @@ nats-conf: $(STAMP)  ## regenerate the users of deploy/nats/nats.conf from the r
 
 # Each benchmark saves bench-results/<name>.json; `make bench-docs` renders them into docs/benchmarks.md
 # and docs/reliability.md (`make chaos` and `make fuzz` write the reliability results).
-bench: bench-embed bench-ingest bench-latency bench-quality bench-sleep bench-gateway bench-docs
+bench: bench-embed bench-ingest bench-latency bench-quality bench-paraphrase bench-sleep bench-gateway bench-docs
 
 bench-embed: $(STAMP)
 	mkdir -p bench-results && $(BIN)/python -m bench embed --json bench-results/embed.json
@@ -89,6 +89,9 @@ bench-latency: $(STAMP)
 
 bench-quality: $(STAMP)
 	mkdir -p bench-results && $(BIN)/python -m bench quality --json bench-results/quality.json
+
+bench-paraphrase: $(STAMP)
+	mkdir -p bench-results && $(BIN)/python -m bench paraphrase --json bench-results/paraphrase.json
 
 bench-sleep: $(STAMP)
 	mkdir -p bench-results && $(BIN)/python -m bench sleep --json bench-results/sleep.json

@@ -1,10 +1,12 @@
 """``python -m bench ingest [--events N] [--json OUT]`` (see ``bench/ingest.py``) and
-``python -m bench docs`` (see ``bench/docs.py``)."""
+``python -m bench paraphrase`` (see ``bench/paraphrase.py``) and ``python -m bench docs`` (see ``bench/docs.py``)."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -25,6 +27,29 @@ def ingest(events: int, json_path: str | None) -> int:
     return 0
 
 
+@click.command("paraphrase", context_settings=CONTEXT_SETTINGS)
+@click.option("--memories", type=click.IntRange(min=20), default=2000, show_default=True, help="synthetic memories")
+@click.option("--questions", type=click.IntRange(min=1), default=200, show_default=True, help="memories asked about")
+@click.option("--seed", type=int, default=19, show_default=True)
+@json_option
+def paraphrase(memories: int, questions: int, seed: int, json_path: str | None) -> int:
+    """Keyword-style vs paraphrased questions: hybrid, semantic-only, keyword-only (source in top 10)."""
+    from bench.harness import ServiceStack, embedded_servers
+    from bench.paraphrase import render, run_paraphrase
+
+    async def go(log: Callable[[str], None]) -> dict[str, Any]:
+        async with (
+            embedded_servers() as servers,
+            ServiceStack(servers.nats_url, servers.pg_dsn, servers=servers) as stack,
+        ):
+            return await run_paraphrase(stack, memories, questions, seed=seed, log=log)
+
+    with running("paraphrase") as log:
+        report = asyncio.run(go(log))
+    emit(render(report), report, json_path)
+    return 0
+
+
 @click.command("docs", context_settings=CONTEXT_SETTINGS)
 @click.option("--root", default=".", show_default=True, metavar="DIR", help="the repository root (holds docs/)")
 @click.option("--results", default="bench-results", show_default=True, metavar="DIR")
@@ -37,4 +62,4 @@ def docs(root: str, results: str) -> int:
     return 0
 
 
-COMMANDS = (ingest, docs)
+COMMANDS = (ingest, paraphrase, docs)

@@ -19,6 +19,7 @@ DOCUMENTS: dict[str, str] = {
     "embed": "docs/benchmarks.md",
     "ingest": "docs/benchmarks.md",
     "quality": "docs/benchmarks.md",
+    "paraphrase": "docs/benchmarks.md",
     "latency": "docs/benchmarks.md",
     "sleep": "docs/benchmarks.md",
     "gateway": "docs/benchmarks.md",
@@ -32,7 +33,7 @@ PRERENDERED = ("chaos", "chaos-cluster", "fuzz")
 
 
 def renderer(name: str) -> Callable[[dict[str, Any]], str]:
-    from bench import embed, gateway, ingest, latency, quality, sleep, tracing
+    from bench import embed, gateway, ingest, latency, paraphrase, quality, sleep, tracing
 
     if name in PRERENDERED:
         return lambda report: str(report["markdown"])
@@ -40,6 +41,7 @@ def renderer(name: str) -> Callable[[dict[str, Any]], str]:
         "embed": embed.render,
         "ingest": ingest.render,
         "quality": quality.render,
+        "paraphrase": paraphrase.render,
         "latency": latency.render,
         "sleep": sleep.render,
         "gateway": gateway.render,

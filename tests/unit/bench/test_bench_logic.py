@@ -165,7 +165,17 @@ def test_latency_scenarios_ratios_targets() -> None:
 
 
 def test_bench_commands_parse() -> None:
-    assert set(bench.commands) == {"quality", "latency", "embed", "sleep", "gateway", "tracing", "ingest", "docs"}
+    assert set(bench.commands) == {
+        "quality",
+        "latency",
+        "embed",
+        "sleep",
+        "gateway",
+        "tracing",
+        "ingest",
+        "paraphrase",
+        "docs",
+    }
 
     def params(*argv: str) -> dict[str, object]:
         command = bench.commands[argv[0]]
@@ -178,6 +188,7 @@ def test_bench_commands_parse() -> None:
     assert params("sleep")["sizes"] == [10_000, 100_000]
     assert params("gateway", "--concurrency", "1,4")["concurrency"] == [1, 4]
     assert params("tracing", "--rounds", "3")["rounds"] == 3
+    assert (params("paraphrase")["memories"], params("paraphrase", "--questions", "50")["questions"]) == (2000, 50)
     with pytest.raises(click.BadParameter, match="every value must be >= 1"):
         params("latency", "--sizes", "0")
 
