@@ -88,7 +88,9 @@ def configure(service: str, cfg: LogConfig) -> None:
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
         logger_factory=structlog.PrintLoggerFactory(file=_CurrentStderr()),  # type: ignore[arg-type]
-        cache_logger_on_first_use=True,
+        # not cached: a process that configures logging again (the CLI and services run in one
+        # process in tests and tools) must reach the loggers already used
+        cache_logger_on_first_use=False,
     )
     structlog.contextvars.clear_contextvars()
     structlog.contextvars.bind_contextvars(service=service)

@@ -35,6 +35,7 @@ from memoryd.local.nats import EmbeddedNats
 from shared.bus.provision import ensure_streams
 from shared.bus.rpc_client import call
 from shared.codec import encode
+from shared.observability.logging import configure
 from shared.schemas import ChatEvent, ChatMessage
 from shared.schemas.memory import (
     MemoryClearRequest,
@@ -43,7 +44,7 @@ from shared.schemas.memory import (
     MemoryExportRequest,
 )
 from shared.schemas.ops import SleepRunRequest, SummarizeRequest
-from shared.settings.env import NatsConfig, ServiceConfig
+from shared.settings.env import LogConfig, NatsConfig, ServiceConfig
 from shared.subjects import CHAT_EVENTS, DLQ_STREAM, MSG_ID_HEADER, chat_msg_id
 from shared.vectors.registry import open_stores
 from tests.support.fake_llm import FakeLlm
@@ -161,6 +162,9 @@ async def test_deleting_after_all_derived_processing_leaves_nothing(
     stack_config: ServiceConfig, nc: Client, pool: asyncpg.Pool, capfd: pytest.CaptureFixture[str]
 ) -> None:
     owner, other = f"audit-{uuid.uuid4().hex[:6]}", f"keep-{uuid.uuid4().hex[:6]}"
+    # every info line is searched: another in-process user (the CLI logs errors only) may
+    # have configured logging before this test
+    configure("audit", LogConfig(level="info", format="console"))
     await ensure_streams(nc.jetstream(), NatsConfig())
     await pool.execute(
         "INSERT INTO settings (owner, \"values\") VALUES ('*', $1::jsonb)"
@@ -168,75 +172,80 @@ async def test_deleting_after_all_derived_processing_leaves_nothing(
         {"sleepPatternMinMemories": 3},
     )
     stores = await open_stores(stack_config, pool)
-    assert stores.qdrant is not None
-    async with run_services(["ingest", "extract", "embed", "sleep"], stack_config):
-        await publish(nc, event(owner, SECRET))
-        await publish(nc, event(owner, SECRET, metadata={"pad": "x" * 9000}))  # over the cap: dead-lettered
-        await publish(nc, event(other, KEPT))
-        for day in range(4):
-            req = MemoryCreateRequest(owner=owner, content=f"Went running at 6am, then locker {TOKEN}, day {day}")
-            await call(nc, "memory.create", req)
+    try:
+        assert stores.qdrant is not None
+        async with run_services(["ingest", "extract", "embed", "sleep"], stack_config):
+            await publish(nc, event(owner, SECRET))
+            await publish(nc, event(owner, SECRET, metadata={"pad": "x" * 9000}))  # over the cap: dead-lettered
+            await publish(nc, event(other, KEPT))
+            for day in range(4):
+                req = MemoryCreateRequest(owner=owner, content=f"Went running at 6am, then locker {TOKEN}, day {day}")
+                await call(nc, "memory.create", req)
 
-        async def derived() -> bool:
-            facts = await pool.fetchval("SELECT count(*) FROM memories WHERE owner = $1 AND source = 'llm'", owner)
-            waiting = await pool.fetchval("SELECT count(*) FROM memories WHERE needs_reindex")
-            return bool(facts) and waiting == 0 and len(await dead_letters(nc)) >= 1
+            async def derived() -> bool:
+                facts = await pool.fetchval("SELECT count(*) FROM memories WHERE owner = $1 AND source = 'llm'", owner)
+                waiting = await pool.fetchval("SELECT count(*) FROM memories WHERE needs_reindex")
+                return bool(facts) and waiting == 0 and len(await dead_letters(nc)) >= 1
 
-        await eventually(derived, "extraction, embedding and the dead letter")
-        run = await call(nc, "sleep.run", SleepRunRequest(owner=owner, wait=True, timeout_s=60), timeout=70)
-        assert run.run is not None and run.run.status in ("ok", "refreshed"), run.run
-        summary = await call(nc, "summarize", SummarizeRequest(older_than_days=0, owner=owner), timeout=60)
-        assert summary.summary_ids, summary
-        await eventually(
-            lambda: _count(pool, "SELECT count(*) FROM memories WHERE needs_reindex", 0), "derived memories embedded"
-        )
-        exported = await call(nc, "memory.export", MemoryExportRequest(owner=owner))
+            await eventually(derived, "extraction, embedding and the dead letter")
+            run = await call(nc, "sleep.run", SleepRunRequest(owner=owner, wait=True, timeout_s=60), timeout=70)
+            assert run.run is not None and run.run.status in ("ok", "refreshed"), run.run
+            summary = await call(nc, "summarize", SummarizeRequest(older_than_days=0, owner=owner), timeout=60)
+            assert summary.summary_ids, summary
+            await eventually(
+                lambda: _count(pool, "SELECT count(*) FROM memories WHERE needs_reindex", 0),
+                "derived memories embedded",
+            )
+            exported = await call(nc, "memory.export", MemoryExportRequest(owner=owner))
 
-        ids = await owner_ids(pool, owner)
-        kinds = {r["type"] for r in await pool.fetch("SELECT type FROM memories WHERE owner = $1", owner)}
-        assert {"pattern", "summary"} <= kinds, kinds
-        entity_ids = {str(r["id"]) for r in await pool.fetch("SELECT id FROM entities WHERE owner = $1", owner)}
-        assert entity_ids
-        assert ids <= set(re.findall(r'"id":"([0-9a-f-]{36})"', exported.lines))
-        qdrant_ids = {mid for page in [p async for p in stores.qdrant.point_refs()] for mid, _ in page}
-        active = {
-            str(r["id"])
-            for r in await pool.fetch("SELECT id FROM memories WHERE owner = $1 AND state = 'active'", owner)
-        }
-        assert active and active <= qdrant_ids  # archived members of the summary have no vector of their own
-        vectors = await pool.fetchval(
-            "SELECT count(*) FROM memory_embeddings WHERE memory_id = ANY($1::uuid[])", [uuid.UUID(i) for i in ids]
-        )
-        assert vectors >= len(active)
-        kept = await owner_ids(pool, other)
+            ids = await owner_ids(pool, owner)
+            kinds = {r["type"] for r in await pool.fetch("SELECT type FROM memories WHERE owner = $1", owner)}
+            assert {"pattern", "summary"} <= kinds, kinds
+            entity_ids = {str(r["id"]) for r in await pool.fetch("SELECT id FROM entities WHERE owner = $1", owner)}
+            assert entity_ids
+            assert ids <= set(re.findall(r'"id":"([0-9a-f-]{36})"', exported.lines))
+            qdrant_ids = {mid for page in [p async for p in stores.qdrant.point_refs()] for mid, _ in page}
+            active = {
+                str(r["id"])
+                for r in await pool.fetch("SELECT id FROM memories WHERE owner = $1 AND state = 'active'", owner)
+            }
+            assert active and active <= qdrant_ids  # archived members of the summary have no vector of their own
+            vectors = await pool.fetchval(
+                "SELECT count(*) FROM memory_embeddings WHERE memory_id = ANY($1::uuid[])", [uuid.UUID(i) for i in ids]
+            )
+            assert vectors >= len(active)
+            kept = await owner_ids(pool, other)
 
-        first = sorted(ids)[0]
-        await call(nc, "memory.delete", MemoryDeleteRequest(owner=owner, id=first))
-        cleared = await call(nc, "memory.clear", MemoryClearRequest(owner=owner))
-        assert cleared.count >= 1
-        await eventually(lambda: _count(pool, "SELECT count(*) FROM memories WHERE owner = $1", 0, owner), "cleared")
+            first = sorted(ids)[0]
+            await call(nc, "memory.delete", MemoryDeleteRequest(owner=owner, id=first))
+            cleared = await call(nc, "memory.clear", MemoryClearRequest(owner=owner))
+            assert cleared.count >= 1
+            await eventually(
+                lambda: _count(pool, "SELECT count(*) FROM memories WHERE owner = $1", 0, owner), "cleared"
+            )
 
-    needles = [*sorted(ids), *sorted(entity_ids), TOKEN, SECRET[:24]]
-    found = await residues(pool, needles)
-    points = [(mid, who) for page in [p async for p in stores.qdrant.point_refs()] for mid, who in page]
-    left_points = [p for p in points if p[0] in ids or p[1] == owner]
-    letters = await dead_letters(nc)
-    left_letters = [d for d in letters if any(n.encode() in d for n in needles)]
-    logs = capfd.readouterr()
-    lines = (logs.out + logs.err).splitlines()
-    left_lines = [ln for ln in lines if any(n in ln for n in needles)]
-    if report := os.environ.get("MEMORYD_DELETION_AUDIT_REPORT"):
-        left = len(found) + len(left_points) + len(left_letters) + len(left_lines)
-        columns = len(await searchable_columns(pool))
-        counts = (len(ids), len(needles), columns, len(points), len(letters), len(lines), left)
-        write_audit_report(Path(report), *counts)
-    assert found == {}
-    assert not left_points
-    assert not left_letters
-    assert any("service.ready" in ln for ln in lines) and any("consumer.dead_letter" in ln for ln in lines)
-    assert left_lines == []
-    assert await owner_ids(pool, other) == kept
-    await stores.close()
+        needles = [*sorted(ids), *sorted(entity_ids), TOKEN, SECRET[:24]]
+        found = await residues(pool, needles)
+        points = [(mid, who) for page in [p async for p in stores.qdrant.point_refs()] for mid, who in page]
+        left_points = [p for p in points if p[0] in ids or p[1] == owner]
+        letters = await dead_letters(nc)
+        left_letters = [d for d in letters if any(n.encode() in d for n in needles)]
+        logs = capfd.readouterr()
+        lines = (logs.out + logs.err).splitlines()
+        left_lines = [ln for ln in lines if any(n in ln for n in needles)]
+        if report := os.environ.get("MEMORYD_DELETION_AUDIT_REPORT"):
+            left = len(found) + len(left_points) + len(left_letters) + len(left_lines)
+            columns = len(await searchable_columns(pool))
+            counts = (len(ids), len(needles), columns, len(points), len(letters), len(lines), left)
+            write_audit_report(Path(report), *counts)
+        assert found == {}
+        assert not left_points
+        assert not left_letters
+        assert any("service.ready" in ln for ln in lines) and any("consumer.dead_letter" in ln for ln in lines)
+        assert left_lines == []
+        assert await owner_ids(pool, other) == kept
+    finally:
+        await stores.close()
 
 
 def write_audit_report(

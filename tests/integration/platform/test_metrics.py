@@ -34,7 +34,10 @@ async def test_ingest_and_retrieve_pages_carry_only_their_own_families(config: S
         "memoryd_jobs",
         "memoryd_job_seconds",
         "memoryd_dlq",
+        "memoryd_dlq_replayed",
         "memoryd_queue_lag",
+        "memoryd_stream_oldest_unprocessed_age_seconds",
+        "memoryd_stream_max_age_seconds",
         "memoryd_llm_calls",
         "memoryd_llm_tokens",
     }
