@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -46,7 +46,11 @@ async def connect(
     (permission violations among them).
     """
 
+    refusals: list[Exception] = []  # what the server said while the first connect was retried
+
     async def error_cb(exc: Exception) -> None:
+        if not nc.is_connected:
+            refusals.append(exc)
         log.warning("nats.error", error=str(exc) or type(exc).__name__)
         if on_error is not None:
             await on_error(exc)
@@ -81,6 +85,19 @@ async def connect(
     except Exception as exc:  # the client raises several unrelated types here
         with contextlib.suppress(Exception):
             await nc.close()
-        why = redact_text(str(exc)) or type(exc).__name__
+        why = connect_failure(exc, refusals)
         raise ConfigError("MEMORYD_NATS_URL", f"cannot connect to NATS at {redact_text(cfg.url)}: {why}") from exc
     return nc
+
+
+def connect_failure(exc: Exception, refusals: Sequence[Exception]) -> str:
+    """Why the first connect failed, in words. nats-py retries an authorization violation until
+    the attempts or the timeout run out and then raises something unrelated (a timeout, a reset
+    connection), so a refusal the server sent meanwhile is the reason to report."""
+    said = [redact_text(str(e)) or type(e).__name__ for e in (*refusals, exc)]
+    refused = [s for s in said if "authorization" in s.lower()]
+    if refused:
+        return f"{refused[-1]}: the server wants a user and password (in the URL, or MEMORYD_NATS_CREDENTIALS)"
+    if isinstance(exc, TimeoutError) and refusals:
+        return said[-2]
+    return said[-1]

@@ -83,9 +83,7 @@ async def test_every_quickstart_snippet_runs(tmp_path: Path) -> None:
             answer = await asyncio.to_thread(_run, *snippets[3], tmp_path, env)
             assert answer == "Use TypeScript with Vite.\n"
             assert "TypeScript" in llm.requests[-1]["messages"][0]["content"]
-            runtime = json.loads((tmp_path / ".memoryd" / "runtime.json").read_text())
-            client_env = env | {"MEMORYD_NATS_URL": runtime["nats_url"]}
-            hits = await asyncio.to_thread(_run, *snippets[4], tmp_path, client_env)
+            hits = await asyncio.to_thread(_run, *snippets[4], tmp_path, env)  # no MEMORYD_NATS_*: client.json
             assert "PostgreSQL" in hits
             stdio_cfg = json.loads(snippets[5][1])["mcpServers"]["memoryd"]
             command = shutil.which(stdio_cfg["command"], path=env["PATH"])
