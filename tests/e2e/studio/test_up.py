@@ -5,6 +5,7 @@ sees that owner's engine and the activity charts, without an error banner."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -50,7 +51,8 @@ async def up(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tuple[st
                 break
         yield f"http://127.0.0.1:{port}", data
     finally:
-        proc.send_signal(signal.SIGINT)
+        with contextlib.suppress(ProcessLookupError):  # it may have exited already: the test says why
+            proc.send_signal(signal.SIGINT)
         try:
             await asyncio.wait_for(proc.wait(), timeout=60)
         except TimeoutError:

@@ -75,13 +75,13 @@ async def test_unexpected_error_is_opaque_500(nc: Client) -> None:
         raise RuntimeError("secret connection string postgres://user:pw@db")
 
     server = await _server(nc, handler)
-    msg = await nc.request("mem.v1.rpc.memory.get", _encode(MemoryGetRequest(owner="a", id=MEM_ID)), timeout=2)
+    msg = await nc.request("mem.v1.rpc.memory.get", _encode(MemoryGetRequest(owner="a", id=MEM_ID)), timeout=10)
     body = json.loads(msg.data)
     assert body["code"] == 500 and body["description"] == "internal error"
     assert len(body["error_id"]) == 12
     assert b"secret" not in msg.data and "secret" not in json.dumps(dict(msg.headers or {}))
     with pytest.raises(RemoteError):
-        await call(nc, OP, MemoryGetRequest(owner="a", id=MEM_ID), timeout=2)
+        await call(nc, OP, MemoryGetRequest(owner="a", id=MEM_ID), timeout=10)
     await server.drain()
 
 
