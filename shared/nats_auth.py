@@ -226,14 +226,27 @@ def password_variable(user: str) -> str:
     return f"NATS_{user.upper()}_PASSWORD"
 
 
+def deploy_permissions() -> list[tuple[str, dict[str, object]]]:
+    """``(user, permissions)`` of every user of the deploy configs, in ``DEPLOY_USERS`` order."""
+    perms = role_permissions()
+    return [(user, application_permissions(user) if user == APP_USER else perms[user]) for user in DEPLOY_USERS]
+
+
 def render_env_authorization() -> str:
     """The ``authorization`` block of deploy/nats/nats.conf: the same roles as ``memoryd up``,
     passwords from the server's environment (``$NATS_<USER>_PASSWORD``), nothing for anyone else."""
-    perms = role_permissions()
     lines = ["authorization {", "  users = ["]
-    for user in DEPLOY_USERS:
-        permissions = application_permissions(user) if user == APP_USER else perms[user]
+    for user, permissions in deploy_permissions():
         lines.append(f"    {{user: {_conf_value(user)}, password: ${password_variable(user)},")
         lines.append(f"     permissions: {_conf_value(permissions)}}}")
     lines += ["  ]", "}"]
     return "\n".join(lines) + "\n"
+
+
+def helm_authorization_users() -> list[dict[str, object]]:
+    """The same users for the NATS Helm chart's ``config.merge.authorization``: the chart writes a
+    value wrapped in ``<< >>`` unquoted, so ``$NATS_<USER>_PASSWORD`` stays a variable reference."""
+    return [
+        {"user": user, "password": f"<< ${password_variable(user)} >>", "permissions": permissions}
+        for user, permissions in deploy_permissions()
+    ]

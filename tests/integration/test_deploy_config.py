@@ -509,6 +509,35 @@ def test_nats_conf_authorization_is_on_and_generated_from_the_roles() -> None:
     assert out.returncode != 0 and "NATS_INGEST_PASSWORD" in out.stderr + out.stdout
 
 
+def test_helm_cluster_values_carry_the_same_users_with_passwords_from_the_secret(tmp_path: Path) -> None:
+    """The Helm values of the Kubernetes cluster turn authorization on with the users of nats.conf;
+    each password is a variable the chart leaves unquoted, read from the memoryd-nats Secret."""
+    from services import deploy_nats
+    from shared.nats_auth import deploy_permissions
+
+    committed = deploy_nats.HELM_VALUES.read_text(encoding="utf-8")
+    assert committed == deploy_nats.render_helm_values(committed), "stale nats-values.yaml: run `make nats-conf`"
+    values = yaml.safe_load(committed)
+    users = values["config"]["merge"]["authorization"]["users"]
+    assert [(u["user"], u["permissions"]) for u in users] == deploy_permissions()
+    assert [u["password"] for u in users] == [f"<< ${password_variable(u)} >>" for u in DEPLOY_USERS]
+    secrets = {d["metadata"]["name"]: d for d in yaml.safe_load_all((DEPLOY / "k8s" / "secret.yaml").read_text())}
+    secret_keys = set(secrets[deploy_nats.NATS_SECRET]["stringData"])
+    env = values["container"]["env"]
+    assert set(env) == {password_variable(u) for u in DEPLOY_USERS} <= secret_keys
+    for name, var in env.items():
+        assert var["valueFrom"]["secretKeyRef"] == {"name": deploy_nats.NATS_SECRET, "key": name}
+    # what the chart writes for these users (a << >> value unquoted) is a config nats-server takes
+    rendered = json.dumps(users)
+    rendered = re.sub(r'"<< (\$\w+) >>"', r"\1", rendered)
+    conf = tmp_path / "helm-authorization.conf"
+    conf.write_text(f"listen: 127.0.0.1:-1\nauthorization {{\n  users = {rendered}\n}}\n", encoding="utf-8")
+    out = nats_server_check(conf, NATS_PASSWORDS)
+    assert out.returncode == 0, out.stderr + out.stdout
+    out = nats_server_check(conf, {k: v for k, v in NATS_PASSWORDS.items() if "GATEWAY" not in k})
+    assert out.returncode != 0 and "NATS_GATEWAY_PASSWORD" in out.stderr + out.stdout
+
+
 def test_stream_configs_are_sane_and_never_capture_rpc() -> None:
     streams = stream_files()
     assert set(streams) == {"MEM_EVENTS", "MEM_JOBS", "MEM_SLEEP", "MEM_DLQ"}
