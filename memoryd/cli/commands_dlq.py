@@ -9,6 +9,7 @@ Exit code 1 when a replay left letters behind.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -49,6 +50,13 @@ def _select(seqs: tuple[int, ...], stage: str | None, all_: bool) -> dict[str, A
 _stage = click.option("--stage", metavar="S", help="only letters of this stage (ingest, extract, embed, sleep)")
 _all = click.option("--all", "all_", is_flag=True, help="every letter (of --stage, if given)")
 _seqs = click.argument("seqs", nargs=-1, type=click.IntRange(min=1))
+
+
+def _selection_command(fn: Callable[..., int]) -> Callable[..., int]:
+    """The arguments of a command that acts on a selection of letters (``replay``, ``drop``)."""
+    for option in reversed((_seqs, _stage, _all, json_option(_WIRE_HELP), timeout_option(60.0), nats_options)):
+        fn = option(fn)
+    return fn
 
 
 @click.group("dlq", context_settings=CONTEXT_SETTINGS)
@@ -124,12 +132,7 @@ def show(seq: int, as_json: bool, timeout: float, nats_url: str | None, data_dir
 
 
 @dlq.command("replay", context_settings=CONTEXT_SETTINGS)
-@_seqs
-@_stage
-@_all
-@json_option(_WIRE_HELP)
-@timeout_option(60.0)
-@nats_options
+@_selection_command
 def replay(
     seqs: tuple[int, ...],
     stage: str | None,
@@ -164,12 +167,7 @@ def replay(
 
 
 @dlq.command("drop", context_settings=CONTEXT_SETTINGS)
-@_seqs
-@_stage
-@_all
-@json_option(_WIRE_HELP)
-@timeout_option(60.0)
-@nats_options
+@_selection_command
 def drop(
     seqs: tuple[int, ...],
     stage: str | None,
