@@ -61,10 +61,10 @@ def _decode_key(text: str, where: str) -> bytes:
     try:
         raw = base64.urlsafe_b64decode(text.strip().encode())
     except (binascii.Error, ValueError) as exc:
-        raise ConfigError(where, "not base64 (make a key with `openssl rand -base64 32`)") from exc
+        raise ConfigError(where, "not base64 (make a key with `memoryd secrets generate-key`)") from exc
     if len(raw) != KEY_BYTES:
         raise ConfigError(
-            where, f"a key is {KEY_BYTES} bytes in base64 (`openssl rand -base64 32`); this one is {len(raw)} bytes"
+            where, f"a key is {KEY_BYTES} bytes in base64 (`memoryd secrets generate-key`); this one is {len(raw)} bytes"
         )
     return raw
 

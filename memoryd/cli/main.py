@@ -21,6 +21,7 @@ from memoryd.cli import (
     commands_keys,
     commands_lifecycle,
     commands_search,
+    commands_secrets,
     commands_server,
     commands_settings,
     commands_sleep,
@@ -43,6 +44,7 @@ COMMAND_MODULES = (
     commands_dlq,
     commands_credentials,
     commands_keys,
+    commands_secrets,
 )
 
 

@@ -143,7 +143,7 @@ class QdrantConfig(msgspec.Struct, frozen=True, kw_only=True):
 class SecretsConfig(msgspec.Struct, frozen=True, kw_only=True):
     """The key that seals secrets stored in the database (``shared.secrets``)."""
 
-    #: key (32 bytes in base64: `openssl rand -base64 32`) that encrypts API keys stored in runtime settings;
+    #: key (32 bytes in base64: `memoryd secrets generate-key`) that encrypts API keys stored in runtime settings;
     #: `memoryd up` generates one into `<data-dir>/secrets.key`
     key: str | None = None
     #: file of keys, one a line: the first encrypts, every one decrypts (rotation: put a new key first)

@@ -156,3 +156,24 @@ print(sorted(m for m in {blocked!r} if m in sys.modules))
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["2", "[]"], done.stdout
     assert "runtime.json" in done.stderr
+
+
+def test_secrets_generate_key_prints_a_key_or_writes_a_new_0600_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from shared.secrets import Keyring
+    from shared.settings.env import SecretsConfig
+
+    assert main(["secrets", "generate-key"]) == 0
+    printed = capsys.readouterr().out.strip()
+    sealed = Keyring.from_config(SecretsConfig(key=printed)).seal("embeddingApiKey", "sk-1")
+    path = tmp_path / "secrets.key"
+    assert main(["secrets", "generate-key", "--file", str(path)]) == 0
+    assert path.stat().st_mode & 0o777 == 0o600
+    ring = Keyring.from_config(SecretsConfig(key_file=str(path)))
+    assert ring.open("embeddingApiKey", ring.seal("embeddingApiKey", "sk-2")) == "sk-2"
+    assert Keyring.from_config(SecretsConfig(key=printed)).open("embeddingApiKey", sealed) == "sk-1"
+    before = path.read_text()
+    capsys.readouterr()
+    assert main(["secrets", "generate-key", "--file", str(path)]) == 2
+    assert "never overwritten" in capsys.readouterr().err and path.read_text() == before
