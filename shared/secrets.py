@@ -64,7 +64,8 @@ def _decode_key(text: str, where: str) -> bytes:
         raise ConfigError(where, "not base64 (make a key with `memoryd secrets generate-key`)") from exc
     if len(raw) != KEY_BYTES:
         raise ConfigError(
-            where, f"a key is {KEY_BYTES} bytes in base64 (`memoryd secrets generate-key`); this one is {len(raw)} bytes"
+            where,
+            f"a key is {KEY_BYTES} bytes in base64 (`memoryd secrets generate-key`); this one is {len(raw)} bytes",
         )
     return raw
 
