@@ -5,7 +5,7 @@ BIN    := $(abspath $(VENV))/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: chromium studio-screenshots run test lint chaos chaos-cluster fuzz bench bench-embed bench-quality bench-paraphrase bench-latency bench-ingest bench-sleep bench-gateway bench-tracing bench-docs schemas config-docs deletion-audit authz security-docs nats-conf clean
+.PHONY: chromium studio-screenshots run test lint chaos chaos-cluster fuzz bench bench-embed bench-quality bench-paraphrase bench-dense-context bench-latency bench-ingest bench-sleep bench-gateway bench-tracing bench-docs schemas config-docs deletion-audit authz security-docs nats-conf clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -92,6 +92,9 @@ bench-quality: $(STAMP)
 
 bench-paraphrase: $(STAMP)
 	mkdir -p bench-results && $(BIN)/python -m bench paraphrase --json bench-results/paraphrase.json
+
+bench-dense-context: $(STAMP)
+	mkdir -p bench-results && $(BIN)/python -m bench dense-context --json bench-results/dense-context.json
 
 bench-sleep: $(STAMP)
 	mkdir -p bench-results && $(BIN)/python -m bench sleep --json bench-results/sleep.json

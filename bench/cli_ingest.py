@@ -1,5 +1,6 @@
-"""``python -m bench ingest [--events N] [--json OUT]`` (see ``bench/ingest.py``) and
-``python -m bench paraphrase`` (see ``bench/paraphrase.py``) and ``python -m bench docs`` (see ``bench/docs.py``)."""
+"""``python -m bench ingest [--events N] [--json OUT]`` (see ``bench/ingest.py``),
+``python -m bench paraphrase`` (see ``bench/paraphrase.py``), ``python -m bench dense-context``
+(see ``bench/dense_context.py``) and ``python -m bench docs`` (see ``bench/docs.py``)."""
 
 from __future__ import annotations
 
@@ -50,6 +51,32 @@ def paraphrase(memories: int, questions: int, seed: int, json_path: str | None) 
     return 0
 
 
+@click.command("dense-context", context_settings=CONTEXT_SETTINGS)
+@click.option("--data", metavar="FILE", help="LoCoMo JSON (default: the dev split next to the repository)")
+@click.option(
+    "--cache-dir",
+    type=click.Path(path_type=Path),
+    default="/tmp/memoryd-dense-context",
+    show_default=True,
+    help="collected candidates and vectors, reused by the next run (delete it to collect again)",
+)
+@json_option
+def dense_context(data: str | None, cache_dir: Path, json_path: str | None) -> int:
+    """Which text the dense tier embeds for a chat turn: dense-only and hybrid R@10, leave-one-conversation-out."""
+    from bench import dense_context as study
+    from bench import dense_context_logic, locomo
+    from bench import quality as q
+
+    path = Path(data) if data else q.default_data_path(Path(__file__).resolve().parents[1])
+    if not path.exists():
+        print(f"bench dense-context: skipped: no data file at {path} (pass --data PATH)", flush=True)
+        return 0
+    with running("dense-context") as log:
+        report = study.run(locomo.load(path), cache_dir, log, data_name=path.name)
+    emit(dense_context_logic.render(report), report, json_path)
+    return 0
+
+
 @click.command("docs", context_settings=CONTEXT_SETTINGS)
 @click.option("--root", default=".", show_default=True, metavar="DIR", help="the repository root (holds docs/)")
 @click.option("--results", default="bench-results", show_default=True, metavar="DIR")
@@ -62,4 +89,4 @@ def docs(root: str, results: str) -> int:
     return 0
 
 
-COMMANDS = (ingest, paraphrase, docs)
+COMMANDS = (ingest, paraphrase, dense_context, docs)
