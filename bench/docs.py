@@ -20,6 +20,7 @@ DOCUMENTS: dict[str, str] = {
     "ingest": "docs/benchmarks.md",
     "quality": "docs/benchmarks.md",
     "paraphrase": "docs/benchmarks.md",
+    "dense-context": "docs/benchmarks.md",
     "latency": "docs/benchmarks.md",
     "sleep": "docs/benchmarks.md",
     "gateway": "docs/benchmarks.md",
@@ -33,7 +34,7 @@ PRERENDERED = ("chaos", "chaos-cluster", "fuzz")
 
 
 def renderer(name: str) -> Callable[[dict[str, Any]], str]:
-    from bench import embed, gateway, ingest, latency, paraphrase, quality, sleep, tracing
+    from bench import dense_context_logic, embed, gateway, ingest, latency, paraphrase, quality, sleep, tracing
 
     if name in PRERENDERED:
         return lambda report: str(report["markdown"])
@@ -42,6 +43,7 @@ def renderer(name: str) -> Callable[[dict[str, Any]], str]:
         "ingest": ingest.render,
         "quality": quality.render,
         "paraphrase": paraphrase.render,
+        "dense-context": dense_context_logic.render,
         "latency": latency.render,
         "sleep": sleep.render,
         "gateway": gateway.render,

@@ -174,6 +174,7 @@ def test_bench_commands_parse() -> None:
         "tracing",
         "ingest",
         "paraphrase",
+        "dense-context",
         "docs",
     }
 
@@ -189,6 +190,7 @@ def test_bench_commands_parse() -> None:
     assert params("gateway", "--concurrency", "1,4")["concurrency"] == [1, 4]
     assert params("tracing", "--rounds", "3")["rounds"] == 3
     assert (params("paraphrase")["memories"], params("paraphrase", "--questions", "50")["questions"]) == (2000, 50)
+    assert str(params("dense-context", "--cache-dir", "/tmp/x")["cache_dir"]) == "/tmp/x"
     with pytest.raises(click.BadParameter, match="every value must be >= 1"):
         params("latency", "--sizes", "0")
 

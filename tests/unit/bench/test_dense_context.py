@@ -43,10 +43,9 @@ def test_memory_texts_windows_stay_in_their_session_and_skip_non_turns() -> None
     assert texts["b"]["raw"] == "What is its name?"
     assert texts["b"]["prev1"] == f"{A}\n{B}"
     assert texts["b"]["next1"] == f"{B}\n{C}"
-    assert texts["b"]["win1"] == f"{A}\n{B}\n{C}"
     assert texts["a"]["prev1"] == A  # nothing before the first turn of a session
-    assert texts["c"]["win1"] == f"{B}\n{C}"  # the next session's turn is not a neighbour
-    assert texts["d"]["win1"] == D
+    assert texts["c"]["next1"] == C  # the next session's turn is not a neighbour
+    assert texts["d"]["prev1"] == D
     assert set(texts["fact"].values()) == {FACT}  # not a chat turn: always its content
 
 
@@ -54,19 +53,19 @@ def test_configurations_start_with_today_and_name_their_families() -> None:
     configs = logic.configurations()
     assert configs[0].name == "text:plain" and configs[0].family == "text:plain"
     names = {c.name for c in configs}
-    assert {"text:raw", "text:win1", "mean:win1:0.5", "max:prev1"} <= names
+    assert {"text:raw", "text:next1", "mean:next1:0.5", "max:prev1"} <= names
     assert logic.Config("text", "next1").family == "text:context"
     assert logic.Config("mean", "prev1", 0.25).family == "mean:*"
 
 
 def test_mean_is_normalised_and_max_keeps_the_better_cosine() -> None:
     ids = ["x", "y"]
-    texts = {"x": {"plain": "px", "win1": "wx"}, "y": {"plain": "py", "win1": "wy"}}
+    texts = {"x": {"plain": "px", "next1": "wx"}, "y": {"plain": "py", "next1": "wy"}}
     vectors = {"px": [1.0, 0.0], "wx": [0.0, 1.0], "py": [0.0, 1.0], "wy": [0.0, 1.0]}
-    (mean,) = logic.matrices(logic.Config("mean", "win1", 0.5), ids, texts, vectors)
+    (mean,) = logic.matrices(logic.Config("mean", "next1", 0.5), ids, texts, vectors)
     assert np.allclose(np.linalg.norm(mean, axis=1), 1.0)
     assert np.allclose(mean[0], [2**-0.5, 2**-0.5])
-    both = logic.matrices(logic.Config("max", "win1"), ids, texts, vectors)
+    both = logic.matrices(logic.Config("max", "next1"), ids, texts, vectors)
     query = np.array([1.0, 0.0], dtype=np.float32)
     assert logic.dense_list(both, ids, query, 5) == (("x", 1.0), ("y", 0.0))
     assert logic.dense_list(both, ids, query, 1) == (("x", 1.0),)
@@ -97,15 +96,15 @@ def test_evaluate_scores_every_configuration_and_family() -> None:
     vectors = {t: [0.0, 1.0] for by_kind in texts.values() for t in by_kind.values()}
     vectors["C"] = [1.0, 0.0]  # only the evidence turn alone looks like the question
     query_vectors = {normalize_query("Whose dog is Rex?"): [1.0, 0.0]}
-    configs = [logic.Config("text", "plain"), logic.Config("text", "win1"), logic.Config("text", "prev1")]
+    configs = [logic.Config("text", "plain"), logic.Config("text", "next1"), logic.Config("text", "prev1")]
     report = logic.evaluate(_candidates(), mems, texts, vectors, query_vectors, configs=configs, log=lambda _m: None)
     plain = report["configurations"]["text:plain"]
     assert plain["dense_only"]["overall"]["R@10"] == 1.0
     assert plain["hybrid_defaults"]["overall"]["n"] == 2
     assert plain["hybrid_protocol"]["held_out_mean"]["overall"]["R@10"] == pytest.approx(1.0)
-    # win1 of "c" is "B\nC": not the vector alone, so the evidence is not first any more
-    assert report["configurations"]["text:win1"]["dense_only"]["overall"]["R@5"] == 1.0
+    # prev1 of "c" is "B\nC", which looks like every other memory: the evidence ties with the rest
+    assert report["configurations"]["text:prev1"]["dense_only"]["overall"]["R@5"] == 1.0
     assert list(report["families"]) == ["text:context"]
     assert len(report["families"]["text:context"]["folds"]) == 2
     table = logic.render({**report, "questions": 2})
-    assert "| text:win1 |" in table and "text:context (chosen:" in table
+    assert "| text:next1 |" in table and "text:context (chosen:" in table
