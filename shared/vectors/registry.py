@@ -8,21 +8,28 @@ shared per location within the process and closed when their last user closes.
 Policy kept small: ``primary`` says which store should serve a search (Qdrant when
 configured and healthy for the signature, else pgvector, with the reason); the retrieve
 service decides what to do on errors. Writes and deletes go to ``all`` stores.
+
+qdrant-client (with grpc, pydantic and protobuf: ~90 MB resident) is imported only when a
+Qdrant is configured, so a pgvector-only service does not carry it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import asyncpg
-from qdrant_client import AsyncQdrantClient
 
 from shared.settings.env import QdrantConfig, ServiceConfig
 
 from .pgvector import DEFAULT_EXACT_MAX_ROWS, PgVectorStore
 from .port import VectorItem, VectorStore
-from .qdrant import QdrantStore
+
+if TYPE_CHECKING:
+    from qdrant_client import AsyncQdrantClient
+
+    from .qdrant import QdrantStore
 
 _LOCAL: dict[str, tuple[AsyncQdrantClient, int]] = {}
 
@@ -79,12 +86,16 @@ async def open_stores(
     pg = PgVectorStore(pool, half=half, exact_max_rows=exact_max_rows)
     if not config.qdrant.configured:
         return VectorStores(pgvector=pg)
+    from .qdrant import QdrantStore
+
     client, key = _client(config.qdrant)
     store = QdrantStore(client, config.qdrant.collection, quantization=config.qdrant.quantization)
     return VectorStores(pgvector=pg, qdrant=store, _qdrant_key=key)
 
 
 def _client(cfg: QdrantConfig) -> tuple[AsyncQdrantClient, str | None]:
+    from qdrant_client import AsyncQdrantClient
+
     url = cfg.url or ""
     if url.startswith(("http://", "https://")):
         # no version probe: it is a blocking HTTP call inside the constructor

@@ -1,0 +1,34 @@
+"""What a service process loads at start: heavy optional dependencies only where they are used.
+
+qdrant-client (with grpc, pydantic and protobuf) costs ~90 MB resident at import and serves
+only a configured Qdrant; onnxruntime belongs to the embed worker alone; httpx (which pulls
+in click and rich) only to a remote embedding source there.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("qdrant_client", "grpc", "onnxruntime", "httpx")
+
+
+def _loaded(module: str) -> dict[str, bool]:
+    code = f"import sys, json, {module}; print(json.dumps({{m: m in sys.modules for m in {HEAVY!r}}}))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded: dict[str, bool] = json.loads(out.splitlines()[-1])
+    return loaded
+
+
+@pytest.mark.parametrize("service", ["ingest", "retrieve", "extract", "sleep", "embed"])
+def test_no_qdrant_client_at_import(service: str) -> None:
+    loaded = _loaded(f"services.{service}.app")
+    assert not loaded["qdrant_client"] and not loaded["grpc"]
+    assert loaded["onnxruntime"] == (service == "embed")
+
+
+def test_embed_worker_imports_no_http_client() -> None:
+    assert not _loaded("services.embed.app")["httpx"]
