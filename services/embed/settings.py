@@ -9,9 +9,12 @@ call; `pipeline` batches are in flight at once (the next batch is fetched and re
 Postgres while the previous one is in inference); a batch that is not full leaves after
 `batch_wait_ms`. An inference call also stays within `batch_max_tokens` padded tokens: a
 call pads to its longest text, costs in proportion to its padded tokens (batching itself
-saves only ~8 tokens' worth per call on one thread), and ONNX Runtime keeps its peak memory
-(peak RSS of the bare model process after one call: 16 x 64 tokens 316 MB, 16 x 128 367 MB,
-8 x 256 439 MB, 16 x 256 622 MB); texts are cut by length into calls (`logic.plan_batches`).
+saves only ~8 tokens' worth per call on one thread), and ONNX Runtime's arena keeps the
+peak of its largest call for the process's life. Peak RSS of a bare model process (228 MB
+once the model is built) after 256-token texts, measured: cap 2048 (8 per call) 573 MB,
+1024 331 MB, 512 282 MB; CPU per long text at 512 was 0.88x that at 2048 (smaller calls
+stay in cache) and the same for typical ~40-token memories, whose calls the length cut
+already keeps under 512 padded tokens. Texts are cut by length into calls (`logic.plan_batches`).
 
 Query embeddings (`mem.v1.rpc.embed`) are batched separately: a request that finds one of
 the `inference_slots` free leaves at once (`query_wait_ms` 0), those that arrive while every
@@ -44,8 +47,8 @@ class EmbedSettings(EmbeddingConfig, frozen=True, kw_only=True):
 
     #: embed jobs per inference call (16: the best texts/s of 8, 16 and 32 in the embed benchmark)
     batch_max: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 16
-    #: padded tokens (texts x longest) per inference call, which bounds its memory
-    batch_max_tokens: Annotated[int, msgspec.Meta(ge=1)] = 2048
+    #: padded tokens (texts x longest) per inference call, which bounds its activation memory
+    batch_max_tokens: Annotated[int, msgspec.Meta(ge=1)] = 512
     #: a batch that is not full leaves after this long
     batch_wait_ms: Annotated[float, msgspec.Meta(ge=0, le=10_000)] = 10.0
     #: batches in flight at once (the next is read while one is in inference)
