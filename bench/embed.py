@@ -39,7 +39,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bench.harness import embedded_servers, peak_rss_mb, proc_cpu, self_cpu, servers_cpu, wait_until
 from bench.locomo import percentile
-from bench.report import environment, markdown_table
+from bench.report import environment, markdown_table, rss_budget
 from memoryd.local.supervisor import Supervisor, child_env
 from shared.bus.connect import connect
 from shared.bus.rpc_client import call
@@ -443,6 +443,18 @@ def _rss_note(peaks: Sequence[float | None] | None) -> str:
     return f"; peak RSS per worker {' + '.join(f'{p:.0f}' for p in known)} MB" if known else ""
 
 
+def _rss_target(report: dict[str, Any]) -> str:
+    """Whether every worker of every run stayed within the embed budget (nothing when not measured)."""
+    peaks = [p for s in report["service"] for p in s.get("peak_rss_mb_per_worker") or () if p is not None]
+    if not peaks:
+        return ""
+    budget, worst = rss_budget("embed"), max(peaks)
+    return (
+        f"Target: peak resident memory of an embed worker <= {budget:.0f} MB: largest measured {worst:.0f} MB "
+        f"({'met' if worst <= budget else 'NOT met'})."
+    )
+
+
 def render(report: dict[str, Any]) -> str:
     """The markdown tables of a report (what docs/benchmarks.md shows)."""
     opts = report["options"]
@@ -492,6 +504,8 @@ def render(report: dict[str, Any]) -> str:
             f"Target: two workers >= {t['target']:.1f}x one worker: measured {t['measured']:.2f}x "
             f"({'met' if t['met'] else 'NOT met'})."
         )
+    if rss := _rss_target(report):
+        parts.append(rss)
     parts += ["", _cpu_table(report)]
     qrows = [
         [

@@ -146,13 +146,25 @@ def servers_cpu(
     return out
 
 
-def peak_rss_mb(pid: int) -> float | None:
-    """The process's peak resident memory (``VmHWM``) in MB; None if it is gone."""
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return round(int(line.split()[1]) / 1024, 1)
+def status_mb(status: str, field: str = "VmHWM") -> float | None:
+    """A ``kB`` field of a ``/proc/<pid>/status`` text in MB (one decimal); None if absent
+    (a zombie has no memory fields) or unreadable."""
+    for line in status.splitlines():
+        key, _, value = line.partition(":")
+        if key == field:
+            parts = value.split()
+            if len(parts) == 2 and parts[1] == "kB" and parts[0].isdigit():
+                return round(int(parts[0]) / 1024, 1)
+            return None
     return None
+
+
+def peak_rss_mb(pid: int) -> float | None:
+    """The process's peak resident memory so far (``VmHWM``) in MB; None if it is gone."""
+    try:
+        return status_mb(Path(f"/proc/{pid}/status").read_text())
+    except OSError:
+        return None
 
 
 def servers_peak_rss(

@@ -25,7 +25,7 @@ import asyncpg
 import nats
 
 from bench.harness import SYNC_ALWAYS, ServiceStack, cpu_delta, embedded_servers, wait_until
-from bench.report import environment, markdown_table
+from bench.report import environment, markdown_table, render_peak_rss
 from shared.bus.provision import ensure_streams
 from shared.codec import encode
 from shared.schemas import ChatEvent, ChatMessage
@@ -95,6 +95,7 @@ async def run_one(n: int, log: Callable[[str], None], nats_sync: str) -> dict[st
             await wait_until(done, timeout=3600, interval=0.2, what="all events ingested and extracted")
             total = time.monotonic() - start
             cpu = cpu_delta(cpu0, stack.cpu_seconds())
+            peak_rss = stack.peak_rss_mb()
         turns = await conn.fetchval("SELECT count(*) FROM memories WHERE source = 'chat_turn'")
         facts = await conn.fetchval("SELECT count(*) FROM memories WHERE source = 'rule'")
         await conn.close()
@@ -109,6 +110,7 @@ async def run_one(n: int, log: Callable[[str], None], nats_sync: str) -> dict[st
         "ingest_done_s": finished.get("ingest"),
         "extract_done_s": finished.get("extract"),
         "cpu_seconds": cpu,
+        "peak_rss_mb": peak_rss,
     }
 
 
@@ -154,7 +156,12 @@ def render(r: dict[str, Any]) -> str:
             f"the end-to-end events/s and {ratio(runs[0], base, 'publish_events_per_s')} the publish rate "
             f"of `sync_interval: {base.get('nats_sync_interval')}`."
         )
-    return head + table + "\n\nWhere the time goes (CPU over the run):\n\n" + cpu
+    memory = "".join(
+        f"\n\n`sync_interval: {run.get('nats_sync_interval', '2m')}`: {render_peak_rss(run['peak_rss_mb'])}"
+        for run in runs
+        if run.get("peak_rss_mb")
+    )
+    return head + table + "\n\nWhere the time goes (CPU over the run):\n\n" + cpu + memory
 
 
 def ratio(a: dict[str, Any], b: dict[str, Any], key: str) -> str:

@@ -51,7 +51,7 @@ from bench import floor as floor_module
 from bench import synth
 from bench.harness import ServiceStack, cpu_delta, wait_until
 from bench.locomo import percentile
-from bench.report import environment, markdown_table
+from bench.report import environment, markdown_table, render_peak_rss
 from shared.bus.rpc_client import call
 from shared.db.memories import content_hash
 from shared.db.pool import init_connection
@@ -457,7 +457,7 @@ def _recall_and_memory(report: dict[str, Any], recall_rows: list[list[Any]]) -> 
         )
         out += [head, "", markdown_table(["scenario", "strategy", "recall", "queries"], recall_rows, digits=3), ""]
     if peaks := report.get("peak_rss_mb"):
-        out += ["Peak resident memory (MB) per process: " + ", ".join(f"{k} {v:.0f}" for k, v in peaks.items()), ""]
+        out += [render_peak_rss(peaks), ""]
     return out
 
 
