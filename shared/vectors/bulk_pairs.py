@@ -7,22 +7,31 @@ memory costs a graph walk each (~1.5-8 ms at 100k memories); this does one pass:
 1. spherical k-means on an evenly spaced sample of the owner's vectors gives
    ``k ~ n * assign / cluster_size`` centroids (fixed seed: the same vectors give the same
    partition);
-2. every vector joins its ``assign`` nearest clusters (vectors streamed a page at a time);
-3. within each cluster that holds a probe, the probes are compared exactly with every
-   member (a matrix product), and each probe keeps its best ``per_memory`` partners at or
-   above ``min_score`` over all of its clusters.
+2. every vector is a member of its nearest cluster, and a probe looks into its ``assign``
+   nearest (an inverted file searched with ``nprobe = assign``; vectors streamed a page at a
+   time);
+3. per cluster, the probes looking into it are compared exactly with its members (one
+   matrix product), and each probe keeps its best ``per_memory`` partners at or above
+   ``min_score`` over its clusters.
 
-A pair is found when its two memories share a cluster, which near-duplicates (the pairs a
-conflict threshold keeps) nearly always do; when ``k`` is 1 (small owners) the answer is
-exact. Scores are exact cosines. Vectors are loaded through the adapter's ``Loader`` a page
-or a cluster at a time, so memory is bounded by ``max_block`` vectors, not by the owner's
-size (a cluster larger than ``max_block`` is compared block against block).
+A pair is found when one memory's cluster is among the other's ``assign`` nearest, which
+near-duplicates (the pairs a conflict threshold keeps) nearly always are; when ``k`` is 1
+(small owners) the answer is exact. Each probe is compared with ~``cluster_size`` members
+(its ``assign`` clusters of ~``cluster_size / assign``), each pair once per cluster. Scores
+are exact cosines. Vectors are loaded through the adapter's ``Loader`` a page or a cluster
+at a time, the next load overlapping the current comparison, so memory is bounded by
+``max_block`` vectors, not by the owner's size (a larger cluster is compared block against
+block). The matrix products are meant to run on one BLAS thread (the sleep service sets
+that): on a busy machine a second spinning thread costs more CPU than it saves time.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+import contextlib
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -38,9 +47,21 @@ CLUSTER_SIZE = 1000  # mean members per cluster
 ASSIGN = 3  # clusters each vector joins
 SAMPLE_PER_CLUSTER = 16  # k-means training rows per centroid
 ITERATIONS = 10
-PAGE = 2048  # vectors per load while sampling and assigning
-MAX_BLOCK = 8192  # vectors of one cluster held at once
-_ROWS = 1024  # probe rows per similarity block (1024 x MAX_BLOCK floats: 32 MB at most)
+PAGE = 1024  # vectors per load while sampling and assigning
+MAX_BLOCK = 8192  # vectors of one cluster (probes and members) held at once
+_ROWS = 256  # probe rows per similarity block (256 x MAX_BLOCK floats: 8 MB at most)
+
+
+@functools.cache
+def _worker() -> ThreadPoolExecutor:
+    """The one thread of the process that runs the passes' numpy work: concurrent passes take
+    turns (each is CPU-bound anyway), and their temporaries come from one malloc arena
+    instead of one per pool thread."""
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="bulk-pairs")
+
+
+async def _off_loop(fn: Callable[..., Any], *args: Any) -> Any:
+    return await asyncio.get_running_loop().run_in_executor(_worker(), fn, *args)
 
 
 def cluster_count(n: int, cluster_size: int = CLUSTER_SIZE, assign: int = ASSIGN) -> int:
@@ -78,6 +99,15 @@ def nearest_clusters(block: NDArray[np.float32], centroids: NDArray[np.float32],
     if m == centroids.shape[0]:
         return np.broadcast_to(np.arange(m, dtype=np.int32), (len(block), m)).copy()
     return np.argpartition(-sims, m - 1, axis=1)[:, :m].astype(np.int32)
+
+
+def _grouped(labels: NDArray[np.int32], k: int) -> list[NDArray[np.intp]]:
+    """Per cluster ``0..k-1``, the sorted rows whose ``labels`` (n x m) name it."""
+    flat = labels.reshape(len(labels), -1)
+    order = np.argsort(flat.ravel(), kind="stable")
+    rows = order // flat.shape[1]
+    bounds = np.searchsorted(flat.ravel()[order], np.arange(k + 1))
+    return [np.unique(rows[bounds[c] : bounds[c + 1]]) for c in range(k)]
 
 
 class BestPartners:
@@ -139,63 +169,77 @@ async def bulk_pairs(
         return []
     k = cluster_count(n, cluster_size, assign)
     if k == 1:
-        member_of = np.zeros((n, 1), dtype=np.int32)
+        near = np.zeros((n, 1), dtype=np.int32)
     else:
         sample_rows = np.unique(np.linspace(0, n - 1, min(n, SAMPLE_PER_CLUSTER * k)).astype(np.int64))
         chosen = [ids[i] for i in sample_rows]
         sample = np.concatenate(
             [unit_rows(await vectors_of(chosen[s : s + PAGE])) for s in range(0, len(chosen), PAGE)]
         )
-        centroids = await asyncio.to_thread(train_centroids, sample, k)
+        centroids = await _off_loop(train_centroids, sample, k)
+        k = len(centroids)
         del sample
-        member_of = np.empty((n, min(assign, len(centroids))), dtype=np.int32)
-        for start in range(0, n, PAGE):
-            block = unit_rows(await vectors_of(ids[start : start + PAGE]))
-            member_of[start : start + PAGE] = nearest_clusters(block, centroids, assign)
-    flat = member_of.ravel()
-    order = np.argsort(flat, kind="stable")
-    rows_by_cluster = order // member_of.shape[1]
-    bounds = np.searchsorted(flat[order], np.arange(int(flat.max()) + 2))
+        near = np.empty((n, min(assign, k)), dtype=np.int32)
+        pages = [ids[s : s + PAGE] for s in range(0, n, PAGE)]
+        async for i, block in _prefetched(vectors_of, pages):
+            got = await _off_loop(nearest_clusters, unit_rows(block), centroids, assign)
+            near[i * PAGE : i * PAGE + len(block)] = got
+    cells = [(m[probe[m]], m) for m in _grouped(near, k) if len(m) >= 2 and probe[m].any()]
     best = BestPartners(per_memory, min_score)
-    for c in range(len(bounds) - 1):
-        members = np.unique(rows_by_cluster[bounds[c] : bounds[c + 1]])
-        if len(members) >= 2 and probe[members].any():
-            await _cluster(best, ids, probe, vectors_of, members, max_block)
+    small = [(p, m, m) for p, m in cells if len(m) <= max_block]
+    async for i, vec in _prefetched(vectors_of, [[ids[r] for r in both] for _, _, both in small]):
+        await _off_loop(_compare_cell, best, *small[i], unit_rows(vec))
+    for probes, members in cells:
+        if len(members) > max_block:
+            await _large_cell(best, ids, vectors_of, probes, members, max_block)
     pairs = merge_pairs((ids[r], ids[p], s) for r, partners in best.found.items() for p, s in partners.items())
     return best_pairs(pairs.items(), limit)
 
 
-async def _cluster(
+def _compare_cell(
+    best: BestPartners,
+    probes: NDArray[np.intp],
+    members: NDArray[np.intp],
+    both: NDArray[np.intp],
+    vectors: NDArray[np.float32],
+) -> None:
+    """One cluster: its probes against its members, ``vectors`` the rows of ``both`` (sorted)."""
+    best.compare(probes, vectors[np.searchsorted(both, probes)], members, vectors[np.searchsorted(both, members)])
+
+
+async def _large_cell(
     best: BestPartners,
     ids: Sequence[str],
-    probe: NDArray[np.bool_],
     vectors_of: Loader,
-    members: NDArray[Any],
+    probes: NDArray[np.intp],
+    members: NDArray[np.intp],
     max_block: int,
 ) -> None:
-    """Compare the probes of one cluster with all of its members, ``max_block`` rows at a time."""
-    blocks = [members[s : s + max_block] for s in range(0, len(members), max_block)]
-    for i, rows_i in enumerate(blocks):
-        vec_i = unit_rows(await vectors_of([ids[r] for r in rows_i]))
-        for j in range(i, len(blocks)):
-            rows_j, vec_j = (
-                (rows_i, vec_i) if j == i else (blocks[j], unit_rows(await vectors_of([ids[r] for r in blocks[j]])))
-            )
-            await asyncio.to_thread(_both_ways, best, probe, rows_i, vec_i, rows_j, vec_j, j == i)
+    """A cluster too large to hold at once: probe blocks against member blocks, each at most
+    ``max_block // 2`` rows."""
+    half = max(1, max_block // 2)
+    member_blocks = [members[s : s + half] for s in range(0, len(members), half)]
+    for s in range(0, len(probes), half):
+        rows = probes[s : s + half]
+        vec = unit_rows(await vectors_of([ids[r] for r in rows]))
+        async for j, other in _prefetched(vectors_of, [[ids[r] for r in b] for b in member_blocks]):
+            await _off_loop(best.compare, rows, vec, member_blocks[j], unit_rows(other))
 
 
-def _both_ways(
-    best: BestPartners,
-    probe: NDArray[np.bool_],
-    rows_i: NDArray[Any],
-    vec_i: NDArray[np.float32],
-    rows_j: NDArray[Any],
-    vec_j: NDArray[np.float32],
-    same: bool,
-) -> None:
-    mask_i = probe[rows_i]
-    if mask_i.any():
-        best.compare(rows_i[mask_i], vec_i[mask_i], rows_j, vec_j)
-    mask_j = probe[rows_j]
-    if not same and mask_j.any():
-        best.compare(rows_j[mask_j], vec_j[mask_j], rows_i, vec_i)
+async def _prefetched(
+    vectors_of: Loader, batches: Sequence[Sequence[str]]
+) -> AsyncIterator[tuple[int, NDArray[np.float32]]]:
+    """``(index, vectors)`` of each batch in order, the next batch loading while the caller
+    works on this one (PostgreSQL and the comparison overlap; two batches held at most)."""
+    pending = asyncio.ensure_future(vectors_of(batches[0])) if batches else None
+    try:
+        for i in range(len(batches)):
+            assert pending is not None
+            vec = await pending
+            pending = asyncio.ensure_future(vectors_of(batches[i + 1])) if i + 1 < len(batches) else None
+            yield i, vec
+    finally:
+        if pending is not None:
+            pending.cancel()
+            with contextlib.suppress(BaseException):
+                await pending

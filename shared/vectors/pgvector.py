@@ -330,26 +330,33 @@ class PgVectorStore:
 
         Small owners: their vectors are loaded and compared exactly in numpy (chunked).
         Large owners: one partitioned pass (``bulk_pairs``: k-means clusters, exact cosines
-        within each), loading vectors a page or a cluster at a time by id, so the sleep
-        process holds a few thousand vectors, never the owner's all; an incremental run with
+        within each), loading vectors a page or a cluster at a time by id (one ``bytea`` per
+        load, decoded by numpy), so the sleep process holds the ids and a few thousand
+        vectors, never the owner's all; an incremental run with
         few probes (``PROBE_SHARE_FOR_HNSW``) asks the HNSW index once per probe instead.
         """
         check_signature(signature)
         if per_memory <= 0 or limit <= 0:
             return []
-        large = await self.is_large(signature, owner)
-        async with self._conn() as conn:
-            rows = await conn.fetch(sql.OWNER_VECTORS if not large else sql.OWNER_MEMBERS, owner, signature)
-        if len(rows) < 2:
-            return []
-        ids = [str(r["memory_id"]) for r in rows]
         cutoff = aware(since)
-        probe = np.array([cutoff is None or r["updated_at"] >= cutoff for r in rows], dtype=np.bool_)
-        if not large:
+        if not await self.is_large(signature, owner):
+            async with self._conn() as conn:
+                rows = await conn.fetch(sql.OWNER_VECTORS, owner, signature)
+            if len(rows) < 2:
+                return []
+            ids = [str(r["memory_id"]) for r in rows]
+            probe = np.array([cutoff is None or r["updated_at"] >= cutoff for r in rows], dtype=np.bool_)
             matrix = np.stack([_as_array(r["embedding"]) for r in rows])
             return await asyncio.to_thread(
                 exact_pairs, ids, matrix, probe, min_score=min_score, per_memory=per_memory, limit=limit
             )
+        async with self._conn() as conn:
+            row = await conn.fetchrow(sql.OWNER_MEMBERS, owner, signature, cutoff)
+        ids = list(row["ids"] or []) if row is not None else []
+        if len(ids) < 2:
+            return []
+        probe = np.array(row["probe"], dtype=np.bool_)
+        del row
         dim = await self._known_dim(signature) or 0
         probes = [i for i, p in zip(ids, probe.tolist(), strict=True) if p]
         if dim and len(probes) <= PROBE_SHARE_FOR_HNSW * len(ids):
@@ -357,10 +364,12 @@ class PgVectorStore:
 
         async def vectors_of(chosen: Sequence[str]) -> np.ndarray[Any, Any]:
             async with self._conn() as conn:
-                found = await conn.fetch(sql.VECTORS_OF, signature, [as_uuid(i) for i in chosen])
-            by_id = {str(r["memory_id"]): r["embedding"] for r in found}
+                row = await conn.fetchrow(sql.VECTORS_OF, signature, list(chosen))
             # a memory deleted meanwhile: a zero row, which pairs with nothing
-            return np.stack([_as_array(by_id[i]) if i in by_id else np.zeros(dim, np.float32) for i in chosen])
+            out = np.zeros((len(chosen), dim), np.float32)
+            if row is not None and row["rows"]:
+                out[row["rows"]] = np.frombuffer(row["blob"], ">f4").reshape(len(row["rows"]), dim + 1)[:, 1:]
+            return out
 
         return await bulk_pairs(
             ids,

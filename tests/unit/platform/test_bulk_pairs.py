@@ -53,7 +53,7 @@ async def test_partitioned_pass_equals_exact_knn_pairs() -> None:
     assert len(want) > 100
     assert [(a, b) for a, b, _ in got] == [(a, b) for a, b, _ in want]
     assert np.allclose([s for *_, s in got], [s for *_, s in want], atol=1e-5)
-    assert max(seen) <= 2048  # pages of 2048 while sampling and assigning, then a cluster at a time
+    assert max(seen) <= 2048  # pages of 1024 while sampling and assigning, then a cluster at a time
     assert max(seen[-10:]) < len(ids) / 2
     # looser groups straddle clusters more often: a pair can be missed (as by an ANN index), never invented
     ids, matrix = corpus(3, spread=0.7)
