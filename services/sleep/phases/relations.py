@@ -21,10 +21,12 @@ _RE_NAME = r"regexp_replace(lower({e}.name), '([.^$*+?()\[\]{{}}|\\])', '\\\1', 
 
 
 def _phrase(left: str, words: str, right: str) -> str:
-    """`m.content` says `<left> <words> <right>` (names as regex-escaped literals)."""
+    """`m.content` says `<left> <words> <right>` (names as regex-escaped literals). The
+    per-pair pattern is built (and compiled) only for a memory whose text has one of the
+    hint words at all (`h.hinted`, one constant pattern): most have none."""
     return (
-        f"count(*) FILTER (WHERE lower(m.content) ~ ('(^|\\W)' || {_RE_NAME.format(e=left)}"
-        f" || '\\s+({words})\\s+' || {_RE_NAME.format(e=right)} || '($|\\W)'))"
+        f"count(*) FILTER (WHERE CASE WHEN h.hinted THEN lower(m.content) ~ ('(^|\\W)' || {_RE_NAME.format(e=left)}"
+        f" || '\\s+({words})\\s+' || {_RE_NAME.format(e=right)} || '($|\\W)') ELSE false END)"
     )
 
 
@@ -37,6 +39,7 @@ SELECT a.entity_id AS a, b.entity_id AS b, count(*) AS n,
 FROM entity_mentions a
 JOIN entity_mentions b ON b.memory_id = a.memory_id AND a.entity_id < b.entity_id
 JOIN memories m ON m.id = a.memory_id AND m.owner = $1 AND m.source <> 'import'
+CROSS JOIN LATERAL (SELECT lower(m.content) ~ '\\s({_PART}|{_DEPENDS})\\s' AS hinted) h
 JOIN entities ea ON ea.id = a.entity_id AND ea.owner = $1
 JOIN entities eb ON eb.id = b.entity_id AND eb.owner = $1
 WHERE a.entity_id = ANY($2::uuid[]) OR b.entity_id = ANY($2::uuid[])
