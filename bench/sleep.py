@@ -273,12 +273,13 @@ def render(report: dict[str, Any]) -> str:
             r["llm_calls"],
             r["prompt_tokens"] + r["completion_tokens"],
             r["writes"],
+            r.get("load_average_1m", "-"),
         ]
         for r in report["runs"]
     ]
     headers = ["memories", "run", "status", "wall s", "sleep CPU s", "postgres CPU s",
                "conflict s", "demotion s", "patterns s", "relations s",
-               "affective s", "LLM calls", "LLM tokens", "writes"]  # fmt: skip
+               "affective s", "LLM calls", "LLM tokens", "writes", "load 1m"]  # fmt: skip
     prep = report["prepare"]
     text = ""
     if rows:

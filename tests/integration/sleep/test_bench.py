@@ -21,7 +21,7 @@ async def test_the_benchmark_reports_time_tokens_and_receipts() -> None:
     assert first["pairs"] > 0  # the near-duplicates were found through the vector index
     assert parse_receipt(first["receipt"]).llm_used
     table = render(report)
-    assert "| 400 | first | ok |" in table and "LLM tokens" in table
+    assert "| 400 | first | ok |" in table and "LLM tokens" in table and "load 1m" in table
     lane1, lane4 = report["many_owners"]["limits"]
     assert (lane1["limit"], lane4["limit"]) == (1, 4)
     assert lane1["runs"] == lane4["runs"] == 8 and lane1["statuses"] == lane4["statuses"] == {"ok": 8}
