@@ -79,7 +79,7 @@ async def in_process_engine(
 
 
 #: The steps of a hybrid search ``Steps.run`` runs alone.
-COMPONENTS = ("keyword", "vector", "rows", "fusion")
+COMPONENTS = ("keyword", "vector", "rows", "rows_plain", "fusion")
 
 
 class Steps:
@@ -87,6 +87,8 @@ class Steps:
 
     ``keyword`` and ``vector``: one search tier as hybrid runs it (``rrfDepth`` candidates);
     ``rows``: the fused candidates' rows with their turn positions (``fetch_rows``);
+    ``rows_plain``: the same rows without turn positions (``rows`` minus this is what the
+    neighbour boost costs in SQL);
     ``fusion``: the Python between the tiers (fusion, boosts, the answer). The inputs of
     ``rows`` and ``fusion`` are computed once per (owner, query), on first use.
     """
@@ -107,8 +109,8 @@ class Steps:
             result = await engine.embedder(query, engine.config.embed_timeout_s)
             return len(await vector_search(engine.stores[0], result.signature, vis, result.vectors[0], depth))
         got = await self._prepared(owner, query, vis, settings)
-        if tier == "rows":
-            return len(await fetch_rows(engine.pool, vis, got.ids, turns=True))
+        if tier in ("rows", "rows_plain"):
+            return len(await fetch_rows(engine.pool, vis, got.ids, turns=tier == "rows"))
         fused = fuse_lists({"fts": got.fts, "vec": got.vec}, settings)
         ranked = boost(fused, got.rows, settings.session_boost, settings.neighbour_boost, settings.speaker_boost, query)
         memories, _tokens = answer(

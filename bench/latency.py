@@ -415,6 +415,8 @@ def ratios(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 TARGET_P50_MS, TARGET_P99_MS = 8.0, 20.0
 #: Hybrid service throughput under concurrency at least this share of the floor's.
 TARGET_FLOOR_SHARE = 0.8
+#: The neighbour boost's turn positions: the ``rows`` probe's p50 minus ``rows_plain``'s, at most (ms).
+TARGET_BOOST_MS = 1.0
 
 
 def targets(rows: Sequence[dict[str, Any]], biggest: int = 0) -> list[dict[str, Any]]:
@@ -422,6 +424,17 @@ def targets(rows: Sequence[dict[str, Any]], biggest: int = 0) -> list[dict[str, 
     out = []
     by = {(r["scenario"], r["strategy"], r["path"], r["c"]): r for r in rows}
     for scen in sorted({r["scenario"] for r in rows}):
+        turns, plain = by.get((scen, "rows", "floor probe", 1)), by.get((scen, "rows_plain", "floor probe", 1))
+        if turns and plain:
+            cost = round(turns["p50_ms"] - plain["p50_ms"], 2)
+            out.append(
+                {
+                    "scenario": scen,
+                    "target": f"neighbour boost (turn positions) p50 <= {TARGET_BOOST_MS:g} ms",
+                    "value": cost,
+                    "ok": cost <= TARGET_BOOST_MS,
+                }
+            )
         one = by.get((scen, "hybrid", "service", 1))
         if one:
             for key, limit in (("p50_ms", TARGET_P50_MS), ("p99_ms", TARGET_P99_MS)):

@@ -35,7 +35,8 @@ owners' neighbourhoods (~20 ms per probe at 5 % of 210k rows, measured); in its 
 the same search costs what a lone owner's does. An owner holding most of the shared graph
 gains nothing from a copy of it. Searches name such an owner as a literal so the planner can
 prove the partial index's predicate; whether the owner has one is read with its row count
-(one statement, cached 60 s).
+(one statement, cached 60 s). ``shrink_owner`` drops it again once deletions leave the owner
+half of ``exact_max_rows`` memories or fewer (a cleared owner), where the exact path serves.
 
 Global-scope memories of other owners come from a separate small exact branch. Filters join
 ``memories`` (state, expiry, session, type, creation time), so there is no payload to mirror.
@@ -238,6 +239,28 @@ class PgVectorStore:
         async with self._conn() as conn:
             status = await conn.execute(sql.DELETE, owner, ids)
         return _rowcount(status)
+
+    async def shrink_owner(self, owner: str) -> list[str]:
+        """Drop the owner's own HNSW indexes (every signature) once it holds at most half of
+        ``exact_max_rows`` memories; return the names dropped. Called after its memories are
+        deleted (ingest's ``MemoryStores.delete``: a cleared owner has none).
+
+        Half, not ``exact_max_rows``: an owner hovering at the threshold is not indexed and
+        dropped in turn. Below it the exact path serves the owner, so the index is dead weight
+        (an HNSW index keeps its pages after its rows are deleted). One catalog read when the
+        owner has no index of its own; dropped concurrently (searches go on).
+        """
+        async with self._conn() as conn:
+            names = [r["indexname"] for r in await conn.fetch(sql.OWNER_INDEXES, sql.owner_index_pattern(owner))]
+            keep_from = self.exact_max_rows // 2 + 1
+            if not names or int(await conn.fetchval(sql.OWNER_MEMORIES, owner, keep_from)) >= keep_from:
+                return []
+            for name in names:
+                await conn.execute(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"', timeout=_BUILD_TIMEOUT_S)
+                log.info("pgvector.owner_index_dropped", owner=owner, index=name)
+        for key in [k for k in self._routes if k[1] == owner]:
+            self._routes.pop(key, None)
+        return names
 
     async def point_refs(self, page: int = 1000) -> AsyncIterator[list[tuple[str, str]]]:
         """Vectors whose row is gone (the foreign key cascades, so normally none)."""

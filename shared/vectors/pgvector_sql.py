@@ -35,11 +35,19 @@ def index_name(signature: str, dim: int, half: bool) -> str:
     return f"{index_prefix(signature)}{'h' if half else 'v'}{int(dim)}"
 
 
+def _owner_digest(owner: str) -> str:
+    return hashlib.sha256(owner.encode("utf-8")).hexdigest()[:12]
+
+
 def owner_index_name(signature: str, owner: str, dim: int, half: bool) -> str:
     """The name of one owner's own partial HNSW index (under the signature's prefix, so
     ``drop`` removes it with the signature's)."""
-    digest = hashlib.sha256(owner.encode("utf-8")).hexdigest()[:12]
-    return f"{index_prefix(signature)}o{digest}_{'h' if half else 'v'}{int(dim)}"
+    return f"{index_prefix(signature)}o{_owner_digest(owner)}_{'h' if half else 'v'}{int(dim)}"
+
+
+def owner_index_pattern(owner: str) -> str:
+    """A ``LIKE`` pattern matching the owner's own indexes of every signature (``OWNER_INDEXES``)."""
+    return f"memory\\_embeddings\\_hnsw\\_%\\_o{_owner_digest(owner)}\\_%"
 
 
 def lock_key(signature: str, owner: str | None = None) -> int:
@@ -119,6 +127,13 @@ INDEXES_OF = (
     "SELECT c.relname AS indexname, i.indisvalid AS valid FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid"
     " WHERE starts_with(c.relname, $1) AND i.indrelid = 'memory_embeddings'::regclass ORDER BY 1"
 )
+#: The indexes whose name matches ``$1`` (``owner_index_pattern``).
+OWNER_INDEXES = (
+    "SELECT c.relname AS indexname FROM pg_class c JOIN pg_index i ON i.indexrelid = c.oid"
+    " WHERE i.indrelid = 'memory_embeddings'::regclass AND c.relname LIKE $1 ORDER BY 1"
+)
+#: The owner's memories (any state), counted up to ``$2``: never fewer than its vectors of any signature.
+OWNER_MEMORIES = "SELECT count(*) FROM (SELECT 1 FROM memories WHERE owner = $1 LIMIT $2) s"
 BOUNDED_COUNT = "SELECT count(*) FROM (SELECT 1 FROM memory_embeddings WHERE signature = $1 AND owner = $2 LIMIT $3) s"
 #: The owner's bounded row count and whether its own index (``$4``, by name) is valid: one round trip.
 ROUTE = f"""

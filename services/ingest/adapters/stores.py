@@ -23,6 +23,7 @@ from shared.db import memories
 from shared.errors import DependencyDown
 from shared.observability.logging import get_logger
 from shared.schemas.memory import DeletionReceipt, MemoryRecord
+from shared.vectors.pgvector import PgVectorStore
 from shared.vectors.port import VectorStore
 
 log = get_logger(__name__)
@@ -71,6 +72,11 @@ class MemoryStores:
             total = total.plus(removal.receipt).plus(await self._delete_from_external_stores(owner, removal.ids))
             if self.dead_letters is not None and removal.ids:
                 total = total.plus(DeletionReceipt(dlq_messages=await self.dead_letters(removal.quotes)))
+        if total.rows and isinstance(self.pgvector, PgVectorStore):
+            try:  # a cleared (or much shrunk) owner's own HNSW index goes with its memories
+                await self.pgvector.shrink_owner(owner)
+            except (DependencyDown, asyncpg.PostgresError) as exc:  # the rows are gone; the next deletion retries
+                log.warning("ingest.owner_index_drop_failed", owner=owner, error=str(exc))
         log.info("deletion.receipt", owner=owner, **msgspec.structs.asdict(total))
         return total
 

@@ -177,11 +177,11 @@ async def fetch_rows(
     if not ids:
         return {}
     c = _Clauses(vis, 2)
-    records = await pool.fetch(_rows_sql(c, turns), ids, *c.args)
+    records = await pool.fetch(_rows_sql(c, turns), list(dict.fromkeys(ids)), *c.args)
     turn_of: dict[str, int] = {}
     if turns:
         order = {str(r["id"]): (r["session_id"], r["rank"]) for r in records if r["rank"] is not None}
-        following = {str(r["id"]): [str(n) for n in r["following"]] for r in records if r["rank"] is not None}
+        following = {str(r["id"]): [str(n) for n in r["following"]] for r in records if r["following"] is not None}
         turn_of = turns_logic.positions(order, following)
     return {
         str(r["id"]): MemoryRow(
@@ -202,12 +202,16 @@ _ROW_COLUMNS = "m.id, m.content, m.type, m.created_at, m.session_id, m.scope, m.
 
 
 def _rows_sql(c: _Clauses, turns: bool) -> str:
-    """The visible rows of ``$1``; with ``turns``, two more columns: ``rank`` (order among the
+    """The visible rows of ``$1`` (distinct ids); with ``turns``, two more columns: ``rank`` (order among the
     chat-turn candidates of its session, NULL when it holds no other) and ``following`` (the
-    ids of its session's next chat turns, nearest first)."""
+    ids of its session's next chat turns, nearest first; NULL for its session's last candidate,
+    which precedes none: one index scan fewer per session)."""
+    # One primary-key probe per id (a join with the unnested ids, estimated at a few rows):
+    # with ``m.id = ANY($1)`` beside ``m.owner = ...`` the planner chose an owner-prefixed index
+    # and walked the owner's entries (36 ms for 200 ids of a 10k-memory owner, measured).
     visible = (
-        f"SELECT {_ROW_COLUMNS}, m.source FROM memories m"
-        f" WHERE m.id = ANY($1::uuid[]) AND (({c.own}) OR ({c.shared})) AND {c.common}"
+        f"SELECT {_ROW_COLUMNS}, m.source FROM unnest($1::uuid[]) AS u(id) JOIN memories m ON m.id = u.id"
+        f" WHERE (({c.own}) OR ({c.shared})) AND {c.common}"
     )
     if not turns:
         return visible
@@ -220,7 +224,7 @@ def _rows_sql(c: _Clauses, turns: bool) -> str:
         f" SELECT {cols}, NULL::bigint AS rank, NULL::uuid[] AS following FROM c"
         "  WHERE c.source IS DISTINCT FROM 'chat_turn' OR c.session_id IS NULL"
         f" UNION ALL SELECT {cols.replace('c.', 't.')}, CASE WHEN t.n > 1 THEN t.rank END,"
-        "  CASE WHEN t.n > 1 THEN ARRAY("
+        "  CASE WHEN t.rank < t.n THEN ARRAY("
         "   SELECT m.id FROM memories m"
         f"   WHERE m.owner = {c.owner} AND m.session_id = t.session_id AND m.source = 'chat_turn'"
         "   AND (m.created_at, m.id) > (t.created_at, t.id)"

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from pgvector import Vector
 
+from services.ingest.adapters.stores import MemoryStores
 from shared.db import memories
 from shared.db.pool import init_connection
 from shared.errors import ValidationFailed
@@ -133,6 +134,40 @@ async def test_a_large_owner_with_a_small_share_gets_an_index_of_its_own(pool: a
     assert not await crowded.ensure_owner(signature, other)  # 500 of 4500 > 10 %: the shared graph serves it
     await store.drop(signature)
     assert await pool.fetchval(sql.INDEX_VALID, own) is None
+
+
+async def test_an_owner_index_is_dropped_when_its_owner_is_cleared(pool: asyncpg.Pool) -> None:
+    """Deleting an owner's memories (ingest's ``MemoryStores.delete``) drops its own HNSW index
+    once it holds at most half of ``exact_max_rows`` memories, not before; other owners' indexes
+    stay; searches then take the exact path and still answer."""
+    rng = np.random.default_rng(25)
+    signature = sig()
+    store = PgVectorStore(pool, exact_max_rows=200)
+    world = World(pool, store, signature)
+    cleared, kept = (f"{p}-{uuid.uuid4().hex[:6]}" for p in ("cleared", "kept"))
+    centers = unit(rng, 32, 10)
+    for owner in (cleared, kept):
+        for c in centers[rng.integers(0, 10, 400)]:
+            world.add(owner, near(rng, c, 1.0))
+    for _ in range(800):
+        world.add(f"o-{uuid.uuid4().hex[:6]}", unit(rng, 32))
+    await world.flush()
+    await store.ensure(signature, 32)
+    assert await store.ensure_owner(signature, cleared) and await store.ensure_owner(signature, kept)
+    names = {o: sql.owner_index_name(signature, o, 32, False) for o in (cleared, kept)}
+    stores = MemoryStores(pool, [], store)
+    ids = [i for i, r in world.rows.items() if r.owner == cleared]
+    await stores.delete(cleared, ids[:250])  # 150 left: above half of 200, the index stays
+    assert await pool.fetchval(sql.INDEX_VALID, names[cleared]) is True
+    assert await store.shrink_owner(cleared) == []
+    await stores.delete(cleared, ids[250:])
+    assert await pool.fetchval(sql.INDEX_VALID, names[cleared]) is None
+    assert await pool.fetchval(sql.INDEX_VALID, names[kept]) is True
+    assert await store.search(signature, VectorQuery(owner=cleared, vector=unit(rng, 32))) == []
+    q = unit(rng, 32)
+    hits = await store.search(signature, VectorQuery(owner=kept, vector=q, limit=10))
+    assert len(hits) == 10 and all(world.rows[h.memory_id].owner == kept for h in hits)
+    await store.drop(signature)
 
 
 async def test_hnsw_scan_settings_per_connection_or_per_transaction(pool: asyncpg.Pool, pg_dsn: str) -> None:
