@@ -164,6 +164,7 @@ async def test_an_owner_index_is_dropped_when_its_owner_is_cleared(pool: asyncpg
     assert await pool.fetchval(sql.INDEX_VALID, names[cleared]) is None
     assert await pool.fetchval(sql.INDEX_VALID, names[kept]) is True
     assert await store.search(signature, VectorQuery(owner=cleared, vector=unit(rng, 32))) == []
+    assert await store._route(signature, cleared, 32) == (False, False)  # the exact path serves it now
     q = unit(rng, 32)
     hits = await store.search(signature, VectorQuery(owner=kept, vector=q, limit=10))
     assert len(hits) == 10 and all(world.rows[h.memory_id].owner == kept for h in hits)

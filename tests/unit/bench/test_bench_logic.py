@@ -162,6 +162,20 @@ def test_latency_scenarios_ratios_targets() -> None:
         "hybrid c=1 p99 <= 20 ms": (40.0, False),
         "hybrid c=16 throughput >= 0.8x floor": (0.75, False),
     }
+    # the neighbour boost's SQL cost: the rows probe with turn positions minus the one without
+    probes = [
+        {"scenario": "1 owner x 100,000", "strategy": s, "path": "floor probe", "c": 1, "p50_ms": v}
+        for s, v in (("rows", 2.9), ("rows_plain", 2.1))
+    ]
+    boost = [t for t in latency.targets(probes) if "neighbour" in t["target"]]
+    assert boost == [
+        {
+            "scenario": "1 owner x 100,000",
+            "target": "neighbour boost (turn positions) p50 <= 1 ms",
+            "value": 0.8,
+            "ok": True,
+        }
+    ]
 
 
 def test_bench_commands_parse() -> None:
