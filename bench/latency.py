@@ -474,6 +474,17 @@ def _recall_and_memory(report: dict[str, Any], recall_rows: list[list[Any]]) -> 
     return out
 
 
+def _load_note(report: dict[str, Any]) -> str:
+    """The machine's load when the run ended (latencies on a shared machine scale with it)."""
+    env = report.get("environment") or {}
+    load = env.get("load_average_1m_5m_15m")
+    if not load:
+        return ""
+    return (
+        f"; {env.get('cpus', '?')} CPUs, load average (1, 5, 15 min) {', '.join(f'{x:.1f}' for x in load)} at the end"
+    )
+
+
 def render(report: dict[str, Any]) -> str:
     head = [
         "scenario",
@@ -514,7 +525,7 @@ def render(report: dict[str, Any]) -> str:
             f"Retrieve latency: {report['memories']:,} memories ({report['vectors']}), limit {report['limit']}, "
             f"signature {report['signature']}; floor = the retrieve engine in the benchmark's process; "
             "CPU = service processes + PostgreSQL + nats-server (floor: PostgreSQL), "
-            "bench CPU = the benchmark's process (load generator, and the floor's engine)",
+            "bench CPU = the benchmark's process (load generator, and the floor's engine)" + _load_note(report),
             "",
             markdown_table(head, rows, digits=2),
             "",
