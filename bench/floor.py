@@ -111,7 +111,7 @@ class Steps:
         got = await self._prepared(owner, query, vis, settings)
         if tier in ("rows", "rows_plain"):
             return len(await fetch_rows(engine.pool, vis, got.ids, turns=tier == "rows"))
-        fused = fuse_lists({"fts": got.fts, "vec": got.vec}, settings)
+        fused = fuse_lists({"fts": got.fts, "vec": got.vec}, settings, query)
         ranked = boost(fused, got.rows, settings.session_boost, settings.neighbour_boost, settings.speaker_boost, query)
         memories, _tokens = answer(
             ranked, got.rows, limit=10, max_tokens=settings.max_tokens, tier=lambda f: credit_tier(f, "pgvector")
@@ -125,7 +125,7 @@ class Steps:
             fts = await engine.keyword_ranking(vis, query, settings.rrf_depth)
             result = await engine.embedder(query, engine.config.embed_timeout_s)
             vec = await vector_search(engine.stores[0], result.signature, vis, result.vectors[0], settings.rrf_depth)
-            ids = [f.memory_id for f in fuse_lists({"fts": fts, "vec": vec}, settings)]
+            ids = [f.memory_id for f in fuse_lists({"fts": fts, "vec": vec}, settings, query)]
             self._inputs[key] = _Inputs(fts, vec, ids, await fetch_rows(engine.pool, vis, ids, turns=True))
         return self._inputs[key]
 

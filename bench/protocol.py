@@ -27,13 +27,19 @@ def default_point() -> study.Params:
     return study.defaults()
 
 
+#: ``ftsFullCoverage`` values of the grid (0 = off), at the default ``ftsCoveragePower``
+COVERAGE = (0.0, 0.5)
+
+
 def grid() -> list[study.Params]:
-    """The defaults, then score fusion over depth x weight x session x neighbour x speaker shares."""
+    """The defaults, then score fusion over depth x weight x session x neighbour x speaker shares
+    x keyword coverage."""
     points = [default_point()]
-    for depth, fts, session, neighbour, speaker in itertools.product(
-        (50, 100), (0.5, 0.6), (0.1, 0.3), (0.3, 0.5), (0.0, 0.3, 0.6)
+    power = points[0].fts_coverage_power
+    for depth, fts, session, neighbour, speaker, coverage in itertools.product(
+        (50, 100), (0.5, 0.6), (0.1, 0.3), (0.3, 0.5), (0.0, 0.3, 0.6), COVERAGE
     ):
-        p = study.Params("score", 60, depth, fts, round(1 - fts, 2), session, neighbour, speaker)
+        p = study.Params("score", 60, depth, fts, round(1 - fts, 2), session, neighbour, speaker, coverage, power)
         if p != points[0]:
             points.append(p)
     return points

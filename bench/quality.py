@@ -245,6 +245,8 @@ def engine_defaults() -> dict[str, Any]:
         "ftsWeight": d.fts_weight,
         "vecWeight": d.vec_weight,
         "speakerBoost": d.speaker_boost,
+        "ftsFullCoverage": d.fts_full_coverage,
+        "ftsCoveragePower": d.fts_coverage_power,
     }
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from bench import locomo
 from bench.floor import in_process_engine
 from services.retrieve.adapters import postgres as tiers
+from services.retrieve.logic.coverage import keyword_weight
 from services.retrieve.logic.fusion import Fused, normalize_query, rrf_fuse, score_fuse
 from services.retrieve.logic.plan import MemoryRow, boost
 from shared.settings.memory import MemorySettings
@@ -39,12 +40,16 @@ class Params:
     session_boost: float = 0.3
     neighbour_boost: float = 0.3
     speaker_boost: float = 0.0
+    fts_full_coverage: float = 0.0
+    fts_coverage_power: float = 4.0
 
     def label(self) -> str:
         if self.fusion == "rrf":
             head = f"rrf k={self.rrf_k} depth={self.depth}"
         else:
             head = f"score depth={self.depth} fts={self.fts_weight:g} vec={self.vec_weight:g}"
+            if self.fts_full_coverage > 0:
+                head += f" coverage={self.fts_full_coverage:g}^{self.fts_coverage_power:g}"
         return (
             f"{head} session={self.session_boost:g} neighbour={self.neighbour_boost:g} speaker={self.speaker_boost:g}"
         )
@@ -57,7 +62,16 @@ def defaults(s: MemorySettings | None = None) -> Params:
     """The hybrid settings of ``s`` (the shipped defaults when None) as a ``Params``."""
     s = s or MemorySettings()
     return Params(
-        s.fusion, s.rrf_k, s.rrf_depth, s.fts_weight, s.vec_weight, s.session_boost, s.neighbour_boost, s.speaker_boost
+        s.fusion,
+        s.rrf_k,
+        s.rrf_depth,
+        s.fts_weight,
+        s.vec_weight,
+        s.session_boost,
+        s.neighbour_boost,
+        s.speaker_boost,
+        s.fts_full_coverage,
+        s.fts_coverage_power,
     )
 
 
@@ -76,13 +90,16 @@ class Candidates:
 def rank(c: Candidates, p: Params) -> tuple[str | None, ...]:
     """The top ``LIMIT`` dia_ids (None: not a turn) the engine returns for ``p``."""
     lists = {"fts": c.fts[: p.depth], "vec": c.vec[: p.depth]}
+    query = normalize_query(c.qa.question)
     fused: list[Fused]
     if p.fusion == "score":
-        fused = score_fuse(lists, {"fts": p.fts_weight, "vec": p.vec_weight}, p.depth)
+        top = c.fts[0][1] if c.fts else 0.0
+        fts_weight = keyword_weight(p.fts_weight, top, query, p.fts_full_coverage, p.fts_coverage_power)
+        fused = score_fuse(lists, {"fts": fts_weight, "vec": p.vec_weight}, p.depth)
     else:
         fused = rrf_fuse(lists, p.rrf_k, p.depth)
     rows = {f.memory_id: c.rows[f.memory_id] for f in fused if f.memory_id in c.rows}
-    ranked = boost(fused, rows, p.session_boost, p.neighbour_boost, p.speaker_boost, normalize_query(c.qa.question))
+    ranked = boost(fused, rows, p.session_boost, p.neighbour_boost, p.speaker_boost, query)
     present = [f.memory_id for f in ranked if f.memory_id in rows][:LIMIT]
     return tuple(c.dia.get(i) for i in present)
 

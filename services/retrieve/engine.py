@@ -6,7 +6,8 @@
 2. ``plan_logic.plan`` picks the tiers; hybrid runs full-text and (embed -> vector store)
    concurrently; the vector side tries the stores in order (Qdrant, then pgvector) and
    each failure degrades to the next, then to full-text, then to newest-first;
-3. ranked lists are fused (RRF or score fusion with the owner's ``ftsWeight``/``vecWeight``),
+3. ranked lists are fused (RRF or score fusion with the owner's ``ftsWeight``/``vecWeight``,
+   the keyword weight scaled down when its best match covers little of the question),
    the candidates' rows fetched in one query, the owner's session/neighbour boosts applied,
    then limit and token budget;
 4. returned memories are queued for the ``last_accessed_at`` touch (not on ``dry_run``).
@@ -37,6 +38,7 @@ from services.retrieve.adapters import postgres as tiers
 from services.retrieve.adapters.postgres_stats import read_term_stats
 from services.retrieve.adapters.postgres_touch import Toucher
 from services.retrieve.logic.breaker import Breaker
+from services.retrieve.logic.coverage import keyword_weight
 from services.retrieve.logic.fusion import (
     Fused,
     RankedList,
@@ -264,7 +266,7 @@ class _Run:
             lists = {name: ranked for name, ranked in (("fts", fts), ("vec", vec)) if ranked is not None}
             if not lists:
                 return await self._recent(limit), vec_tier, True
-            return fuse_lists(lists, s), vec_tier, False
+            return fuse_lists(lists, s, self.query), vec_tier, False
         vec, vec_tier, vec_attempts = await self._vector(limit)
         self.attempts += vec_attempts
         if vec is not None:
@@ -375,10 +377,14 @@ class _Run:
         return list(result.vectors[0]), result.signature, None
 
 
-def fuse_lists(lists: dict[str, RankedList], s: MemorySettings) -> list[Fused]:
-    """Hybrid's fusion of the ranked lists with the owner's ``fusion`` settings."""
+def fuse_lists(lists: dict[str, RankedList], s: MemorySettings, query: str) -> list[Fused]:
+    """Hybrid's fusion of the ranked lists with the owner's ``fusion`` settings; score fusion
+    weighs the keyword list by how much of ``query`` its best match covers (``ftsFullCoverage``)."""
     if s.fusion == "score":
-        return score_fuse(lists, {"fts": s.fts_weight, "vec": s.vec_weight}, s.rrf_depth)
+        fts = lists.get("fts")
+        top = fts[0][1] if fts else 0.0
+        fts_weight = keyword_weight(s.fts_weight, top, query, s.fts_full_coverage, s.fts_coverage_power)
+        return score_fuse(lists, {"fts": fts_weight, "vec": s.vec_weight}, s.rrf_depth)
     return rrf_fuse(lists, s.rrf_k, s.rrf_depth)
 
 

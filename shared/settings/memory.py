@@ -64,6 +64,11 @@ class MemorySettings(msgspec.Struct, frozen=True, kw_only=True, rename="camel", 
     fts_weight: Share = 0.5
     #: score fusion: weight of the vector list
     vec_weight: Share = 0.5
+    #: score fusion: `ftsWeight` counts in full only when the best keyword match holds at least this share of the
+    #: question's content words; below it, times (share / this) ^ `ftsCoveragePower` (0 = off: always in full)
+    fts_full_coverage: Annotated[float, msgspec.Meta(ge=0, le=1)] = 0.5
+    #: score fusion: how fast `ftsWeight` falls below `ftsFullCoverage`
+    fts_coverage_power: Annotated[float, msgspec.Meta(ge=0, le=16)] = 4.0
     #: hybrid only: a result said by a speaker the question names (its chat message's `name`) gains this share
     #: of its own score (0 = off). 0.6: on the LoCoMo dev split, leave-one-conversation-out held-out R@10 mean
     #: 0.769 (worst fold 0.711) against 0.754 without it (worst 0.695); 4 of 5 folds chose 0.6 over 0 and 0.3

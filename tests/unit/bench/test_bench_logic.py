@@ -78,6 +78,8 @@ def test_engine_defaults_reset_every_engine_setting() -> None:
         "ftsWeight": 0.5,
         "vecWeight": 0.5,
         "speakerBoost": 0.6,
+        "ftsFullCoverage": 0.5,
+        "ftsCoveragePower": 4.0,
     }
 
 

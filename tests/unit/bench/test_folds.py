@@ -74,3 +74,20 @@ def test_rank_truncates_each_list_to_the_depth_and_boosts() -> None:
     assert study.rank(cands, params(1, 0)) == ("D1:1",)  # only the top 1 of each list
     assert study.rank(cands, params(3, 3.0))[0] == "D1:1"  # b: 0.167 * 4 < 1
     assert study.rank(cands, params(3, 9.0))[0] == "D1:2"  # b: 0.167 * 10 > 1
+
+
+def test_rank_weighs_the_keyword_list_by_its_coverage() -> None:
+    rows = {"a": _row("a", 1, "Mel"), "b": _row("b", 5, "Jon")}
+    cands = study.Candidates(
+        conversation="c1",
+        qa=QA(question="which engineer repaired the kestrel release?", category=4, evidence=("D1:2",)),
+        fts=(("a", 0.1), ("b", 0.05)),  # the best match holds 1 of 4 content words
+        vec=(("b", 0.9), ("a", 0.6)),
+        rows=rows,
+        dia={"a": "D1:1", "b": "D1:2"},
+    )
+    off = study.Params(depth=2, session_boost=0, neighbour_boost=0, fts_weight=0.6, vec_weight=0.4)
+    on = study.Params(**{**off.as_dict(), "fts_full_coverage": 0.7})
+    assert study.rank(cands, off) == ("D1:1", "D1:2")  # a: 0.6 > b: 0.4
+    assert study.rank(cands, on) == ("D1:2", "D1:1")  # a: 0.6 * (0.25 / 0.7) ** 4 < b: 0.4
+    assert "coverage=0.7^4" in on.label() and "coverage" not in off.label()
