@@ -5,7 +5,7 @@ BIN    := $(abspath $(VENV))/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: chromium studio-screenshots run test lint chaos chaos-cluster fuzz bench bench-embed bench-quality bench-paraphrase bench-dense-context bench-latency bench-ingest bench-sleep bench-gateway bench-tracing bench-docs schemas config-docs deletion-audit authz security-docs nats-conf clean
+.PHONY: chromium studio-screenshots run test lint chaos chaos-cluster fuzz bench bench-embed bench-quality bench-paraphrase bench-dense-context bench-latency bench-ingest bench-sleep bench-gateway bench-tracing bench-peers bench-docs schemas config-docs deletion-audit authz security-docs nats-conf clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -104,6 +104,15 @@ bench-gateway: $(STAMP)
 
 bench-tracing: $(STAMP)  ## retrieve latency with trace export off and on, in one run
 	mkdir -p bench-results && $(BIN)/python -m bench tracing --json bench-results/tracing.json
+
+# mem0 is an optional extra, installed only for this benchmark.
+PEERS_STAMP := $(VENV)/.peers-installed
+$(PEERS_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/python -m pip install --quiet -e ".[server,test,quant,peers]"
+	touch $(PEERS_STAMP)
+
+bench-peers: $(PEERS_STAMP)  ## memoryd against mem0 (offline, same corpus, queries and model), in one run
+	mkdir -p bench-results && $(BIN)/python -m bench peers --json bench-results/peers.json
 
 bench-docs: $(STAMP)
 	$(BIN)/python -m bench docs

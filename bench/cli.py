@@ -1,4 +1,4 @@
-"""The benchmark commands (``python -m bench quality|latency|embed|sleep|gateway|tracing``); ``cli_ingest``
+"""The benchmark commands (``python -m bench quality|latency|embed|sleep|gateway|tracing|peers``); ``cli_ingest``
 adds ``ingest`` and ``docs``. Each benchmark starts its own embedded stack.
 
 Options are parsed by click like the ``memoryd`` commands; while a benchmark runs, its
@@ -20,7 +20,7 @@ import click
 from bench.latency import STRATEGIES as LATENCY_STRATEGIES
 from bench.quality import BUILTIN_VARIANTS, STRATEGIES
 from memoryd.cli.common import CONTEXT_SETTINGS, activity
-from shared.errors import ValidationFailed
+from shared.errors import ConfigError, ValidationFailed
 
 
 class IntList(click.ParamType):
@@ -283,4 +283,52 @@ def tracing(**o: Any) -> int:
     return 0
 
 
-COMMANDS = (quality, latency, embed, sleep, gateway, tracing)
+@click.command("peers", context_settings=CONTEXT_SETTINGS)
+@click.option("--memories", type=IntList(100, "sizes must be integers >= 100"), default="10000", show_default=True)
+@click.option("--concurrency", type=IntList(), default="1,16", show_default=True, help="search concurrency levels")
+@click.option("--add-concurrency", type=int, default=16, show_default=True, help="adds in flight (both engines)")
+@click.option("--questions", type=int, default=200, show_default=True, help="synthetic questions (latency bench's)")
+@click.option("--requests-per-client", type=int, default=25, show_default=True, help="max(questions, this x c)")
+@click.option("--hit-queries", type=int, default=200, show_default=True, help="keyword queries for the hit rate")
+@json_option
+@log_dir_option
+def peers(**o: Any) -> int:
+    """memoryd against mem0 (optional extra: pip install -e '.[peers]'), same corpus and queries."""
+    from bench.harness import ServiceStack, embedded_servers
+    from bench.peers import mem0_factory, render, run_peers
+    from bench.peers_mem0 import installed_version
+
+    if installed_version() is None:
+        raise ConfigError("mem0ai", "not installed: pip install -e '.[peers]' (or make bench-peers)")
+
+    async def go(log: Callable[[str], None]) -> dict[str, Any]:
+        async with (
+            embedded_servers() as servers,
+            ServiceStack(
+                servers.nats_url,
+                servers.pg_dsn,
+                services=("ingest", "embed", "retrieve"),
+                servers=servers,
+                log_dir=o["log_dir"],
+            ) as stack,
+        ):
+            factory = await mem0_factory(stack, servers.data_dir / "mem0")
+            return await run_peers(
+                stack,
+                factory,
+                o["memories"],
+                concurrency=o["concurrency"],
+                add_concurrency=o["add_concurrency"],
+                n_questions=o["questions"],
+                requests_per_client=o["requests_per_client"],
+                hit_queries=o["hit_queries"],
+                log=log,
+            )
+
+    with running("peers") as log:
+        report = asyncio.run(go(log))
+    emit(render(report), report, o["json_path"])
+    return 0
+
+
+COMMANDS = (quality, latency, embed, sleep, gateway, tracing, peers)

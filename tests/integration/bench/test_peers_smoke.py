@@ -1,0 +1,61 @@
+"""``bench peers`` end to end at a tiny size: both engines, same corpus and queries, one report.
+
+Skipped when mem0 (the optional ``peers`` extra) is not installed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mem0")
+pytest.importorskip("psycopg")
+
+from bench import peers
+from bench.harness import ServiceStack
+from memoryd.local.nats import EmbeddedNats
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+async def test_peers_benchmark_tiny(nats_server: EmbeddedNats, pg_dsn: str, tmp_path: Path) -> None:
+    database = pg_dsn.rsplit("/", 1)[1] + "_mem0"
+    async with ServiceStack(
+        nats_server.url, pg_dsn, services=("ingest", "embed", "retrieve"), mode="inprocess"
+    ) as stack:
+        factory = await peers.mem0_factory(stack, tmp_path / "mem0", database)
+        report = await peers.run_peers(
+            stack,
+            factory,
+            [120],
+            concurrency=[1, 4],
+            add_concurrency=4,
+            n_questions=12,
+            requests_per_client=2,
+            hit_queries=10,
+            log=lambda _m: None,
+        )
+        stored = await stack.pool.fetchval("SELECT count(*) FROM memories WHERE owner = 'peers-120'")
+    assert stored == 120
+    (res,) = report["sizes"]
+    assert res["memories"] == 120
+    assert res["mem0_llm_calls"] == 0  # infer=False: the unroutable LLM is never asked
+    assert res["mem0_texts_embedded"] >= 120 + 12  # every add and every search through the adapter
+    for engine in peers.ENGINES:
+        assert res["add"][engine]["memories"] == 120
+        assert res["add"][engine]["add_to_searchable_per_s"] > 0
+        # tiny corpus: every keyword query finds its memory in both engines
+        assert res["figures"][engine]["hit_rate"] == 1.0
+    assert [(r["engine"], r["c"]) for r in res["rows"]] == [(e, c) for c in ("cold", 1, 4) for e in peers.ENGINES]
+    for row in res["rows"]:
+        assert row["errors"] == 0 and row["qps"] > 0
+        assert 0 < row["p50_ms"] <= row["p99_ms"]
+    assert set(res["ratios"]) == {
+        "add_to_searchable_per_s", "search_p50_ms", "search_p99_ms", "cold_p50_ms", "qps_c1", "qps_c4", "hit_rate"
+    }  # fmt: skip
+    assert res["ratios"]["hit_rate"] == 1.0
+    text = peers.render(report)
+    assert "**120 memories of one owner**" in text
+    assert "| hit_rate | 1.000 | 1.000 | 1.000 |" in text
+    assert "mem0 LLM calls: 0" in text
