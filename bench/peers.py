@@ -13,13 +13,14 @@ Measured per size, in this order, nothing else running: **add-to-searchable** (`
 writers in flight for both; memoryd: from the first create until every memory has its vector,
 mem0: until the last ``add`` returns, which is when mem0's memory is searchable), a **cold**
 pass (each distinct question once at concurrency 1: memoryd embeds the query, mem0 always
-does), then for each concurrency memoryd and mem0 in turn over the same questions (memoryd's
+does), then for each concurrency memoryd and mem0 in turn (who goes first alternates) over
+the same questions (memoryd's
 query embeddings now come from its cache, as a repeated question's would: the cold row shows
 the difference), and the **hit rate**: for ``hit_queries`` memories spread evenly over the
 corpus, a keyword-style query from its own words (``keyword_query``); a hit when a memory with
 that exact text is in the top 10 (duplicates of a text count, for both engines alike).
 Ratios are memoryd / mem0 in one run; CPU per query: memoryd = its services + PostgreSQL +
-nats-server, mem0 = the benchmark's process (mem0 runs in it) + PostgreSQL.
+nats-server, mem0 = the benchmark's process (mem0 runs in it) + PostgreSQL (per process too).
 """
 
 from __future__ import annotations
@@ -134,6 +135,7 @@ def _summary(res: Any, cpu: dict[str, float], keys: Sequence[str]) -> dict[str, 
         "p99_ms": round(percentile(lat, 99), 2),
         "qps": round(res.rps, 1),
         "cpu_ms_per_query": round(1000 * sum(cpu.get(k, 0.0) for k in keys) / n, 2),
+        "cpu_ms_per_query_by_process": {k: round(1000 * cpu.get(k, 0.0) / n, 2) for k in keys if k in cpu},
     }
 
 
@@ -208,8 +210,8 @@ async def run_size(
         log(f"{engine}: {per[engine]['add']}")
     distinct = list(dict.fromkeys(questions))
     levels: list[tuple[str | int, int]] = [("cold", 1), *((c, c) for c in concurrency)]
-    for c, level in levels:
-        for engine in ENGINES:
+    for turn, (c, level) in enumerate(levels):
+        for engine in ENGINES if turn % 2 == 0 else ENGINES[::-1]:  # alternate who goes first
             qs = distinct if c == "cold" else questions
             n = len(qs) if c == "cold" else max(len(qs), requests_per_client * level)
 
