@@ -302,6 +302,10 @@ async def run_peers(
     }
 
 
+def _by(row: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {v:.1f}" for k, v in row.get("cpu_ms_per_query_by_process", {}).items())
+
+
 def render(report: dict[str, Any]) -> str:
     env0, env1 = report["environment_at_start"], report["environment"]
     out = [
@@ -323,9 +327,9 @@ def render(report: dict[str, Any]) -> str:
             markdown_table(["figure", "memoryd", "mem0", "memoryd / mem0"], table, digits=3),
             "",
             markdown_table(
-                ["engine", "c", "n", "p50 ms", "p99 ms", "queries/s", "CPU ms/query"],
+                ["engine", "c", "n", "p50 ms", "p99 ms", "queries/s", "CPU ms/query", "by process"],
                 [
-                    [r["engine"], r["c"], r["n"], r["p50_ms"], r["p99_ms"], r["qps"], r["cpu_ms_per_query"]]
+                    [r["engine"], r["c"], r["n"], r["p50_ms"], r["p99_ms"], r["qps"], r["cpu_ms_per_query"], _by(r)]
                     for r in res["rows"]
                 ],
                 digits=2,
