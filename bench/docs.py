@@ -24,6 +24,7 @@ DOCUMENTS: dict[str, str] = {
     "latency": "docs/benchmarks.md",
     "sleep": "docs/benchmarks.md",
     "gateway": "docs/benchmarks.md",
+    "peers": "docs/benchmarks.md",
     "tracing": "docs/deploy.md",
     "chaos": "docs/reliability.md",
     "chaos-cluster": "docs/reliability.md",
@@ -34,7 +35,7 @@ PRERENDERED = ("chaos", "chaos-cluster", "fuzz")
 
 
 def renderer(name: str) -> Callable[[dict[str, Any]], str]:
-    from bench import dense_context_logic, embed, gateway, ingest, latency, paraphrase, quality, sleep, tracing
+    from bench import dense_context_logic, embed, gateway, ingest, latency, paraphrase, peers, quality, sleep, tracing
 
     if name in PRERENDERED:
         return lambda report: str(report["markdown"])
@@ -47,6 +48,7 @@ def renderer(name: str) -> Callable[[dict[str, Any]], str]:
         "latency": latency.render,
         "sleep": sleep.render,
         "gateway": gateway.render,
+        "peers": peers.render,
         "tracing": tracing.render,
     }[name]
 
