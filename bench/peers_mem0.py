@@ -115,6 +115,9 @@ class Mem0Peer:
         os.environ["MEM0_TELEMETRY"] = "False"
         os.environ["MEM0_DIR"] = str(workdir)
         mem0 = importlib.import_module("mem0")
+        # mem0 reads MEM0_TELEMETRY once, at import: if something imported it before, turn it off here too
+        for name in ("mem0.memory.telemetry", "mem0.memory.main"):
+            setattr(importlib.import_module(name), "MEM0_TELEMETRY", False)  # noqa: B010
         memory = mem0.Memory.from_config(config(dsn, workdir, collection, maxconn))
         adapter = MiniLmEmbedding(embedder)
         memory.embedding_model = adapter

@@ -5,10 +5,12 @@ Skipped when mem0 (the optional ``peers`` extra) is not installed.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
+os.environ["MEM0_TELEMETRY"] = "False"  # read by mem0 at import: nothing may leave the machine
 pytest.importorskip("mem0")
 pytest.importorskip("psycopg")
 
@@ -40,6 +42,9 @@ async def test_peers_benchmark_tiny(nats_server: EmbeddedNats, pg_dsn: str, tmp_
     assert stored == 120
     (res,) = report["sizes"]
     assert res["memories"] == 120
+    import mem0.memory.telemetry
+
+    assert mem0.memory.telemetry.MEM0_TELEMETRY is False
     assert res["mem0_llm_calls"] == 0  # infer=False: the unroutable LLM is never asked
     assert res["mem0_texts_embedded"] >= 120 + 12  # every add and every search through the adapter
     for engine in peers.ENGINES:
