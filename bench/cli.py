@@ -89,7 +89,7 @@ def quality(**o: Any) -> int:
     """LoCoMo retrieval quality through the services (R@k, All@k)."""
     from bench import locomo
     from bench import quality as q
-    from bench.harness import ServiceStack, embedded_servers
+    from bench.harness import servers_and_stack
 
     data = Path(o["data"]) if o["data"] else q.default_data_path(_repo_root())
     if not data.exists():
@@ -101,12 +101,7 @@ def quality(**o: Any) -> int:
         variants = list(q.BUILTIN_VARIANTS.values())
 
     async def go(log: Callable[[str], None]) -> dict[str, Any]:
-        async with (
-            embedded_servers() as servers,
-            ServiceStack(
-                servers.nats_url, servers.pg_dsn, mode=o["mode"], servers=servers, log_dir=o["log_dir"]
-            ) as stack,
-        ):
+        async with servers_and_stack(mode=o["mode"], log_dir=o["log_dir"]) as (_servers, stack):
             strategies = list(o["strategy"]) or q.DEFAULT_STRATEGIES
             return await q.run_quality(
                 stack, convs, strategies, variants, data_name=data.name, log=log, with_protocol=o["protocol"]
@@ -135,15 +130,10 @@ def quality(**o: Any) -> int:
 def latency(**o: Any) -> int:
     """Retrieve latency and throughput vs the in-process floor."""
     from bench import latency as lat
-    from bench.harness import ServiceStack, embedded_servers
+    from bench.harness import servers_and_stack
 
     async def go(log: Callable[[str], None]) -> dict[str, Any]:
-        async with (
-            embedded_servers() as servers,
-            ServiceStack(
-                servers.nats_url, servers.pg_dsn, services=("embed", "retrieve"), servers=servers, log_dir=o["log_dir"]
-            ) as stack,
-        ):
+        async with servers_and_stack(services=("embed", "retrieve"), log_dir=o["log_dir"]) as (_servers, stack):
             return await lat.run_latency(
                 stack,
                 o["sizes"],
@@ -263,16 +253,11 @@ def gateway(memories: int, concurrency: list[int], requests: int, rounds: int, j
 @log_dir_option
 def tracing(**o: Any) -> int:
     """Retrieve latency with trace export off and on (OTLP/HTTP to a local collector), in one run."""
-    from bench.harness import ServiceStack, embedded_servers
+    from bench.harness import servers_and_stack
     from bench.tracing import render, run_tracing
 
     async def go(log: Callable[[str], None]) -> dict[str, Any]:
-        async with (
-            embedded_servers() as servers,
-            ServiceStack(
-                servers.nats_url, servers.pg_dsn, services=("embed", "retrieve"), servers=servers, log_dir=o["log_dir"]
-            ) as stack,
-        ):
+        async with servers_and_stack(services=("embed", "retrieve"), log_dir=o["log_dir"]) as (_servers, stack):
             return await run_tracing(
                 stack, size=o["size"], rounds=o["rounds"], concurrency=o["concurrency"], requests=o["requests"], log=log
             )
@@ -294,7 +279,7 @@ def tracing(**o: Any) -> int:
 @log_dir_option
 def peers(**o: Any) -> int:
     """memoryd against mem0 (optional extra: pip install -e '.[peers]'), same corpus and queries."""
-    from bench.harness import ServiceStack, embedded_servers
+    from bench.harness import servers_and_stack
     from bench.peers import mem0_factory, render, run_peers
     from bench.peers_mem0 import installed_version
 
@@ -302,16 +287,8 @@ def peers(**o: Any) -> int:
         raise ConfigError("mem0ai", "not installed: pip install -e '.[peers]' (or make bench-peers)")
 
     async def go(log: Callable[[str], None]) -> dict[str, Any]:
-        async with (
-            embedded_servers() as servers,
-            ServiceStack(
-                servers.nats_url,
-                servers.pg_dsn,
-                services=("ingest", "embed", "retrieve"),
-                servers=servers,
-                log_dir=o["log_dir"],
-            ) as stack,
-        ):
+        services = ("ingest", "embed", "retrieve")
+        async with servers_and_stack(services=services, log_dir=o["log_dir"]) as (servers, stack):
             factory = await mem0_factory(stack, servers.data_dir / "mem0")
             return await run_peers(
                 stack,

@@ -331,3 +331,14 @@ async def wait_until(check: Any, timeout: float, interval: float = 0.25, what: s
         if asyncio.get_running_loop().time() > deadline:
             raise TimeoutError(f"{what} not reached within {timeout:.0f} s")
         await asyncio.sleep(interval)
+
+
+@contextlib.asynccontextmanager
+async def servers_and_stack(**stack: Any) -> AsyncIterator[tuple[Servers, ServiceStack]]:
+    """``embedded_servers()`` and a ``ServiceStack`` on them (``stack``: its keyword fields,
+    e.g. ``services``, ``mode``, ``log_dir``), stopped in reverse order."""
+    async with (
+        embedded_servers() as servers,
+        ServiceStack(servers.nats_url, servers.pg_dsn, servers=servers, **stack) as running,
+    ):
+        yield servers, running
