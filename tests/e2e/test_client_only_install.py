@@ -12,20 +12,11 @@ from pathlib import Path
 import pytest
 
 from tests.support.up import RunningUp, clean_env
+from tests.unit.test_boundaries import SERVER_ONLY
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-SERVER_ONLY = (
-    "asyncpg",
-    "onnxruntime",
-    "qdrant_client",
-    "pgvector",
-    "tokenizers",
-    "numpy",
-    "prometheus_client",
-    "opentelemetry.sdk",
-)
 
 APPLICATION = textwrap.dedent(
     """
