@@ -154,9 +154,15 @@ async def test_activity_chart(page: Page, stack: Stack, shots: Path) -> None:
     await expect(charts.locator("svg.chart")).to_have_count(2, timeout=20_000)
     await expect(charts).to_contain_text("searches/min")
     await expect(charts.locator("svg.chart polyline").first).to_be_visible()
-    note = await page.locator("#activity-note").inner_text()
-    events = int(note.split("Since start: ")[1].split(" chat events")[0])
-    assert events >= 24, note  # 3 + 5 + 7 + 9 published here
+    # 3 + 5 + 7 + 9 published here; the page's next samples (every 3 s) see the last ones ingested
+    deadline = asyncio.get_running_loop().time() + 20
+    while True:
+        note = await page.locator("#activity-note").inner_text()
+        events = int(note.split("Since start: ")[1].split(" chat events")[0])
+        if events >= 24 or asyncio.get_running_loop().time() > deadline:
+            break
+        await asyncio.sleep(0.5)
+    assert events >= 24, note
     await page.screenshot(path=str(shots / "activity.png"), full_page=True)
 
 
