@@ -225,3 +225,15 @@ def test_tracing_summary_is_the_median_of_each_mode_and_on_over_off() -> None:
     assert summary["p50_ms_off"] == 3.0 and summary["p50_ms_on"] == 3.0 and summary["p50_ratio"] == 1.0
     assert summary["rps_off"] == 400 and summary["rps_on"] == 365 and summary["rps_ratio"] == round(365 / 400, 3)
     assert summary["p99_ratio"] == 1.0
+
+
+def test_sleep_first_run_target_judges_the_largest_owner_first_run() -> None:
+    from bench.sleep import first_run_target
+
+    def run(memories: int, kind: str, wall: float, status: str = "ok") -> dict[str, object]:
+        return {"memories": memories, "run": kind, "wall_s": wall, "status": status}
+
+    assert first_run_target([run(10_000, "first", 3.0)]) == ""
+    assert "(met)" in first_run_target([run(100_000, "first", 25.2), run(100_000, "second", 99.0)])
+    assert "(NOT met)" in first_run_target([run(100_000, "first", 61.0)])
+    assert "(NOT met)" in first_run_target([run(100_000, "first", 5.0, status="failed")])
