@@ -27,7 +27,7 @@ import httpx
 
 from bench.harness import ServiceStack, cpu_delta, embedded_servers, wait_until
 from bench.locomo import percentile
-from bench.report import environment, markdown_table
+from bench.report import environment, markdown_table, render_peak_rss
 from shared.api_keys import KeyStore, new_key, open_bucket
 from shared.bus.rpc_client import call
 from shared.schemas.memory import MemoryCreateRequest
@@ -183,6 +183,9 @@ async def run_gateway_bench(
                     rounds,
                     stack.cpu_seconds,
                 )
+                peak_rss = stack.peak_rss_mb()
+                await _initialize_mcp(http)
+                peak_rss_mcp = stack.peak_rss_mb().get("gateway")
     search_delta = _deltas(search, "nats", "http")
     proxy_delta = _deltas(proxy, "upstream", "proxy")
     one = search_delta[0]
@@ -215,7 +218,25 @@ async def run_gateway_bench(
         "proxy": proxy,
         "proxy_vs_upstream": proxy_delta,
         "goals": goals,
+        "peak_rss_mb": peak_rss,
+        "gateway_peak_rss_mb_after_mcp": peak_rss_mcp,
     }
+
+
+async def _initialize_mcp(http: httpx.AsyncClient) -> None:
+    """One MCP ``initialize`` over streamable HTTP: the gateway loads its MCP server on first use."""
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "bench", "version": "0"},
+        },
+    }
+    response = await http.post("/mcp", json=hello, headers={"accept": "application/json, text/event-stream"})
+    response.raise_for_status()
 
 
 def render(report: dict[str, Any]) -> str:
@@ -246,6 +267,13 @@ def render(report: dict[str, Any]) -> str:
         ["goal", "value", "met"],
         [[g["target"], g["value"], {True: "yes", False: "no", None: "—"}[g["ok"]]] for g in report["goals"]],
     )
+    memory = []
+    if peaks := report.get("peak_rss_mb"):
+        memory.append(f"After the searches and proxied calls. {render_peak_rss(peaks)}")
+        if (after := report.get("gateway_peak_rss_mb_after_mcp")) is not None:
+            memory.append(
+                f"The gateway's peak after one MCP request (the MCP server loads on first use): {after:.0f} MB."
+            )
     return "\n\n".join(
         [
             f"Search over NATS request-reply vs HTTP (`POST /v1/search`), {report['memories']} memories, hybrid:",
@@ -255,5 +283,6 @@ def render(report: dict[str, Any]) -> str:
             table(report["proxy"]),
             deltas(report["proxy_vs_upstream"]),
             goals,
+            *memory,
         ]
     )

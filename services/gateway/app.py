@@ -2,8 +2,8 @@
 
 No database: the gateway talks only NATS (RPCs, chat events, the ``MEM_API_KEYS`` bucket), so
 it scales by replicas. Routes: REST ``/v1`` (``routes.py``), ``/v1/chat/completions`` (the
-proxy), ``/mcp`` (MCP over streamable HTTP), ``/openapi.json`` and ``/docs``, ``/healthz`` and
-``/readyz``, Memory Studio at ``/studio`` (``studio/``). Settings: ``MEMORYD_GATEWAY_*``
+proxy), ``/mcp`` (MCP over streamable HTTP, loaded on first use), ``/openapi.json`` and
+``/docs``, ``/healthz`` and ``/readyz``, Memory Studio at ``/studio`` (``studio/``). Settings: ``MEMORYD_GATEWAY_*``
 (``config.py``); the upstream defaults to ``MEMORYD_LLM_BASE_URL``. The HTTP URL goes into the
 ready line as ``http=...``.
 """
@@ -13,9 +13,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Mapping
 from importlib import resources
-from typing import Any
 
-from mcp.server.mcpserver import Context
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -33,10 +31,9 @@ from .adapters.upstream import Upstream
 from .config import GatewayConfig
 from .context import Gateway
 from .handlers import proxy, rest, special
-from .handlers.common import authenticate, json_response, named_owners, problem_response
-from .handlers.mcp import build_mcp
+from .handlers.common import json_response
+from .handlers.mcp_mount import LazyMcp
 from .handlers.trace import TraceContext
-from .logic.auth import Unauthorized, acting_owner
 from .logic.openapi import document
 from .routes import ROUTES
 from .studio.endpoints import activity_endpoint, whoami_endpoint
@@ -56,26 +53,6 @@ _SPECIAL = {
     "whoami": whoami_endpoint,
     "activity": activity_endpoint,
 }
-
-
-class _HeaderRequest:
-    """Just enough of a request for ``authenticate`` from an MCP tool call's headers."""
-
-    def __init__(self, headers: dict[str, str]) -> None:
-        self.headers = headers
-        self.query_params: dict[str, str] = {}
-
-
-def mcp_owner_of(gw: Gateway) -> Any:
-    async def owner_of(ctx: Context) -> str:
-        headers = {k.lower(): v for k, v in (ctx.headers or {}).items()}
-        request: Any = _HeaderRequest(headers)
-        key = await authenticate(gw, request)
-        owner = acting_owner(key.role, key.owner, named_owners(request), required=True)
-        assert owner is not None
-        return owner
-
-    return owner_of
 
 
 def build_app(gw: Gateway) -> Starlette:
@@ -100,33 +77,17 @@ def build_app(gw: Gateway) -> Starlette:
         Route("/docs", docs, methods=["GET"]),
         *studio_routes(),
     ]
-    mcp = build_mcp(gw.call, mcp_owner_of(gw))
-    mcp_app = mcp.streamable_http_app(streamable_http_path="/mcp", stateless_http=True, host=gw.config.host)
-    mcp_endpoint = mcp_app.routes[0]
-    routes.append(Route("/mcp", _McpGuard(gw, mcp_endpoint), methods=["GET", "POST", "DELETE"]))
+    mcp = LazyMcp(gw)
+    routes.append(Route("/mcp", mcp, methods=["GET", "POST", "DELETE"]))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with mcp.session_manager.run():
+        try:
             yield
+        finally:
+            await mcp.aclose()
 
     return Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(TraceContext)])
-
-
-class _McpGuard:
-    """``/mcp`` with the same API keys: 401 before the MCP transport sees the request (an ASGI app)."""
-
-    def __init__(self, gw: Gateway, inner: Any) -> None:
-        self.gw = gw
-        self.app = inner.app
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        try:
-            await authenticate(self.gw, Request(scope, receive))
-        except Unauthorized as exc:
-            await problem_response(exc)(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
 
 
 def load_settings(env: Mapping[str, str]) -> GatewayConfig:

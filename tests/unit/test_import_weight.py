@@ -2,7 +2,8 @@
 
 qdrant-client (with grpc, pydantic and protobuf) costs ~90 MB resident at import and serves
 only a configured Qdrant; onnxruntime belongs to the embed worker alone; httpx (which pulls
-in click and rich) only to a remote embedding source there.
+in click and rich) only to a remote embedding source there; the MCP SDK (with pydantic, ~27 MB)
+to a gateway once ``/mcp`` is first used.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import sys
 
 import pytest
 
-HEAVY = ("qdrant_client", "grpc", "onnxruntime", "httpx")
+HEAVY = ("qdrant_client", "grpc", "onnxruntime", "httpx", "mcp", "pydantic")
 
 
 def _loaded(module: str) -> dict[str, bool]:
@@ -32,3 +33,8 @@ def test_no_qdrant_client_at_import(service: str) -> None:
 
 def test_embed_worker_imports_no_http_client() -> None:
     assert not _loaded("services.embed.app")["httpx"]
+
+
+def test_gateway_loads_the_mcp_sdk_only_when_mcp_is_used() -> None:
+    loaded = _loaded("services.gateway.app")
+    assert not loaded["mcp"] and not loaded["pydantic"] and not loaded["qdrant_client"]

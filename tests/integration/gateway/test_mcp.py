@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from typing import Any
@@ -43,6 +44,26 @@ async def _exercise(session: ClientSession, owner: str) -> None:
     assert cleared["count"] >= 1
     missing = await session.call_tool("memory_delete", {"id": memory["id"]})
     assert missing.is_error and "not_found" in missing.content[0].text
+
+
+async def _list_tools(url: str, key: str) -> set[str]:
+    async with (
+        httpx2.AsyncClient(headers={"authorization": f"Bearer {key}"}, timeout=30) as http,
+        streamable_http_client(f"{url}/mcp", http_client=http) as streams,
+        ClientSession(streams[0], streams[1]) as session,
+    ):
+        await session.initialize()
+        return {t.name for t in (await session.list_tools()).tools}
+
+
+async def test_mcp_sessions_opened_at_once_are_all_served(stack: Stack) -> None:
+    """The MCP server is built on the first authenticated request: requests racing for it
+    (first in this module) all get the same working server; a request without a key is refused."""
+    async with httpx2.AsyncClient(timeout=10) as http:
+        denied = await http.post(f"{stack.url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert denied.status_code == 401
+    listed = await asyncio.gather(*(_list_tools(stack.url, stack.bob_key) for _ in range(4)))
+    assert listed == [TOOLS] * 4
 
 
 async def test_mcp_over_streamable_http_with_api_keys(stack: Stack) -> None:
