@@ -2,10 +2,10 @@
 
 No database: the gateway talks only NATS (RPCs, chat events, the ``MEM_API_KEYS`` bucket), so
 it scales by replicas. Routes: REST ``/v1`` (``routes.py``), ``/v1/chat/completions`` (the
-proxy), ``/mcp`` (MCP over streamable HTTP, loaded on first use), ``/openapi.json`` and
-``/docs``, ``/healthz`` and ``/readyz``, Memory Studio at ``/studio`` (``studio/``). Settings: ``MEMORYD_GATEWAY_*``
-(``config.py``); the upstream defaults to ``MEMORYD_LLM_BASE_URL``. The HTTP URL goes into the
-ready line as ``http=...``.
+proxy), ``/mcp`` (MCP over streamable HTTP, loaded on first use: ``handlers/mcp_mount.py``),
+``/openapi.json`` and ``/docs``, ``/healthz`` and ``/readyz``, Memory Studio at ``/studio``
+(``studio/``). Settings: ``MEMORYD_GATEWAY_*`` (``config.py``); the upstream defaults to
+``MEMORYD_LLM_BASE_URL``. The HTTP URL goes into the ready line as ``http=...``.
 """
 
 from __future__ import annotations

@@ -56,10 +56,6 @@ class LazyMcp:
         self._stop = asyncio.Event()
         self._serving: asyncio.Task[None] | None = None
 
-    @property
-    def loaded(self) -> bool:
-        return self._inner is not None
-
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         try:
             await authenticate(self.gw, Request(scope, receive))
