@@ -4,8 +4,8 @@ any setting without a round trip.
 ``collect`` runs, per LoCoMo question, the same adapters the retrieve engine runs for hybrid
 (``Engine.keyword_ranking`` with its pruning, ``vector_search`` on pgvector with the query
 vector of the embed service, ``fetch_rows`` with the turn positions) at the deepest
-``rrfDepth`` of the sweep. ``rank`` then applies the engine's own pure steps (``score_fuse``
-or ``rrf_fuse`` over the top ``rrfDepth`` of each list, ``plan.boost``, the visibility
+``rrfDepth`` of the sweep. ``rank`` then applies the engine's own steps (``engine.fuse_lists``:
+score or rank fusion over the top ``rrfDepth`` of each list, ``plan.boost``, the visibility
 filter and the limit) for one ``Params``: each list truncated to a depth is exactly what the
 tier returns when asked for that depth, so a ranking here is the service's ranking for the
 same settings (the quality benchmark prints both for the defaults as a check).
@@ -13,15 +13,18 @@ same settings (the quality benchmark prints both for the defaults as a check).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import msgspec
+
 from bench import locomo
 from bench.floor import in_process_engine
 from services.retrieve.adapters import postgres as tiers
-from services.retrieve.logic.coverage import keyword_weight
-from services.retrieve.logic.fusion import Fused, normalize_query, rrf_fuse, score_fuse
+from services.retrieve.engine import fuse_lists
+from services.retrieve.logic.fusion import RankedList, normalize_query
 from services.retrieve.logic.plan import MemoryRow, boost
 from shared.settings.memory import MemorySettings
 
@@ -75,6 +78,24 @@ def defaults(s: MemorySettings | None = None) -> Params:
     )
 
 
+@functools.cache
+def settings(p: Params) -> MemorySettings:
+    """The runtime settings ``p`` stands for (the rest at their defaults), for the engine's own fusion."""
+    return msgspec.structs.replace(
+        MemorySettings(),
+        fusion=p.fusion,
+        rrf_k=p.rrf_k,
+        rrf_depth=p.depth,
+        fts_weight=p.fts_weight,
+        vec_weight=p.vec_weight,
+        session_boost=p.session_boost,
+        neighbour_boost=p.neighbour_boost,
+        speaker_boost=p.speaker_boost,
+        fts_full_coverage=p.fts_full_coverage,
+        fts_coverage_power=p.fts_coverage_power,
+    )
+
+
 @dataclass(frozen=True)
 class Candidates:
     """What the tiers returned for one question at the deepest depth, and the rows to join."""
@@ -89,15 +110,9 @@ class Candidates:
 
 def rank(c: Candidates, p: Params) -> tuple[str | None, ...]:
     """The top ``LIMIT`` dia_ids (None: not a turn) the engine returns for ``p``."""
-    lists = {"fts": c.fts[: p.depth], "vec": c.vec[: p.depth]}
+    lists: dict[str, RankedList] = {"fts": c.fts[: p.depth], "vec": c.vec[: p.depth]}
     query = normalize_query(c.qa.question)
-    fused: list[Fused]
-    if p.fusion == "score":
-        top = c.fts[0][1] if c.fts else 0.0
-        fts_weight = keyword_weight(p.fts_weight, top, query, p.fts_full_coverage, p.fts_coverage_power)
-        fused = score_fuse(lists, {"fts": fts_weight, "vec": p.vec_weight}, p.depth)
-    else:
-        fused = rrf_fuse(lists, p.rrf_k, p.depth)
+    fused = fuse_lists(lists, settings(p), query)
     rows = {f.memory_id: c.rows[f.memory_id] for f in fused if f.memory_id in c.rows}
     ranked = boost(fused, rows, p.session_boost, p.neighbour_boost, p.speaker_boost, query)
     present = [f.memory_id for f in ranked if f.memory_id in rows][:LIMIT]
