@@ -94,13 +94,13 @@ def configurations() -> list[Config]:
 
 
 def grid() -> list[study.Params]:
-    """The defaults, then each with the full-text weight 0.4 or 0.6, or the neighbour share 0.5
-    (the one setting most folds of the quality protocol moved)."""
+    """The defaults, then each with the full-text weight 0.1 lower or higher, or the neighbour
+    share 0.5 (the one setting most folds of the quality protocol moved)."""
     d = study.defaults()
     points = [d]
     for p in (
-        replace(d, fts_weight=0.4, vec_weight=0.6),
-        replace(d, fts_weight=0.6, vec_weight=0.4),
+        replace(d, fts_weight=round(d.fts_weight - 0.1, 2), vec_weight=round(d.vec_weight + 0.1, 2)),
+        replace(d, fts_weight=round(d.fts_weight + 0.1, 2), vec_weight=round(d.vec_weight - 0.1, 2)),
         replace(d, neighbour_boost=0.5),
     ):
         if p not in points:

@@ -23,6 +23,7 @@ from services.retrieve.adapters.postgres import Visibility, fetch_rows, vector_s
 from services.retrieve.adapters.postgres_touch import Toucher
 from services.retrieve.app import DB_SESSION_STATE
 from services.retrieve.engine import Engine, EngineConfig, fuse_lists
+from services.retrieve.logic.bm25 import KeywordRanking
 from services.retrieve.logic.fusion import RankedList
 from services.retrieve.logic.plan import MemoryRow, answer, boost
 from services.retrieve.logic.plan import tier_of as credit_tier
@@ -104,14 +105,14 @@ class Steps:
         vis = Visibility(owner, None, None, settings.retention_days)
         depth = settings.rrf_depth
         if tier == "keyword":
-            return len(await engine.keyword_ranking(vis, query, depth))
+            return len((await engine.keyword_ranking(vis, query, depth, settings.keyword_ranking)).ranked)
         if tier == "vector":
             result = await engine.embedder(query, engine.config.embed_timeout_s)
             return len(await vector_search(engine.stores[0], result.signature, vis, result.vectors[0], depth))
         got = await self._prepared(owner, query, vis, settings)
         if tier in ("rows", "rows_plain"):
             return len(await fetch_rows(engine.pool, vis, got.ids, turns=tier == "rows"))
-        fused = fuse_lists({"fts": got.fts, "vec": got.vec}, settings, query)
+        fused = fuse_lists({"fts": got.fts.ranked, "vec": got.vec}, settings, query, got.fts.cover)
         ranked = boost(fused, got.rows, settings.session_boost, settings.neighbour_boost, settings.speaker_boost, query)
         memories, _tokens = answer(
             ranked, got.rows, limit=10, max_tokens=settings.max_tokens, tier=lambda f: credit_tier(f, "pgvector")
@@ -122,17 +123,17 @@ class Steps:
         key = (owner, query)
         if key not in self._inputs:
             engine = self.engine
-            fts = await engine.keyword_ranking(vis, query, settings.rrf_depth)
+            fts = await engine.keyword_ranking(vis, query, settings.rrf_depth, settings.keyword_ranking)
             result = await engine.embedder(query, engine.config.embed_timeout_s)
             vec = await vector_search(engine.stores[0], result.signature, vis, result.vectors[0], settings.rrf_depth)
-            ids = [f.memory_id for f in fuse_lists({"fts": fts, "vec": vec}, settings, query)]
+            ids = [f.memory_id for f in fuse_lists({"fts": fts.ranked, "vec": vec}, settings, query, fts.cover)]
             self._inputs[key] = _Inputs(fts, vec, ids, await fetch_rows(engine.pool, vis, ids, turns=True))
         return self._inputs[key]
 
 
 @dataclass(frozen=True)
 class _Inputs:
-    fts: RankedList
+    fts: KeywordRanking
     vec: RankedList
     ids: list[str]
     rows: dict[str, MemoryRow]

@@ -17,6 +17,7 @@ from typing import Any
 
 from bench import folds, locomo, study
 from bench.report import markdown_table
+from services.retrieve.logic.bm25 import KEYWORD_SCORINGS
 
 #: deepest candidate list the grid asks for (each point truncates it to its own depth; 200
 #: never beat 100 on any fold of a wider sweep)
@@ -32,14 +33,16 @@ COVERAGE = (0.0, 0.5)
 
 
 def grid() -> list[study.Params]:
-    """The defaults, then score fusion over depth x weight x session x neighbour x speaker shares
-    x keyword coverage."""
+    """The defaults, then score fusion over keyword scoring x depth x weight x session x neighbour
+    x speaker shares x keyword coverage."""
     points = [default_point()]
     power = points[0].fts_coverage_power
-    for depth, fts, session, neighbour, speaker, coverage in itertools.product(
-        (50, 100), (0.5, 0.6), (0.1, 0.3), (0.3, 0.5), (0.0, 0.3, 0.6), COVERAGE
+    for scoring, depth, fts, session, neighbour, speaker, coverage in itertools.product(
+        KEYWORD_SCORINGS, (50, 100), (0.5, 0.6), (0.1, 0.3), (0.3, 0.5), (0.0, 0.3, 0.6), COVERAGE
     ):
-        p = study.Params("score", 60, depth, fts, round(1 - fts, 2), session, neighbour, speaker, coverage, power)
+        p = study.Params(
+            "score", 60, depth, fts, round(1 - fts, 2), session, neighbour, speaker, coverage, power, scoring
+        )
         if p != points[0]:
             points.append(p)
     return points
@@ -76,6 +79,7 @@ def evaluate_grid(cands: Sequence[study.Candidates], points: Sequence[study.Para
         outcomes[n] = {conv: [outs[i] for i in idx] for conv, idx in by_conv.items()}
     result = folds.evaluate(points, outcomes)
     out = folds.summary(result, study.Params.label)
+    out["keyword_scoring"] = by_keyword_scoring(points, outcomes)
     default_all = [o for conv in by_conv for o in outcomes[0][conv]]
     per_conv = {conv: round(locomo.score(outcomes[0][conv]).recall[10], 4) for conv in by_conv}
     out["defaults"] = {
@@ -85,6 +89,25 @@ def evaluate_grid(cands: Sequence[study.Candidates], points: Sequence[study.Para
         "mean_of_conversations_R@10": round(sum(per_conv.values()) / len(per_conv), 4),
     }
     out["grid"] = [p.as_dict() for p in points]
+    return out
+
+
+def by_keyword_scoring(
+    points: Sequence[study.Params], outcomes: dict[int, dict[str, list[locomo.QAOutcome]]]
+) -> dict[str, Any]:
+    """The lever alone: the folds over the grid points of one keyword scoring each."""
+    out: dict[str, Any] = {}
+    for scoring in KEYWORD_SCORINGS:
+        index = [i for i, p in enumerate(points) if p.keyword_ranking == scoring]
+        if not index:
+            continue
+        sub = folds.evaluate([points[i] for i in index], {n: outcomes[i] for n, i in enumerate(index)})
+        worst = sub.worst()
+        out[scoring] = {
+            "points": len(index),
+            "held_out_mean_R@10": round(sub.held_out_mean(), 4),
+            "worst_fold": {"held_out": worst.held_out, "R@10": worst.held_out_scores["overall"]["R@10"]},
+        }
     return out
 
 
@@ -119,5 +142,17 @@ def render(protocol: dict[str, Any]) -> str:
             markdown_table(head, rows),
             f"worst fold: {worst['held_out']} R@10 {worst['R@10']}; defaults by conversation: "
             + ", ".join(f"{c} {v}" for c, v in d["per_conversation_R@10"].items()),
+            *_scoring_line(protocol.get("keyword_scoring") or {}),
         ]
     )
+
+
+def _scoring_line(by_scoring: dict[str, Any]) -> list[str]:
+    if not by_scoring:
+        return []
+    parts = [
+        f"{name} only ({v['points']} points) held-out R@10 mean {v['held_out_mean_R@10']}, worst fold "
+        f"{v['worst_fold']['held_out']} {v['worst_fold']['R@10']}"
+        for name, v in by_scoring.items()
+    ]
+    return ["keyword scoring, the grid of each alone: " + "; ".join(parts)]

@@ -2,7 +2,7 @@
 any setting without a round trip.
 
 ``collect`` runs, per LoCoMo question, the same adapters the retrieve engine runs for hybrid
-(``Engine.keyword_ranking`` with its pruning, ``vector_search`` on pgvector with the query
+(``Engine.keyword_ranking`` with its pruning, once per keyword scoring, ``vector_search`` on pgvector with the query
 vector of the embed service, ``fetch_rows`` with the turn positions) at the deepest
 ``rrfDepth`` of the sweep. ``rank`` then applies the engine's own steps (``engine.fuse_lists``:
 score or rank fusion over the top ``rrfDepth`` of each list, ``plan.boost``, the visibility
@@ -24,6 +24,7 @@ from bench import locomo
 from bench.floor import in_process_engine
 from services.retrieve.adapters import postgres as tiers
 from services.retrieve.engine import fuse_lists
+from services.retrieve.logic.bm25 import KEYWORD_SCORINGS, KeywordRanking, KeywordScoring
 from services.retrieve.logic.fusion import RankedList, normalize_query
 from services.retrieve.logic.plan import MemoryRow, boost
 from shared.settings.memory import MemorySettings
@@ -45,6 +46,7 @@ class Params:
     speaker_boost: float = 0.0
     fts_full_coverage: float = 0.0
     fts_coverage_power: float = 4.0
+    keyword_ranking: KeywordScoring = "bm25"
 
     def label(self) -> str:
         if self.fusion == "rrf":
@@ -54,7 +56,8 @@ class Params:
             if self.fts_full_coverage > 0:
                 head += f" coverage={self.fts_full_coverage:g}^{self.fts_coverage_power:g}"
         return (
-            f"{head} session={self.session_boost:g} neighbour={self.neighbour_boost:g} speaker={self.speaker_boost:g}"
+            f"{self.keyword_ranking} {head} session={self.session_boost:g} neighbour={self.neighbour_boost:g}"
+            f" speaker={self.speaker_boost:g}"
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -75,6 +78,7 @@ def defaults(s: MemorySettings | None = None) -> Params:
         s.speaker_boost,
         s.fts_full_coverage,
         s.fts_coverage_power,
+        s.keyword_ranking,
     )
 
 
@@ -93,16 +97,18 @@ def settings(p: Params) -> MemorySettings:
         speaker_boost=p.speaker_boost,
         fts_full_coverage=p.fts_full_coverage,
         fts_coverage_power=p.fts_coverage_power,
+        keyword_ranking=p.keyword_ranking,
     )
 
 
 @dataclass(frozen=True)
 class Candidates:
-    """What the tiers returned for one question at the deepest depth, and the rows to join."""
+    """What the tiers returned for one question at the deepest depth, and the rows to join
+    (``keyword``: the keyword tier's answer by scoring, ``bm25`` and ``cover_density``)."""
 
     conversation: str
     qa: locomo.QA
-    fts: tuple[tuple[str, float], ...]
+    keyword: Mapping[str, KeywordRanking]
     vec: tuple[tuple[str, float], ...]
     rows: Mapping[str, MemoryRow]
     dia: Mapping[str, str]  # memory id -> LoCoMo dia_id (turn memories only)
@@ -110,9 +116,10 @@ class Candidates:
 
 def rank(c: Candidates, p: Params) -> tuple[str | None, ...]:
     """The top ``LIMIT`` dia_ids (None: not a turn) the engine returns for ``p``."""
-    lists: dict[str, RankedList] = {"fts": c.fts[: p.depth], "vec": c.vec[: p.depth]}
+    keyword = c.keyword[p.keyword_ranking]
+    lists: dict[str, RankedList] = {"fts": keyword.ranked[: p.depth], "vec": c.vec[: p.depth]}
     query = normalize_query(c.qa.question)
-    fused = fuse_lists(lists, settings(p), query)
+    fused = fuse_lists(lists, settings(p), query, keyword.cover)
     rows = {f.memory_id: c.rows[f.memory_id] for f in fused if f.memory_id in c.rows}
     ranked = boost(fused, rows, p.session_boost, p.neighbour_boost, p.speaker_boost, query)
     present = [f.memory_id for f in ranked if f.memory_id in rows][:LIMIT]
@@ -148,16 +155,19 @@ async def collect(
             vis = tiers.Visibility(owner, None, None, settings.retention_days)
             for qa in conv.qas:
                 q = normalize_query(qa.question)
-                fts = await engine.keyword_ranking(vis, q, depth)
+                keyword: dict[str, KeywordRanking] = {
+                    s: await engine.keyword_ranking(vis, q, depth, s) for s in KEYWORD_SCORINGS
+                }
                 vec = await tiers.vector_search(store, signature, vis, vectors[q], depth)
-                ids = list(dict.fromkeys([i for i, _ in fts] + [i for i, _ in vec]))
+                found = [i for k in keyword.values() for i, _ in k.ranked]
+                ids = list(dict.fromkeys(found + [i for i, _ in vec]))
                 rows = await tiers.fetch_rows(engine.pool, vis, ids, turns=True)
                 dia = {}
                 for i, row in rows.items():
                     d = _dia(row, dia_of_event)
                     if d is not None:
                         dia[i] = d
-                out.append(Candidates(conv.sample_id, qa, tuple(fts), tuple(vec), rows, dia))
+                out.append(Candidates(conv.sample_id, qa, keyword, tuple(vec), rows, dia))
     return out
 
 

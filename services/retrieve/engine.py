@@ -37,6 +37,7 @@ from nats.errors import TimeoutError as NatsTimeout
 from services.retrieve.adapters import postgres as tiers
 from services.retrieve.adapters.postgres_stats import read_term_stats
 from services.retrieve.adapters.postgres_touch import Toucher
+from services.retrieve.logic.bm25 import KeywordRanking, KeywordScoring
 from services.retrieve.logic.breaker import Breaker
 from services.retrieve.logic.coverage import keyword_weight
 from services.retrieve.logic.fusion import (
@@ -201,7 +202,9 @@ class Engine:
             embed_ms=None if run.embed_ms is None else round(run.embed_ms, 3),
         )
 
-    async def keyword_ranking(self, vis: tiers.Visibility, query: str, limit: int) -> RankedList:
+    async def keyword_ranking(
+        self, vis: tiers.Visibility, query: str, limit: int, scoring: KeywordScoring = "bm25"
+    ) -> KeywordRanking:
         """Tier 0 with this engine's candidate cap and match pruning (errors propagate)."""
         cfg = self.config
         return await tiers.keyword_search(
@@ -212,6 +215,7 @@ class Engine:
             cfg.keyword_max_candidates or None,
             stats=await self.term_stats.get(),
             match_budget=cfg.keyword_match_budget,
+            scoring=scoring,
         )
 
     async def _rows(self, vis: tiers.Visibility, ranked: list[Fused], *, turns: bool) -> dict[str, MemoryRow]:
@@ -258,15 +262,19 @@ class _Run:
             return await self._recent(limit), first_vector, True
         if strategy is Strategy.HYBRID:
             depth = s.rrf_depth
-            keyword_run = self._keyword(depth) if p.keyword else _nothing()
+            keyword_run = self._keyword(depth, s) if p.keyword else _nothing()
             (fts, fts_attempt), (vec, vec_tier, vec_attempts) = await asyncio.gather(keyword_run, self._vector(depth))
             if fts_attempt is None:
                 fts_attempt = Attempt("keyword", False, code=p.skip_code, reason=p.skip_reason)
             self.attempts += [fts_attempt, *vec_attempts]
-            lists = {name: ranked for name, ranked in (("fts", fts), ("vec", vec)) if ranked is not None}
+            lists: dict[str, RankedList] = {}
+            if fts is not None:
+                lists["fts"] = fts.ranked
+            if vec is not None:
+                lists["vec"] = vec
             if not lists:
                 return await self._recent(limit), vec_tier, True
-            return fuse_lists(lists, s, self.query), vec_tier, False
+            return fuse_lists(lists, s, self.query, fts.cover if fts else 0.0), vec_tier, False
         vec, vec_tier, vec_attempts = await self._vector(limit)
         self.attempts += vec_attempts
         if vec is not None:
@@ -274,20 +282,20 @@ class _Run:
         if p.skip_code is not None:
             self.attempts.append(Attempt("keyword", False, code=p.skip_code, reason=p.skip_reason))
         else:
-            fts, attempt = await self._keyword(limit)
+            fts, attempt = await self._keyword(limit, s)
             self.attempts.append(attempt)
             if fts is not None:
-                return single_ranking(fts, "fts"), vec_tier, False
+                return single_ranking(fts.ranked, "fts"), vec_tier, False
         return await self._recent(limit), vec_tier, True
 
-    async def _keyword(self, limit: int) -> tuple[RankedList | None, Attempt]:
+    async def _keyword(self, limit: int, s: MemorySettings) -> tuple[KeywordRanking | None, Attempt]:
         started = time.perf_counter()
         try:
-            ranked = await self.e.keyword_ranking(self.vis, self.query, limit)
+            found = await self.e.keyword_ranking(self.vis, self.query, limit, s.keyword_ranking)
         except _PG_ERRORS as exc:
             log.warning("retrieve.keyword_failed", error=str(exc))
             return None, Attempt("keyword", False, _ms(started), "keyword_failed", f"full-text search failed: {exc}")
-        return ranked, Attempt("keyword", True, _ms(started), hits=len(ranked))
+        return found, Attempt("keyword", True, _ms(started), hits=len(found.ranked))
 
     async def _recent(self, limit: int) -> list[Fused]:
         started = time.perf_counter()
@@ -377,18 +385,17 @@ class _Run:
         return list(result.vectors[0]), result.signature, None
 
 
-def fuse_lists(lists: dict[str, RankedList], s: MemorySettings, query: str) -> list[Fused]:
+def fuse_lists(lists: dict[str, RankedList], s: MemorySettings, query: str, cover: float) -> list[Fused]:
     """Hybrid's fusion of the ranked lists with the owner's ``fusion`` settings; score fusion
-    weighs the keyword list by how much of ``query`` its best match covers (``ftsFullCoverage``)."""
+    weighs the keyword list by how much of ``query`` its best match covers (``ftsFullCoverage``;
+    ``cover``: the keyword tier's ``KeywordRanking.cover``)."""
     if s.fusion == "score":
-        fts = lists.get("fts")
-        top = fts[0][1] if fts else 0.0
-        fts_weight = keyword_weight(s.fts_weight, top, query, s.fts_full_coverage, s.fts_coverage_power)
+        fts_weight = keyword_weight(s.fts_weight, cover, query, s.fts_full_coverage, s.fts_coverage_power)
         return score_fuse(lists, {"fts": fts_weight, "vec": s.vec_weight}, s.rrf_depth)
     return rrf_fuse(lists, s.rrf_k, s.rrf_depth)
 
 
-async def _nothing() -> tuple[RankedList | None, Attempt | None]:
+async def _nothing() -> tuple[KeywordRanking | None, Attempt | None]:
     return None, None
 
 

@@ -17,7 +17,16 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 from nats.aio.client import Client
 
+from services.retrieve.logic import bm25 as bm25_logic
 from services.retrieve.logic import turns as turns_logic
+from services.retrieve.logic.bm25 import (
+    NO_MATCH,
+    KeywordRanking,
+    KeywordScoring,
+    cover_of,
+    estimated_frequencies,
+    tsquery_lexemes,
+)
 from services.retrieve.logic.fusion import RankedList
 from services.retrieve.logic.lexemes import EMPTY_STATS, SQL_ANY_WORD, TermStats, keyword_plan, never_pruned
 from services.retrieve.logic.plan import MemoryRow
@@ -27,7 +36,8 @@ from shared.vectors.port import VectorQuery, VectorStore
 
 TS_CONFIG = "english"
 KEYWORD_TIER_DESCRIPTION = (
-    f"postgres full-text: websearch_to_tsquery('{TS_CONFIG}') + ts_rank_cd over memories.tsv (GIN)"
+    f"postgres full-text: websearch_to_tsquery('{TS_CONFIG}') over memories.tsv (GIN), ranked by BM25"
+    " (keywordRanking=cover_density: ts_rank_cd)"
 )
 
 
@@ -84,17 +94,20 @@ async def keyword_search(
     *,
     stats: TermStats = EMPTY_STATS,
     match_budget: int = 0,
-) -> RankedList:
-    """Tier 0: ``(memory_id, ts_rank_cd)`` best first; ties newest first.
+    scoring: KeywordScoring = "bm25",
+) -> KeywordRanking:
+    """Tier 0: ``(memory_id, score)`` best first, ties newest first, with the cover the
+    coverage weighting reads (``bm25.KeywordRanking``).
 
     The question becomes a match and a rank query (``lexeme_logic.keyword_plan``: any of its
     words, as BM25 treats a query; measured on LoCoMo through the service, ANDing every word
-    gave keyword-only R@10 0.129). For an owner that is never pruned (``never_pruned``: every
-    owner within the budget) that happens inside the one search statement; a larger owner's
-    plan needs the ``websearch_to_tsquery`` text first, one more round trip.
-    ``max_candidates``: rank only the newest that many matches per branch (None: all), since
-    ranking costs a tsvector read per row. ``match_budget`` (0 = off): an owner expected to
-    match more rows than this matches on all its words or its rare ones only (``stats`` from
+    gave keyword-only R@10 0.129). ``scoring``: ``bm25`` (``logic.bm25``) or ``cover_density``
+    (``ts_rank_cd``). For an owner that is never pruned (``never_pruned``: every owner within
+    the budget) that happens inside the one search statement; a larger owner's plan needs the
+    ``websearch_to_tsquery`` text first, one more round trip.
+    ``max_candidates``: rank only the newest that many matches per candidate set (None: all),
+    since ranking costs a tsvector read per row. ``match_budget`` (0 = off): an owner expected
+    to match more rows than this matches on all its words or its rare ones only (``stats`` from
     ``term_stats``).
     """
     if never_pruned(stats, vis.owner, match_budget):
@@ -102,17 +115,34 @@ async def keyword_search(
         c = _Clauses(vis, 4)
         question = f"(SELECT websearch_to_tsquery('{TS_CONFIG}', $1)::text AS t) w"
         matches, rank = ["(SELECT q FROM q)"], "(SELECT q FROM q)"
-        head = f"WITH q AS MATERIALIZED (SELECT (SELECT {SQL_ANY_WORD}::tsquery FROM {question}) AS q) "
+        head = f"WITH q AS MATERIALIZED (SELECT (SELECT {SQL_ANY_WORD}::tsquery FROM {question}) AS q)"
         args: list[object] = [query, limit, max_candidates, *c.args]
+        counts = _Counts(
+            lexemes=f"tsvector_to_array(to_tsvector('{TS_CONFIG}', $1))",
+            documents=f"(SELECT count(*) FROM memories m WHERE {c.own} AND {c.common})",
+        )
     else:
         text = await pool.fetchval(f"SELECT websearch_to_tsquery('{TS_CONFIG}', $1)::text", query)
         plan = keyword_plan(text or "", stats, vis.owner, match_budget)
         if plan is None:
-            return []
-        c = _Clauses(vis, 5 + len(plan.best))
-        matches = [*(f"${5 + i}::tsquery" for i in range(len(plan.best))), "$1::tsquery"]
-        rank, head = "$4::tsquery", ""
-        args = [plan.match, limit, max_candidates, plan.rank, *plan.best, *c.args]
+            return NO_MATCH
+        extra: list[object]
+        if scoring == "bm25":  # the question's lexemes, their estimated frequencies, N: $4, $5, $6
+            lexemes = tsquery_lexemes(text or "")
+            documents, frequencies = estimated_frequencies(lexemes, stats, vis.owner)
+            extra, rank = [lexemes, frequencies, documents], ""
+            counts = _Counts(lexemes="$4::text[]", documents="$6::float8", estimates=("$4::text[]", "$5::float8[]"))
+        else:  # the rank query: $4
+            extra, rank = [plan.rank], "$4::tsquery"
+        best = 4 + len(extra)
+        c = _Clauses(vis, best + len(plan.best))
+        matches = [*(f"${best + i}::tsquery" for i in range(len(plan.best))), "$1::tsquery"]
+        head = ""
+        args = [plan.match, limit, max_candidates, *extra, *plan.best, *c.args]
+    if scoring == "bm25":
+        rows = await pool.fetch(_bm25_sql(head, c, matches, counts), *args)
+        cover = cover_of(rows[0]["occurrences"]) if rows else 0.0
+        return KeywordRanking([(str(r["id"]), float(r["score"])) for r in rows], cover)
 
     def branch(who: str) -> str:
         # "+ interval '0 s'": never walk the (owner, created_at) index testing every row's
@@ -122,9 +152,7 @@ async def keyword_search(
         # ``memories`` for their tsvector let the planner hash the whole owner (15 of 20 ms for
         # a 10k-memory owner, measured); ranking a shared row twice costs microseconds.
         ranked = " UNION ".join(
-            f"(SELECT n.id, n.created_at, ts_rank_cd(n.tsv, {rank}) AS score FROM (SELECT m.id, m.created_at, m.tsv"
-            f" FROM memories m WHERE m.tsv @@ {match} AND {who} AND {c.common}"
-            " ORDER BY m.created_at + interval '0 s' DESC LIMIT $3) n)"
+            f"(SELECT n.id, n.created_at, ts_rank_cd(n.tsv, {rank}) AS score FROM ({_candidates(c, who, match)}) n)"
             for match in matches
         )
         return (
@@ -133,11 +161,65 @@ async def keyword_search(
         )
 
     rows = await pool.fetch(
-        f"{head}SELECT id, score FROM ({branch(c.own)} UNION ALL {branch(c.shared)}) u"
+        f"{head} SELECT id, score FROM ({branch(c.own)} UNION ALL {branch(c.shared)}) u"
         " ORDER BY score DESC, created_at DESC, id LIMIT $2",
         *args,
     )
-    return [(str(r["id"]), float(r["score"])) for r in rows]
+    return KeywordRanking.by_cover_density([(str(r["id"]), float(r["score"])) for r in rows])
+
+
+def _candidates(c: _Clauses, who: str, match: str) -> str:
+    """One candidate set: the newest ``$3`` visible memories of ``who`` matching ``match``."""
+    return (
+        f"SELECT m.id, m.created_at, m.tsv FROM memories m WHERE m.tsv @@ {match} AND {who} AND {c.common}"
+        " ORDER BY m.created_at + interval '0 s' DESC LIMIT $3"
+    )
+
+
+@dataclass(frozen=True)
+class _Counts:
+    """Where BM25's inputs come from in SQL: the question's ``lexemes`` (text[]), the owner's
+    number of ``documents``, and optional per-lexeme frequency floors (``estimates``: the
+    lexemes and their estimated frequencies, as two arrays)."""
+
+    lexemes: str
+    documents: str
+    estimates: tuple[str, str] | None = None
+
+
+def _bm25_sql(head: str, c: _Clauses, matches: list[str], counts: _Counts) -> str:
+    """BM25 (``logic.bm25``) of every candidate: each set read once (``_candidates``), each
+    question lexeme's count in each candidate (``ts_rank_cd`` of the lexeme alone is 0.1 per
+    occurrence), its document frequency among the candidates (raised to ``counts.estimates``
+    where given), the top ``$2``, and on each row the most question-word occurrences any
+    candidate holds (the cover). No CTE is joined back to another: the planner cannot
+    estimate their rows, and a nested loop over two of them cost 9 ms for 339 candidates."""
+    sets = " UNION ALL ".join(f"({_candidates(c, who, match)})" for match in matches for who in (c.own, c.shared))
+    # sets of one match are disjoint (own rows, others' global rows); several share rows
+    candidates = (
+        f"u AS MATERIALIZED ({sets})"
+        if len(matches) == 1
+        else f"m AS MATERIALIZED ({sets}), u AS (SELECT DISTINCT ON (id) id, created_at, tsv FROM m)"
+    )
+    frequency, floor = "t.hits", ""
+    if counts.estimates is not None:
+        names, values = counts.estimates
+        frequency = "greatest(t.hits, coalesce(e.df, 0))"
+        floor = f" LEFT JOIN unnest({names}, {values}) AS e(lexeme, df) ON e.lexeme = t.lexeme"
+    k1 = bm25_logic.K1
+    return (
+        f"{head}{',' if head else 'WITH'} {candidates},"
+        f" l AS (SELECT DISTINCT x AS lexeme, quote_literal(x)::tsquery AS q FROM unnest({counts.lexemes}) AS x),"
+        " t AS (SELECT u.id, u.created_at, l.lexeme, round(ts_rank_cd(u.tsv, l.q) * 10) AS tf,"
+        "  count(*) OVER (PARTITION BY l.lexeme) AS hits FROM u JOIN l ON u.tsv @@ l.q),"
+        f" n AS (SELECT ({counts.documents})::float8 AS n),"
+        " s AS (SELECT t.id, t.created_at, sum("
+        f"ln(1 + (greatest(n.n, {frequency}) - {frequency} + 0.5) / ({frequency} + 0.5))"
+        f" * t.tf * {k1 + 1!r} / (t.tf + {k1!r})) AS score, sum(t.tf) AS occ"
+        f"  FROM t CROSS JOIN n{floor} GROUP BY t.id, t.created_at)"
+        " SELECT s.id, s.score, max(s.occ) OVER () AS occurrences FROM s"
+        " ORDER BY s.score DESC, s.created_at DESC, s.id LIMIT $2"
+    )
 
 
 async def recent(pool: asyncpg.Pool, vis: Visibility, limit: int) -> list[str]:

@@ -523,7 +523,7 @@ async def test_sleep_candidates_and_search_tiers_stay_within_the_owner(
     vis = Visibility(
         owner=owner, session_id=session, types=tuple(types) if types else None, retention_days=RETENTION_DAYS
     )
-    assert {memory_id for memory_id, _score in await keyword_search(pool, vis, words, 50)} <= visible
+    assert {memory_id for memory_id, _score in (await keyword_search(pool, vis, words, 50)).ranked} <= visible
 
 
 # --- reindex -------------------------------------------------------------------------------------

@@ -56,8 +56,10 @@ async def test_large_owner_matches_rare_and_all_words_only(
     assert stats.owner_rows("big") > 2000
 
     big = tiers.Visibility("big", None, None, 365)
-    pruned = await tiers.keyword_search(pool, big, "work flight Lisbon", 50, None, stats=stats, match_budget=500)
-    full = await tiers.keyword_search(pool, big, "work flight Lisbon", 50, None)
+    pruned = (
+        await tiers.keyword_search(pool, big, "work flight Lisbon", 50, None, stats=stats, match_budget=500)
+    ).ranked
+    full = (await tiers.keyword_search(pool, big, "work flight Lisbon", 50, None)).ranked
     # 'work' alone (3000 rows) no longer makes a candidate; every row with a rare word still does
     assert {m for m, _ in pruned} == {ids[t] for t in special}
     assert len(full) == 50 and {ids[t] for t in special} <= {m for m, _ in full}
@@ -65,14 +67,14 @@ async def test_large_owner_matches_rare_and_all_words_only(
     assert pruned[0][0] == full[0][0] == ids["work flight to Lisbon"]
 
     small_vis = tiers.Visibility("small", None, None, 365)
-    got = await tiers.keyword_search(pool, small_vis, "work Lisbon", 10, None, stats=stats, match_budget=500)
+    got = (await tiers.keyword_search(pool, small_vis, "work Lisbon", 10, None, stats=stats, match_budget=500)).ranked
     assert {m for m, _ in got} == set(small.values())  # a small owner matches any word, as before
 
 
 async def test_phrases_and_negations_are_not_pruned(pool: asyncpg.Pool, seeded: object) -> None:
     stats = await read_term_stats(pool)
     big = tiers.Visibility("big", None, None, 365)
-    got = await tiers.keyword_search(pool, big, "work -Lisbon", 5, None, stats=stats, match_budget=500)
+    got = (await tiers.keyword_search(pool, big, "work -Lisbon", 5, None, stats=stats, match_budget=500)).ranked
     assert len(got) == 5  # AND NOT semantics kept: common rows without Lisbon
     rows = await pool.fetch("SELECT content FROM memories WHERE id = ANY($1::uuid[])", [m for m, _ in got])
     assert all("Lisbon" not in r["content"] for r in rows)

@@ -71,9 +71,9 @@ async def test_score_fusion_and_depth_from_settings(
         await embed.stop()
     name = {v: k for k, v in ids.items()}
     # depth 2: keyword A, B; vector D, C. Min-max per list over its top 2: A 1, B 0, D 1, C 0.
-    # weights 0.5/0.5: A 0.5, D 0.5 (tie -> better best rank, then id), B 0, C 0.
-    assert {name[m.id] for m in res.memories[:2]} == {"A", "D"}
-    assert [m.score for m in res.memories] == pytest.approx([0.5, 0.5, 0.0, 0.0])
+    # default weights 0.6/0.4: A 0.6, D 0.4, B 0, C 0.
+    assert [name[m.id] for m in res.memories[:2]] == ["A", "D"]
+    assert [m.score for m in res.memories] == pytest.approx([0.6, 0.4, 0.0, 0.0])
     assert {name[m.id] for m in res.memories[2:]} == {"B", "C"}
 
 
@@ -193,8 +193,8 @@ async def test_score_fusion_weights_are_per_owner(pool: asyncpg.Pool, nc: Client
     tops: dict[float, float] = {}
     for weight in (0.5, 0.8):
         who = owner()
-        values = {"fusion": "score", "sessionBoost": 0, "neighbourBoost": 0}
-        await put_values(pool, who, {**values, **({"ftsWeight": weight} if weight != 0.5 else {})})
+        values = {"fusion": "score", "sessionBoost": 0, "neighbourBoost": 0, "ftsWeight": weight}
+        await put_values(pool, who, values)
         await put(pool, who, "kiwi kiwi kiwi")
         await put(pool, who, "kiwi")
         res = await retrieve(nc, owner=who, query="kiwi", strategy="hybrid")

@@ -75,11 +75,12 @@ def test_engine_defaults_reset_every_engine_setting() -> None:
         "fusion": "score",
         "sessionBoost": 0.3,
         "neighbourBoost": 0.3,
-        "ftsWeight": 0.5,
-        "vecWeight": 0.5,
+        "ftsWeight": 0.6,
+        "vecWeight": 0.4,
         "speakerBoost": 0.6,
         "ftsFullCoverage": 0.5,
         "ftsCoveragePower": 4.0,
+        "keywordRanking": "bm25",
     }
 
 

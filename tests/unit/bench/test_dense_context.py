@@ -9,6 +9,7 @@ import pytest
 
 from bench import dense_context_logic as logic
 from bench import locomo, study
+from services.retrieve.logic.bm25 import KeywordRanking
 from services.retrieve.logic.fusion import normalize_query
 from services.retrieve.logic.plan import MemoryRow
 
@@ -86,7 +87,8 @@ def _candidates() -> list[study.Candidates]:
             for n, i in enumerate(("a", "b", "c"))
         }
         qa = locomo.QA(question="Whose dog is Rex?", category=4, evidence=("D1:3",))
-        out.append(study.Candidates(conv, qa, (("a", 2.0),), (), rows, {"a": "D1:1", "b": "D1:2", "c": "D1:3"}))
+        keyword = {"bm25": KeywordRanking([("a", 2.0)], 0.2)}
+        out.append(study.Candidates(conv, qa, keyword, (), rows, {"a": "D1:1", "b": "D1:2", "c": "D1:3"}))
     return out
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from bench import folds, study
 from bench.locomo import QA, QAOutcome
+from services.retrieve.logic.bm25 import KeywordRanking
 from services.retrieve.logic.plan import MemoryRow
 
 
@@ -43,6 +44,11 @@ def test_one_conversation_has_nothing_to_hold_out() -> None:
         folds.evaluate(["defaults"], {0: {"only": [outcome(True)]}})
 
 
+def _keyword(ranked: tuple[tuple[str, float], ...]) -> dict[str, KeywordRanking]:
+    """A ts_rank_cd keyword list as the default (bm25) scoring's answer: its top score is its cover."""
+    return {"bm25": KeywordRanking.by_cover_density(list(ranked))}
+
+
 def _row(memory_id: str, turn: int, speaker: str) -> MemoryRow:
     return MemoryRow(
         id=memory_id,
@@ -60,7 +66,7 @@ def test_rank_truncates_each_list_to_the_depth_and_boosts() -> None:
     cands = study.Candidates(
         conversation="c1",
         qa=QA(question="what did Jon paint?", category=4, evidence=("D1:2",)),
-        fts=(("a", 2.0), ("b", 1.0), ("c", 0.5)),
+        keyword=_keyword((("a", 2.0), ("b", 1.0), ("c", 0.5))),
         vec=(("a", 0.9), ("c", 0.8), ("b", 0.1)),
         rows=rows,
         dia={"a": "D1:1", "b": "D1:2", "c": "D1:3"},
@@ -81,7 +87,7 @@ def test_rank_weighs_the_keyword_list_by_its_coverage() -> None:
     cands = study.Candidates(
         conversation="c1",
         qa=QA(question="which engineer repaired the kestrel release?", category=4, evidence=("D1:2",)),
-        fts=(("a", 0.1), ("b", 0.05)),  # the best match holds 1 of 4 content words
+        keyword=_keyword((("a", 0.1), ("b", 0.05))),  # the best match holds 1 of 4 content words
         vec=(("b", 0.9), ("a", 0.6)),
         rows=rows,
         dia={"a": "D1:1", "b": "D1:2"},
@@ -91,3 +97,18 @@ def test_rank_weighs_the_keyword_list_by_its_coverage() -> None:
     assert study.rank(cands, off) == ("D1:1", "D1:2")  # a: 0.6 > b: 0.4
     assert study.rank(cands, on) == ("D1:2", "D1:1")  # a: 0.6 * (0.25 / 0.7) ** 4 < b: 0.4
     assert "coverage=0.7^4" in on.label() and "coverage" not in off.label()
+
+
+def test_each_keyword_scoring_is_folded_over_its_own_points() -> None:
+    from bench import protocol
+
+    bm25, dense = study.Params(), study.Params(keyword_ranking="cover_density")
+    outcomes = {
+        0: {"c1": [outcome(True)], "c2": [outcome(True)]},  # bm25: every question found
+        1: {"c1": [outcome(True)], "c2": [outcome(False)]},  # cover density: one of two
+    }
+    got = protocol.by_keyword_scoring([bm25, dense], outcomes)
+    assert got["bm25"]["held_out_mean_R@10"] == 1.0 and got["bm25"]["points"] == 1
+    assert got["cover_density"]["held_out_mean_R@10"] == 0.5
+    assert got["cover_density"]["worst_fold"] == {"held_out": "c2", "R@10": 0.0}
+    assert "cover_density only (1 points) held-out R@10 mean 0.5" in protocol._scoring_line(got)[0]

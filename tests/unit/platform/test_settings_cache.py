@@ -65,7 +65,7 @@ async def test_ttl_zero_reads_every_time() -> None:
 )
 def test_retrieval_shares_are_runtime_settings_validated_by_name(key: str, bad: object) -> None:
     d = MemorySettings()
-    assert (d.session_boost, d.neighbour_boost, d.fts_weight, d.vec_weight) == (0.3, 0.3, 0.5, 0.5)
+    assert (d.session_boost, d.neighbour_boost, d.fts_weight, d.vec_weight) == (0.3, 0.3, 0.6, 0.4)
     assert validate({key: 1.5}) == msgspec.structs.replace(d, **{_snake(key): 1.5})
     with pytest.raises(ValidationFailed, match=rf"`\$\.{key}`"):
         validate_update({}, {}, {key: bad})

@@ -1,0 +1,119 @@
+"""The keyword tier's BM25 on real PostgreSQL: the SQL scores as the pure reference does, a rare
+word outranks a common one, another owner's memories never change an owner's scores, the cover
+stays on ts_rank_cd's scale, and a pruned large owner still ranks by BM25."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+
+import asyncpg
+import pytest
+
+from services.retrieve.adapters import postgres as tiers
+from services.retrieve.adapters.postgres_stats import read_term_stats
+from services.retrieve.logic.bm25 import score
+from shared.db.memories import content_hash
+
+pytestmark = pytest.mark.integration
+
+TEXTS = [
+    "Caroline: I went to the pride parade with friends",
+    "Caroline: my research on adoption agencies is going well",
+    "Caroline: Caroline here, Caroline again, thanks Melanie",
+    "Melanie: I painted a sunrise by the lake",
+    "Caroline: research research research about counseling",
+    "Melanie: camping in July with the kids",
+]
+
+
+async def _seed(pool: asyncpg.Pool, owner: str, texts: list[str]) -> dict[str, str]:
+    now = datetime.now(UTC)
+    records, ids = [], {}
+    for i, text in enumerate(texts):
+        mid = uuid.uuid4()
+        ids[str(mid)] = text
+        created = now - timedelta(minutes=len(texts) - i)
+        records.append((mid, owner, "episodic", text, "api", created, created, content_hash(text)))
+    async with pool.acquire() as conn:
+        await conn.copy_records_to_table(
+            "memories",
+            records=records,
+            columns=["id", "owner", "type", "content", "source", "created_at", "updated_at", "content_hash"],
+        )
+    return ids
+
+
+async def _reference(pool: asyncpg.Pool, owner: str, question: str) -> dict[str, float]:
+    """BM25 by the pure reference: lexemes and counts from PostgreSQL's own parser."""
+    lexemes = set(await pool.fetchval("SELECT tsvector_to_array(to_tsvector('english', $1))", question))
+    rows = await pool.fetch(
+        "SELECT m.id, x.lexeme, cardinality(x.positions) AS tf FROM memories m, unnest(m.tsv) AS x"
+        " WHERE m.owner = $1 AND x.lexeme = ANY($2::text[])",
+        owner,
+        list(lexemes),
+    )
+    documents = await pool.fetchval("SELECT count(*) FROM memories WHERE owner = $1", owner)
+    df = Counter(r["lexeme"] for r in rows)
+    per_doc: dict[str, list[tuple[int, int]]] = {}
+    for r in rows:
+        per_doc.setdefault(str(r["id"]), []).append((df[r["lexeme"]], r["tf"]))
+    return {m: score(documents, [f for f, _ in v], [t for _, t in v]) for m, v in per_doc.items()}
+
+
+async def test_sql_scores_match_the_reference_and_rare_words_win(pool: asyncpg.Pool) -> None:
+    owner = f"bm25-{uuid.uuid4().hex[:8]}"
+    ids = await _seed(pool, owner, TEXTS)
+    vis = tiers.Visibility(owner, None, None, 365)
+    question = "What did Caroline research?"
+    got = await tiers.keyword_search(pool, vis, question, 10)
+    expected = await _reference(pool, owner, question)
+    assert dict(got.ranked) == pytest.approx(expected, rel=1e-9)
+    # 'research' (2 of 6 memories) outweighs 'caroline' (4 of 6), even said three times
+    assert ids[got.ranked[0][0]].startswith("Caroline: research research")
+    assert ids[got.ranked[1][0]].startswith("Caroline: my research")
+    # the cover: the most question-word occurrences of any match (3 x research + 1 x caroline)
+    assert got.cover == pytest.approx(0.4)
+    # ts_rank_cd ranks by occurrences: the thrice-named Caroline line beats 'my research'
+    dense = await tiers.keyword_search(pool, vis, question, 10, scoring="cover_density")
+    assert dense.cover == pytest.approx(0.4)
+    assert [ids[m][:30] for m, _ in dense.ranked[:2]] == [
+        "Caroline: research research re",
+        "Caroline: Caroline here, Carol",
+    ]
+
+
+async def test_another_owners_memories_never_change_the_scores(pool: asyncpg.Pool) -> None:
+    owner = f"bm25-{uuid.uuid4().hex[:8]}"
+    await _seed(pool, owner, TEXTS)
+    vis = tiers.Visibility(owner, None, None, 365)
+    before = await tiers.keyword_search(pool, vis, "Caroline research camping", 10)
+    # a hostile tenant floods the same words
+    await _seed(pool, f"other-{uuid.uuid4().hex[:8]}", ["research camping camping"] * 200)
+    after = await tiers.keyword_search(pool, vis, "Caroline research camping", 10)
+    assert after == before
+
+
+async def test_a_question_without_a_lexeme_matches_nothing(pool: asyncpg.Pool) -> None:
+    owner = f"bm25-{uuid.uuid4().hex[:8]}"
+    await _seed(pool, owner, TEXTS)
+    got = await tiers.keyword_search(pool, tiers.Visibility(owner, None, None, 365), "what is it?", 10)
+    assert got.ranked == [] and got.cover == 0.0
+
+
+async def test_a_pruned_large_owner_ranks_by_bm25_with_estimated_frequencies(pool: asyncpg.Pool) -> None:
+    owner = f"bm25-big-{uuid.uuid4().hex[:8]}"
+    common = [f"went to work on the budget, item {i}" for i in range(3000)]
+    ids = await _seed(pool, owner, [*common, "work trip to Lisbon", "flight to Lisbon", "work work work"])
+    await pool.execute("ANALYZE memories")
+    stats = await read_term_stats(pool)
+    vis = tiers.Visibility(owner, None, None, 365)
+    got = await tiers.keyword_search(pool, vis, "work trip Lisbon", 10, 2000, stats=stats, match_budget=500)
+    texts = [ids[m] for m, _ in got.ranked]
+    # 'work' is pruned from the match (3000 rows): only rows with a rare word or every word remain,
+    # and the rarest words rank first whatever 'work' adds
+    assert texts[0] == "work trip to Lisbon"
+    assert set(texts) == {"work trip to Lisbon", "flight to Lisbon"}
+    scores = [s for _, s in got.ranked]
+    assert all(s > 0 for s in scores) and scores == sorted(scores, reverse=True)
