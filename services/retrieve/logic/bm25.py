@@ -32,7 +32,7 @@ from typing import Literal
 from services.retrieve.logic.coverage import RANK_PER_WORD
 from services.retrieve.logic.lexemes import TermStats
 
-#: term-frequency saturation; LoCoMo dev hybrid R@10 0.790 at 0.9-2.0 (0.7895-0.7901), 0.789 at 0.4
+#: term-frequency saturation (LoCoMo dev, in-process, b = 0, ftsWeight 0.5: hybrid R@10 0.7895-0.7901 for k1 0.9-2.0)
 K1 = 1.2
 #: the keyword tier's two scorings (the runtime setting ``keywordRanking``)
 KeywordScoring = Literal["bm25", "cover_density"]
