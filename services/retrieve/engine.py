@@ -380,7 +380,7 @@ class _Run:
         finally:
             self.embed_ms = _ms(started)
         breaker.success()
-        if not result.vectors or not result.vectors[0] or not all(math.isfinite(x) for x in result.vectors[0]):
+        if not result.vectors or not result.vectors[0] or not all(map(math.isfinite, result.vectors[0])):
             return None, None, ("embed_failed", "embed service returned no usable vector")
         return list(result.vectors[0]), result.signature, None
 

@@ -260,27 +260,40 @@ async def fetch_rows(
         return {}
     c = _Clauses(vis, 2)
     records = await pool.fetch(_rows_sql(c, turns), list(dict.fromkeys(ids)), *c.args)
+    keys = [str(r[0]) for r in records]  # each id converted once
     turn_of: dict[str, int] = {}
     if turns:
-        order = {str(r["id"]): (r["session_id"], r["rank"]) for r in records if r["rank"] is not None}
-        following = {str(r["id"]): [str(n) for n in r["following"]] for r in records if r["following"] is not None}
+        order = {k: (r[4], r["rank"]) for k, r in zip(keys, records, strict=True) if r["rank"] is not None}
+        following = {
+            k: [str(n) for n in r["following"]]
+            for k, r in zip(keys, records, strict=True)
+            if r["following"] is not None
+        }
         turn_of = turns_logic.positions(order, following)
     return {
-        str(r["id"]): MemoryRow(
-            id=str(r["id"]),
-            content=r["content"],
-            memory_type=r["type"],
-            created_at=r["created_at"],
-            session_id=r["session_id"],
-            scope=r["scope"],
-            metadata_json=r["metadata"] or "{}",
-            turn=turn_of.get(str(r["id"])),
+        key: MemoryRow(
+            id=key,
+            content=r[1],
+            memory_type=r[2],
+            created_us=r[3],
+            session_id=r[4],
+            scope=r[5],
+            metadata_json=r[6] or "{}",
+            turn=turn_of.get(key),
         )
-        for r in records
+        for key, r in zip(keys, records, strict=True)
     }
 
 
-_ROW_COLUMNS = "m.id, m.content, m.type, m.created_at, m.session_id, m.scope, m.metadata::text AS metadata"
+#: The columns ``fetch_rows`` reads by position (a record read by position costs half a read by name).
+#: ``created_us``: ``created_at`` as an exact integer (``MemoryRow.created_us``; NULL for ``infinity``):
+#: decoding a datetime per candidate cost 0.10 ms of Python per 200 rows, a quarter of the fetch,
+#: against 0.05 ms more of PostgreSQL for the integer (measured); the answer needs ~10 of them.
+_ROW_COLUMNS = (
+    "m.id, m.content, m.type,"
+    " CASE WHEN isfinite(m.created_at) THEN (extract(epoch FROM m.created_at) * 1000000)::bigint END AS created_us,"
+    " m.session_id, m.scope, m.metadata::text AS metadata"
+)
 
 
 def _rows_sql(c: _Clauses, turns: bool) -> str:
@@ -292,12 +305,13 @@ def _rows_sql(c: _Clauses, turns: bool) -> str:
     # with ``m.id = ANY($1)`` beside ``m.owner = ...`` the planner chose an owner-prefixed index
     # and walked the owner's entries (36 ms for 200 ids of a 10k-memory owner, measured).
     visible = (
-        f"SELECT {_ROW_COLUMNS}, m.source FROM unnest($1::uuid[]) AS u(id) JOIN memories m ON m.id = u.id"
+        f"SELECT {_ROW_COLUMNS}, m.source{', m.created_at' if turns else ''}"
+        " FROM unnest($1::uuid[]) AS u(id) JOIN memories m ON m.id = u.id"
         f" WHERE (({c.own}) OR ({c.shared})) AND {c.common}"
     )
     if not turns:
         return visible
-    cols = "c.id, c.content, c.type, c.created_at, c.session_id, c.scope, c.metadata"
+    cols = "c.id, c.content, c.type, c.created_us, c.session_id, c.scope, c.metadata"
     return (
         f"WITH c AS MATERIALIZED ({visible}),"
         " t AS (SELECT c.*, row_number() OVER w AS rank, count(*) OVER (PARTITION BY c.session_id) AS n"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import numpy as np
 import pytest
 
@@ -80,7 +78,7 @@ def _candidates() -> list[study.Candidates]:
                 id=i,
                 content=i,
                 memory_type="episodic",
-                created_at=datetime(2026, 1, 1, tzinfo=UTC),
+                created_us=0,
                 session_id="s1",
                 turn=n,
             )

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 
 from services.retrieve.logic.fusion import Fused, query_words, speaker_boost
@@ -19,7 +17,7 @@ def row(memory_id: str, metadata: str, session: str | None = None, turn: int | N
         id=memory_id,
         content="x",
         memory_type="episodic",
-        created_at=datetime(2026, 1, 1, tzinfo=UTC),
+        created_us=0,
         session_id=session,
         metadata_json=metadata,
         turn=turn,
