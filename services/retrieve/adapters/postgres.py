@@ -275,7 +275,7 @@ async def fetch_rows(
             id=key,
             content=r[1],
             memory_type=r[2],
-            created_us=r[3],
+            created_at=r[3],
             session_id=r[4],
             scope=r[5],
             metadata_json=r[6] or "{}",
@@ -286,14 +286,7 @@ async def fetch_rows(
 
 
 #: The columns ``fetch_rows`` reads by position (a record read by position costs half a read by name).
-#: ``created_us``: ``created_at`` as an exact integer (``MemoryRow.created_us``; NULL for ``infinity``):
-#: decoding a datetime per candidate cost 0.10 ms of Python per 200 rows, a quarter of the fetch,
-#: against 0.05 ms more of PostgreSQL for the integer (measured); the answer needs ~10 of them.
-_ROW_COLUMNS = (
-    "m.id, m.content, m.type,"
-    " CASE WHEN isfinite(m.created_at) THEN (extract(epoch FROM m.created_at) * 1000000)::bigint END AS created_us,"
-    " m.session_id, m.scope, m.metadata::text AS metadata"
-)
+_ROW_COLUMNS = "m.id, m.content, m.type, m.created_at, m.session_id, m.scope, m.metadata::text AS metadata"
 
 
 def _rows_sql(c: _Clauses, turns: bool) -> str:
@@ -305,13 +298,12 @@ def _rows_sql(c: _Clauses, turns: bool) -> str:
     # with ``m.id = ANY($1)`` beside ``m.owner = ...`` the planner chose an owner-prefixed index
     # and walked the owner's entries (36 ms for 200 ids of a 10k-memory owner, measured).
     visible = (
-        f"SELECT {_ROW_COLUMNS}, m.source{', m.created_at' if turns else ''}"
-        " FROM unnest($1::uuid[]) AS u(id) JOIN memories m ON m.id = u.id"
+        f"SELECT {_ROW_COLUMNS}, m.source FROM unnest($1::uuid[]) AS u(id) JOIN memories m ON m.id = u.id"
         f" WHERE (({c.own}) OR ({c.shared})) AND {c.common}"
     )
     if not turns:
         return visible
-    cols = "c.id, c.content, c.type, c.created_us, c.session_id, c.scope, c.metadata"
+    cols = "c.id, c.content, c.type, c.created_at, c.session_id, c.scope, c.metadata"
     return (
         f"WITH c AS MATERIALIZED ({visible}),"
         " t AS (SELECT c.*, row_number() OVER w AS rank, count(*) OVER (PARTITION BY c.session_id) AS n"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any, Literal
 
 import msgspec
@@ -118,7 +118,6 @@ class _Said(msgspec.Struct):
 
 
 _SAID = msgspec.json.Decoder(_Said | None)  # a JSON null stored by hand reads as no metadata
-_UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 # gc=False: only scalars (never in a reference cycle), ~200 per hybrid search: not tracked (see ``Fused``)
@@ -128,9 +127,7 @@ class MemoryRow(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     id: str
     content: str
     memory_type: str
-    #: ``created_at`` in microseconds since the Unix epoch (None: PostgreSQL's ``infinity``); a
-    #: datetime is built for the results only (``created_at``), not for every candidate
-    created_us: int | None
+    created_at: datetime
     session_id: str | None = None
     scope: str = "apiKey"
     metadata_json: str = "{}"  # decoded for the results only (``metadata``), not for every candidate
@@ -144,11 +141,6 @@ class MemoryRow(msgspec.Struct, frozen=True, kw_only=True, gc=False):
         said = _SAID.decode(self.metadata_json)  # the speaker alone: half the cost of the whole dict
         value = None if said is None else said.speaker
         return value if isinstance(value, str) else None
-
-    @property
-    def created_at(self) -> datetime:
-        """The creation time as asyncpg reads a ``timestamptz`` (UTC; ``infinity``: naive ``datetime.max``)."""
-        return datetime.max if self.created_us is None else _UNIX_EPOCH + timedelta(microseconds=self.created_us)
 
     @property
     def metadata(self) -> dict[str, Any]:

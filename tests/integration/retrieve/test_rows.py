@@ -1,6 +1,5 @@
-"""``fetch_rows``: the winners' rows by primary key, the visibility rule re-checked, turn
-positions whose differences are the true turn distances up to ``MAX_DISTANCE``, and creation
-times read from integers exactly as asyncpg reads the timestamps."""
+"""``fetch_rows``: the winners' rows by primary key, the visibility rule re-checked, and turn
+positions whose differences are the true turn distances up to ``MAX_DISTANCE``."""
 
 from __future__ import annotations
 
@@ -78,15 +77,3 @@ async def test_rows_are_the_visible_candidates_with_exact_near_turn_distances(po
         *shared,
     }
     assert await fetch_rows(pool, vis, []) == {}
-
-
-async def test_created_at_reads_as_asyncpg_reads_the_timestamp(pool: asyncpg.Pool) -> None:
-    owner = f"rows-ts-{uuid.uuid4().hex[:6]}"
-    ids = await _add(pool, owner, 4)
-    await pool.execute("UPDATE memories SET created_at = 'infinity' WHERE id = $1", uuid.UUID(ids[3]))
-    stored = await pool.fetch("SELECT id, created_at FROM memories WHERE owner = $1", owner)
-    want = {str(r["id"]): (r["created_at"], r["created_at"].tzinfo) for r in stored}
-    assert want[ids[3]] == (datetime.max, None)  # what asyncpg reads for infinity
-    for turns in (False, True):
-        rows = await fetch_rows(pool, Visibility(owner, None, None, 365), ids, turns=turns)
-        assert {i: (r.created_at, r.created_at.tzinfo) for i, r in rows.items()} == want

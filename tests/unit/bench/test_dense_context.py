@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import numpy as np
 import pytest
 
@@ -78,7 +80,7 @@ def _candidates() -> list[study.Candidates]:
                 id=i,
                 content=i,
                 memory_type="episodic",
-                created_us=0,
+                created_at=datetime(2026, 1, 1, tzinfo=UTC),
                 session_id="s1",
                 turn=n,
             )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from bench import folds, study
@@ -52,7 +54,7 @@ def _row(memory_id: str, turn: int, speaker: str) -> MemoryRow:
         id=memory_id,
         content="x",
         memory_type="episodic",
-        created_us=0,
+        created_at=datetime(2026, 1, 1, tzinfo=UTC),
         session_id="s",
         metadata_json=f'{{"speaker": "{speaker}"}}',
         turn=turn,

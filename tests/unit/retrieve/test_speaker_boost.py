@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from services.retrieve.logic.fusion import Fused, query_words, speaker_boost
@@ -17,7 +19,7 @@ def row(memory_id: str, metadata: str, session: str | None = None, turn: int | N
         id=memory_id,
         content="x",
         memory_type="episodic",
-        created_us=0,
+        created_at=datetime(2026, 1, 1, tzinfo=UTC),
         session_id=session,
         metadata_json=metadata,
         turn=turn,
