@@ -80,6 +80,11 @@ log = get_logger(__name__)
 
 #: Owners with at most this many vectors (of one signature) are searched exactly (measured, above).
 DEFAULT_EXACT_MAX_ROWS = 5_000
+#: An exact search checks visibility on this many times ``limit`` of the owner's nearest vectors
+#: first. Measured (limit 100): 2,273 vectors 2.1 ms with or without fresh planner statistics,
+#: against 1.7 ms joining all the owner's rows with them and 630 ms without (a nested loop);
+#: 5,025 vectors 2.8-3.1 ms against 3.3-4.0 ms; probing every row of 4,500: ~6 ms.
+EXACT_NEAREST_SHARE = 3
 #: A large owner gets its own HNSW index while its rows are at most this share of the signature's.
 DEFAULT_OWNER_INDEX_MAX_SHARE = 0.5
 _WRITE_CHUNK = 500
@@ -321,10 +326,21 @@ class PgVectorStore:
     async def search_exact(
         self, signature: str, query: VectorQuery, vec: np.ndarray[Any, Any], limit: int
     ) -> list[VectorHit]:
-        """The owner's rows (plus visible global ones), ordered by exact distance."""
-        text, args = sql.search(signature, int(vec.size), query, Vector(vec), limit, hnsw=False, half=self.half)
+        """The owner's rows (plus visible global ones), ordered by exact distance.
+
+        Visibility is checked on the owner's ``EXACT_NEAREST_SHARE`` x ``limit`` nearest
+        vectors first; only when fewer than ``limit`` of them are visible (a session or type
+        filter, many archived memories) on all of them (``sql.exact_is_complete``)."""
+        nearest = None if query.session_id is not None or query.types is not None else limit * EXACT_NEAREST_SHARE
         async with self._conn() as conn:
-            rows = await conn.fetch(text, *args)
+            while True:
+                text, args = sql.search(
+                    signature, int(vec.size), query, Vector(vec), limit, hnsw=False, half=self.half, nearest=nearest
+                )
+                rows = await conn.fetch(text, *args)
+                if sql.exact_is_complete(rows, limit, nearest):
+                    break
+                nearest = None
         return [VectorHit(memory_id=str(r["memory_id"]), score=float(r["score"])) for r in rows]
 
     async def search_hnsw(

@@ -10,6 +10,7 @@ clauses, so every prepared plan fits its query.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -227,11 +228,15 @@ def search(
     hnsw: bool,
     half: bool,
     own_index: bool = False,
+    nearest: int | None = None,
 ) -> tuple[str, list[Any]]:
     """The search statement and its arguments (``$1`` the query vector, ``$2`` the owner).
 
     ``own_index`` (HNSW only): the owner has its own partial index; the owner is then written
-    as a literal too, so the planner can prove that index's predicate (a ``$2`` cannot)."""
+    as a literal too, so the planner can prove that index's predicate (a ``$2`` cannot).
+    ``nearest`` (exact only): check visibility on the owner's that many nearest vectors only
+    (None: on all of them); the rows say how many were read (``fetched``) and passed
+    (``visible``), so the caller knows whether the answer is complete (``exact_is_complete``)."""
     args: list[Any] = [qvec, query.owner]
 
     def param(value: Any, cast: str) -> str:
@@ -249,14 +254,70 @@ def search(
     k = param(limit, "int")
     owner = query.owner if hnsw and own_index else None
     where = " AND ".join(alive)
-    return _search_text(signature, int(dim), hnsw, half, where, session, query.include_global, k, owner), args
+    if not hnsw:
+        near = param(nearest, "int")  # LIMIT NULL: every vector of the owner
+        return _exact_text(signature, int(dim), where, session, query.include_global, k, near), args
+    return _search_text(signature, int(dim), half, where, session, query.include_global, k, owner), args
+
+
+def exact_is_complete(rows: Sequence[Any], limit: int, nearest: int | None) -> bool:
+    """Whether an exact search over the owner's ``nearest`` vectors answers as one over all of
+    them: it read fewer than ``nearest`` (that was all of them) or found ``limit`` visible ones
+    among them (any other vector of the owner is farther than each of those)."""
+    if nearest is None:
+        return True
+    if not rows:
+        return False  # nothing visible among them (or the owner has no vector): ask all
+    fetched, visible = rows[0]["fetched"], rows[0]["visible"]
+    return bool(fetched < nearest or visible >= limit)
+
+
+def _member(alias: str, alive: str, session: str | None) -> str:
+    """Whether the owner's memory ``alias``.memory_id is visible: a correlated scalar subquery,
+    so it can only run as a primary-key probe per row (never a join the planner might order
+    badly on missing or stale statistics: before an ANALYZE, a join of an owner's 2,273 vectors
+    with its memories ran as a nested loop re-reading the owner's rows per vector, 630 ms)."""
+    return (
+        f"(SELECT {alive}{' AND m.session_id = ' + session if session else ''} FROM memories m"
+        f" WHERE m.id = {alias}.memory_id AND m.owner = $2)"
+    )
+
+
+def _global_from(sig: str, dim: int, alive: str, session: str | None) -> str:
+    not_own = "m.owner <> $2" if session is None else f"(m.owner <> $2 OR m.session_id IS DISTINCT FROM {session})"
+    return (
+        f"FROM memories m JOIN memory_embeddings e ON e.memory_id = m.id AND e.signature = {sig} AND e.dim = {dim}"
+        f" WHERE m.scope = 'global' AND {not_own} AND {alive}"
+    )
+
+
+@lru_cache(maxsize=512)
+def _exact_text(
+    signature: str, dim: int, alive: str, session: str | None, include_global: bool, k: str, near: str
+) -> str:
+    """Exact distances: the owner's ``near`` nearest vectors (found by the (signature, owner)
+    btree, top-n by heapsort; the uncast ``embedding <=> $1`` matches no HNSW index), then
+    visibility on each of those (``_member``), the visible global rows beside them, top ``k``."""
+    sig = literal(signature)
+    glob = (
+        f" UNION ALL SELECT e.memory_id, e.embedding <=> $1::vector AS d {_global_from(sig, dim, alive, session)}"
+        if include_global
+        else ""
+    )
+    return f"""
+WITH near AS MATERIALIZED (
+    SELECT e.memory_id, e.embedding <=> $1::vector AS d FROM memory_embeddings e
+    WHERE e.signature = {sig} AND e.dim = {dim} AND e.owner = $2 ORDER BY d LIMIT {near}
+), own AS MATERIALIZED (SELECT n.memory_id, n.d FROM near n WHERE {_member("n", alive, session)})
+SELECT memory_id, 1 - d AS score, (SELECT count(*) FROM near) AS fetched, (SELECT count(*) FROM own) AS visible
+FROM (SELECT memory_id, d FROM own{glob}) s ORDER BY d, memory_id LIMIT {k}
+"""
 
 
 @lru_cache(maxsize=512)
 def _search_text(
     signature: str,
     dim: int,
-    hnsw: bool,
     half: bool,
     alive: str,
     session: str | None,
@@ -264,32 +325,12 @@ def _search_text(
     k: str,
     own_owner: str | None = None,
 ) -> str:
+    """HNSW: visibility per index row (``_member``); the index scan keeps going (iterative
+    scan) until k rows pass."""
     sig = literal(signature)
-    own_where = f"e.signature = {sig} AND e.dim = {dim} AND e.owner = $2 AND m.owner = $2 AND {alive}"
-    if session is not None:
-        own_where += f" AND m.session_id = {session}"
-    not_own = "m.owner <> $2" if session is None else f"(m.owner <> $2 OR m.session_id IS DISTINCT FROM {session})"
-    glob_from = (
-        f"FROM memories m JOIN memory_embeddings e ON e.memory_id = m.id AND e.signature = {sig} AND e.dim = {dim}"
-        f" WHERE m.scope = 'global' AND {not_own} AND {alive}"
-    )
-    if not hnsw:
-        # The uncast ``embedding <=> $1`` matches no HNSW index: this is always an exact scan
-        # of the owner's rows (found by the (signature, owner) btree), top-k by heapsort.
-        glob = f" UNION ALL SELECT e.memory_id, e.embedding <=> $1::vector AS d {glob_from}" if include_global else ""
-        return f"""
-SELECT memory_id, 1 - d AS score FROM (
-    SELECT e.memory_id, e.embedding <=> $1::vector AS d
-    FROM memory_embeddings e JOIN memories m ON m.id = e.memory_id
-    WHERE {own_where}{glob}
-) s ORDER BY d, memory_id LIMIT {k}
-"""
-    # HNSW: the memories filter is a correlated scalar subquery, so it can only run as a
-    # primary-key probe per index row (never a join the planner might reorder on stale
-    # statistics); the index scan keeps going (iterative scan) until k rows pass.
     expr, q = vec_expr("e", dim, half), query_expr(dim, half)
-    member = f"(SELECT {alive}{' AND m.session_id = ' + session if session else ''} FROM memories m"
-    member += " WHERE m.id = e.memory_id AND m.owner = $2)"
+    member = _member("e", alive, session)
+    glob_from = _global_from(sig, dim, alive, session)
     glob = (
         f", glob AS MATERIALIZED (SELECT e.memory_id, e.embedding <=> $1::vector AS d {glob_from} ORDER BY d LIMIT {k})"
         if include_global

@@ -267,3 +267,34 @@ async def test_mark_embedded_only_where_content_is_unchanged(pool: asyncpg.Pool)
     assert after[same.id].needs_reindex is False and after[same.id].embedding_signature == "local:minilm:384"
     assert after[edited.id].needs_reindex is True and after[edited.id].embedding_signature is None
     assert await mark_embedded(pool, [], "local:minilm:384") == 0
+
+
+async def test_exact_search_reads_all_vectors_when_the_nearest_are_not_visible(pool: asyncpg.Pool) -> None:
+    """The exact path checks visibility on the owner's 3 x limit nearest vectors first: when the
+    nearest 40 are archived it asks again over all of them, and the answer is still exact."""
+    rng = np.random.default_rng(5)
+    signature = sig()
+    store = PgVectorStore(pool)
+    world = World(pool, store, signature)
+    owner = f"x-{uuid.uuid4().hex[:6]}"
+    q = unit(rng, 32)
+    hidden = [world.add(owner, near(rng, q, 0.05)) for _ in range(40)]  # the 40 nearest
+    for v in unit(rng, 32, 60):
+        world.add(owner, v)
+    await world.flush()
+    await world.set_state(owner, hidden, "archived")
+    query = VectorQuery(owner=owner, vector=q.tolist(), limit=10)
+    got = [h.memory_id for h in await store.search_exact(signature, query, q, 10)]
+    assert got == [i for i, _ in world.expected(owner, q, 10)] and not set(got) & set(hidden)
+    # a smaller limit: the same
+    few = VectorQuery(owner=owner, vector=q.tolist(), limit=2)
+    want = [i for i, _ in world.expected(owner, q, 2)]
+    assert [h.memory_id for h in await store.search_exact(signature, few, q, 2)] == want
+
+
+def test_an_exact_answer_is_complete_when_all_vectors_were_read_or_enough_were_visible() -> None:
+    assert sql.exact_is_complete([{"fetched": 12, "visible": 3}], 10, 30)  # the owner has 12 vectors
+    assert sql.exact_is_complete([{"fetched": 30, "visible": 10}], 10, 30)
+    assert not sql.exact_is_complete([{"fetched": 30, "visible": 9}], 10, 30)
+    assert not sql.exact_is_complete([], 10, 30)  # nothing visible among the nearest
+    assert sql.exact_is_complete([], 10, None)  # every vector was read
