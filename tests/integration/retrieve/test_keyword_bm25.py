@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from datetime import UTC, datetime, timedelta
 
 import asyncpg
 import pytest
@@ -14,7 +13,8 @@ import pytest
 from services.retrieve.adapters import postgres as tiers
 from services.retrieve.adapters.postgres_stats import read_term_stats
 from services.retrieve.logic.bm25 import score
-from shared.db.memories import content_hash
+
+from .seeding import seed_texts
 
 pytestmark = pytest.mark.integration
 
@@ -29,20 +29,8 @@ TEXTS = [
 
 
 async def _seed(pool: asyncpg.Pool, owner: str, texts: list[str]) -> dict[str, str]:
-    now = datetime.now(UTC)
-    records, ids = [], {}
-    for i, text in enumerate(texts):
-        mid = uuid.uuid4()
-        ids[str(mid)] = text
-        created = now - timedelta(minutes=len(texts) - i)
-        records.append((mid, owner, "episodic", text, "api", created, created, content_hash(text)))
-    async with pool.acquire() as conn:
-        await conn.copy_records_to_table(
-            "memories",
-            records=records,
-            columns=["id", "owner", "type", "content", "source", "created_at", "updated_at", "content_hash"],
-        )
-    return ids
+    """Memory id -> text."""
+    return {mid: text for text, mid in (await seed_texts(pool, owner, texts)).items()}
 
 
 async def _reference(pool: asyncpg.Pool, owner: str, question: str) -> dict[str, float]:

@@ -3,35 +3,15 @@ on their own, the rare words and all-words matches still are, and small owners a
 
 from __future__ import annotations
 
-import uuid
-from datetime import UTC, datetime, timedelta
-
 import asyncpg
 import pytest
 
 from services.retrieve.adapters import postgres as tiers
 from services.retrieve.adapters.postgres_stats import read_term_stats
-from shared.db.memories import content_hash
+
+from .seeding import seed_texts
 
 pytestmark = pytest.mark.integration
-
-
-async def _seed(pool: asyncpg.Pool, owner: str, texts: list[str]) -> dict[str, str]:
-    now = datetime.now(UTC)
-    records = []
-    ids = {}
-    for i, text in enumerate(texts):
-        mid = uuid.uuid4()
-        ids[text] = str(mid)
-        created = now - timedelta(minutes=len(texts) - i)
-        records.append((mid, owner, "episodic", text, "api", created, created, content_hash(text)))
-    async with pool.acquire() as conn:
-        await conn.copy_records_to_table(
-            "memories",
-            records=records,
-            columns=["id", "owner", "type", "content", "source", "created_at", "updated_at", "content_hash"],
-        )
-    return ids
 
 
 SPECIAL = ["work trip to Lisbon", "Lisbon weekend", "flight delayed again", "work flight to Lisbon"]
@@ -41,8 +21,8 @@ SPECIAL = ["work trip to Lisbon", "Lisbon weekend", "flight delayed again", "wor
 async def seeded(pool: asyncpg.Pool) -> tuple[dict[str, str], dict[str, str]]:
     """Owner ``big``: 3000 rows saying 'work' and four with rarer words; owner ``small``: two rows."""
     common = [f"went to work on the budget, item {i}" for i in range(3000)]
-    ids = await _seed(pool, "big", common + SPECIAL)
-    small = await _seed(pool, "small", ["went to work early", "Lisbon is sunny"])
+    ids = await seed_texts(pool, "big", common + SPECIAL)
+    small = await seed_texts(pool, "small", ["went to work early", "Lisbon is sunny"])
     await pool.execute("ANALYZE memories")
     return ids, small
 
