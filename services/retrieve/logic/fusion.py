@@ -1,8 +1,9 @@
 """Pure retrieval logic (no I/O): rank fusion, optional re-scoring, token budget, queries.
 
-Ranked lists come best first, one per source: ``"fts"`` (the keyword tier's BM25 or ``ts_rank_cd``) and ``"vec"``
-(similarity, higher is better: ``1 - distance``). Everything returning ``Fused`` sorts in one
-canonical order: score descending, then the better (smaller) best rank, then ``memory_id``.
+Ranked lists come best first, one per source: ``"fts"`` (the keyword tier's BM25 or
+``ts_rank_cd``) and ``"vec"`` (similarity, higher is better: ``1 - distance``). Everything
+returning ``Fused`` sorts in one canonical order: score descending, then the better (smaller)
+best rank, then ``memory_id``.
 """
 
 from __future__ import annotations
