@@ -2,8 +2,8 @@
 any setting without a round trip.
 
 ``collect`` runs, per LoCoMo question, the same adapters the retrieve engine runs for hybrid
-(``Engine.keyword_ranking`` with its pruning, once per keyword scoring, ``vector_search`` on pgvector with the query
-vector of the embed service, ``fetch_rows`` with the turn positions) at the deepest
+(``Engine.keyword_ranking`` with its pruning, once per keyword scoring, ``vector_search`` on
+pgvector with the query vector of the embed service, ``fetch_rows`` with the turn positions) at the deepest
 ``rrfDepth`` of the sweep. ``rank`` then applies the engine's own steps (``engine.fuse_lists``:
 score or rank fusion over the top ``rrfDepth`` of each list, ``plan.boost``, the visibility
 filter and the limit) for one ``Params``: each list truncated to a depth is exactly what the

@@ -203,9 +203,10 @@ class Engine:
         )
 
     async def keyword_ranking(
-        self, vis: tiers.Visibility, query: str, limit: int, scoring: KeywordScoring = "bm25"
+        self, vis: tiers.Visibility, query: str, limit: int, scoring: KeywordScoring
     ) -> KeywordRanking:
-        """Tier 0 with this engine's candidate cap and match pruning (errors propagate)."""
+        """Tier 0 with this engine's candidate cap and match pruning, scored by ``scoring`` (the
+        owner's ``keywordRanking``); errors propagate."""
         cfg = self.config
         return await tiers.keyword_search(
             self.pool,
