@@ -25,10 +25,16 @@ from services.retrieve.logic.bm25 import (
     KeywordScoring,
     cover_of,
     estimated_frequencies,
-    tsquery_lexemes,
 )
 from services.retrieve.logic.fusion import RankedList
-from services.retrieve.logic.lexemes import EMPTY_STATS, SQL_ANY_WORD, TermStats, keyword_plan, never_pruned
+from services.retrieve.logic.lexemes import (
+    EMPTY_STATS,
+    SQL_ANY_WORD,
+    TermStats,
+    keyword_plan,
+    never_pruned,
+    unquoted_lexemes,
+)
 from services.retrieve.logic.plan import MemoryRow
 from shared.bus.rpc_client import call
 from shared.schemas.retrieval import EmbedRequest, EmbedResult
@@ -128,7 +134,7 @@ async def keyword_search(
             return NO_MATCH
         extra: list[object]
         if scoring == "bm25":  # the question's lexemes, their estimated frequencies, N: $4, $5, $6
-            lexemes = tsquery_lexemes(text or "")
+            lexemes = unquoted_lexemes(text or "")
             documents, frequencies = estimated_frequencies(lexemes, stats, vis.owner)
             extra, rank = [lexemes, frequencies, documents], ""
             counts = _Counts(lexemes="$4::text[]", documents="$6::float8", estimates=("$4::text[]", "$5::float8[]"))

@@ -14,7 +14,7 @@ from typing import Any
 
 import asyncpg
 
-from services.retrieve.logic.lexemes import EMPTY_STATS, TermStats
+from services.retrieve.logic.lexemes import EMPTY_STATS, TermStats, quoted
 
 _LEXEMES = (
     "SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs FROM pg_stats"
@@ -25,11 +25,6 @@ _OWNERS = (
     " WHERE schemaname = current_schema() AND tablename = 'memories' AND attname = 'owner'"
 )
 _ROWS = "SELECT greatest(reltuples, 0) FROM pg_class WHERE oid = 'memories'::regclass"
-
-
-def quoted(lexeme: str) -> str:
-    """A lexeme as it appears in a tsquery's text (``'it''s'``)."""
-    return "'" + lexeme.replace("'", "''") + "'"
 
 
 def snapshot(rows: float, lexemes: Mapping[str, Any] | None, owners: Mapping[str, Any] | None) -> TermStats:

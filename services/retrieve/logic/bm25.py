@@ -24,21 +24,18 @@ which is what ``ts_rank_cd`` of the any-word query gives the best-covering match
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from services.retrieve.logic.coverage import RANK_PER_WORD
-from services.retrieve.logic.lexemes import TermStats
+from services.retrieve.logic.lexemes import TermStats, quoted
 
 #: term-frequency saturation (LoCoMo dev, in-process, b = 0, ftsWeight 0.5: hybrid R@10 0.7895-0.7901 for k1 0.9-2.0)
 K1 = 1.2
 #: the keyword tier's two scorings (the runtime setting ``keywordRanking``)
 KeywordScoring = Literal["bm25", "cover_density"]
 KEYWORD_SCORINGS: tuple[KeywordScoring, ...] = ("bm25", "cover_density")
-
-_QUOTED = re.compile(r"'((?:[^']|'')*)'")
 
 
 @dataclass(frozen=True)
@@ -77,14 +74,8 @@ def score(documents: float, frequencies: Sequence[float], tfs: Sequence[int], k1
     return math.fsum(idf(documents, f) * tf * (k1 + 1) / (tf + k1) for f, tf in zip(frequencies, tfs, strict=True))
 
 
-def tsquery_lexemes(tsquery_text: str) -> list[str]:
-    """Every lexeme of a ``websearch_to_tsquery`` text, unquoted, once each, in order."""
-    return list(dict.fromkeys(m.replace("''", "'") for m in _QUOTED.findall(tsquery_text)))
-
-
 def estimated_frequencies(lexemes: Sequence[str], stats: TermStats, owner: str) -> tuple[float, list[float]]:
-    """``N`` and each lexeme's document frequency for ``owner`` from the planner statistics (the
-    floor a large owner's counts among its pruned, capped matches are raised to)."""
+    """``N`` and each (unquoted) lexeme's document frequency for ``owner`` from the planner
+    statistics (the floor a large owner's counts among its pruned, capped matches are raised to)."""
     owner_rows = stats.owner_rows(owner)
-    quoted = ["'" + lex.replace("'", "''") + "'" for lex in lexemes]
-    return owner_rows, [stats.expected_matches(q, owner_rows) for q in quoted]
+    return owner_rows, [stats.expected_matches(quoted(lex), owner_rows) for lex in lexemes]

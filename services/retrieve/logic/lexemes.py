@@ -42,6 +42,16 @@ _AND_ONLY = re.compile(rf"^{_LEXEME}(?: & {_LEXEME})*$")
 _LEXEMES = re.compile(_LEXEME)
 
 
+def quoted(lexeme: str) -> str:
+    """A lexeme as it appears in a tsquery's text (``'it''s'``)."""
+    return "'" + lexeme.replace("'", "''") + "'"
+
+
+def unquoted_lexemes(tsquery_text: str) -> list[str]:
+    """Every lexeme of a tsquery text whatever its operators, unquoted (``it's``), once each, in order."""
+    return list(dict.fromkeys(m[1:-1].replace("''", "'") for m in _LEXEMES.findall(tsquery_text)))
+
+
 def and_lexemes(tsquery_text: str) -> list[str] | None:
     """The quoted lexemes of an AND-only tsquery text (``'a' & 'b'``), deduplicated in order;
     None when it has any other operator (phrases, negations), so the caller keeps it as is."""

@@ -13,9 +13,8 @@ from services.retrieve.logic.bm25 import (
     estimated_frequencies,
     idf,
     score,
-    tsquery_lexemes,
 )
-from services.retrieve.logic.lexemes import TermStats
+from services.retrieve.logic.lexemes import TermStats, unquoted_lexemes
 
 
 def test_rare_words_weigh_more_and_every_weight_is_positive() -> None:
@@ -37,16 +36,16 @@ def test_a_rare_word_outranks_a_common_word_said_twice() -> None:
     assert score(432, [4], [1]) > score(432, [339], [2])
 
 
-def test_tsquery_lexemes_reads_every_operator_and_unquotes() -> None:
-    assert tsquery_lexemes("'carolin' & 'research'") == ["carolin", "research"]
-    assert tsquery_lexemes("'self-portrait' <-> 'self' <-> 'portrait' & 'carolin'") == [
+def test_unquoted_lexemes_reads_every_operator() -> None:
+    assert unquoted_lexemes("'carolin' & 'research'") == ["carolin", "research"]
+    assert unquoted_lexemes("'self-portrait' <-> 'self' <-> 'portrait' & 'carolin'") == [
         "self-portrait",
         "self",
         "portrait",
         "carolin",
     ]
-    assert tsquery_lexemes("'it''s' & !'work' & 'it''s'") == ["it's", "work"]
-    assert tsquery_lexemes("") == []
+    assert unquoted_lexemes("'it''s' & !'work' & 'it''s'") == ["it's", "work"]
+    assert unquoted_lexemes("") == []
 
 
 def test_estimated_frequencies_follow_the_planner_statistics() -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from services.retrieve.adapters.postgres_stats import quoted, snapshot
-from services.retrieve.logic.lexemes import EMPTY_STATS, TermStats, and_lexemes, keyword_plan, match_plan
+from services.retrieve.adapters.postgres_stats import snapshot
+from services.retrieve.logic.lexemes import EMPTY_STATS, TermStats, and_lexemes, keyword_plan, match_plan, quoted
 
 STATS = TermStats(
     rows=100_000,
