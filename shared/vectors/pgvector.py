@@ -328,19 +328,21 @@ class PgVectorStore:
     ) -> list[VectorHit]:
         """The owner's rows (plus visible global ones), ordered by exact distance.
 
-        Visibility is checked on the owner's ``EXACT_NEAREST_SHARE`` x ``limit`` nearest
-        vectors first; only when fewer than ``limit`` of them are visible (a session or type
-        filter, many archived memories) on all of them (``sql.exact_is_complete``)."""
+        Without a session or type filter, visibility is checked on the owner's
+        ``EXACT_NEAREST_SHARE`` x ``limit`` nearest vectors first; with one, or when fewer than
+        ``limit`` of those are visible (``sql.exact_is_complete``), on all of them."""
+
+        async def fetch(nearest: int | None) -> list[asyncpg.Record]:
+            text, args = sql.search(
+                signature, int(vec.size), query, Vector(vec), limit, hnsw=False, half=self.half, nearest=nearest
+            )
+            async with self._conn() as conn:
+                return await conn.fetch(text, *args)
+
         nearest = None if query.session_id is not None or query.types is not None else limit * EXACT_NEAREST_SHARE
-        async with self._conn() as conn:
-            while True:
-                text, args = sql.search(
-                    signature, int(vec.size), query, Vector(vec), limit, hnsw=False, half=self.half, nearest=nearest
-                )
-                rows = await conn.fetch(text, *args)
-                if sql.exact_is_complete(rows, limit, nearest):
-                    break
-                nearest = None
+        rows = await fetch(nearest)
+        if not sql.exact_is_complete(rows, limit, nearest):
+            rows = await fetch(None)
         return [VectorHit(memory_id=str(r["memory_id"]), score=float(r["score"])) for r in rows]
 
     async def search_hnsw(
