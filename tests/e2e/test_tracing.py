@@ -14,7 +14,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -86,7 +86,7 @@ def one(spans: list[ExportedSpan], service: str, kind: str, name: str) -> Export
     return found[0]
 
 
-def has(service: str, kind: str, name: str) -> object:
+def has(service: str, kind: str, name: str) -> Callable[[list[ExportedSpan]], bool]:
     return lambda spans: any(s.service == service and s.kind == kind and s.name.startswith(name) for s in spans)
 
 
@@ -130,7 +130,15 @@ def test_an_event_and_a_search_are_followed_through_every_service(
     assert not any(s.error for s in (publish, ingest, extract, *embeds))
     assert publish.attributes["memoryd.owner"] == "tracer"
 
-    spans = collector.wait_for(search_trace, has("memoryd-embed", "server", "embed"), timeout=60)
+    # each process exports its own spans in batches: wait for every server span read below, in any order
+    spans = collector.wait_for(
+        search_trace,
+        lambda got: all(
+            has(service, "server", name)(got)
+            for service, name in (("memoryd-retrieve", "retrieve"), ("memoryd-embed", "embed"))
+        ),
+        timeout=60,
+    )
     search = one(spans, APP, "internal", "search")
     call = one(spans, APP, "client", "rpc retrieve")
     retrieve = one(spans, "memoryd-retrieve", "server", "retrieve")
