@@ -25,11 +25,19 @@ def tenant_user(i: int) -> str:
     return f"tenant{i}"
 
 
-async def eventually(check: Callable[[], Awaitable[bool]], what: str, timeout: float = 90.0) -> None:
+async def eventually(
+    check: Callable[[], Awaitable[bool]],
+    what: str,
+    timeout: float = 90.0,
+    state: Callable[[], Awaitable[object]] | None = None,
+) -> None:
+    """Poll ``check`` until it holds; on timeout the error names ``what`` and, when given, what
+    ``state`` reads at that moment (so a failure on a loaded runner says where it stuck)."""
     deadline = asyncio.get_running_loop().time() + timeout
     while not await check():
         if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
+            seen = f"; state: {await state()}" if state is not None else ""
+            raise AssertionError(f"timed out waiting for {what}{seen}")
         await asyncio.sleep(0.05)
 
 

@@ -29,12 +29,13 @@ import asyncpg
 import pytest
 from nats.aio.client import Client
 from nats.js import JetStreamContext
-from nats.js.errors import APIError
+from nats.js.errors import APIError, NotFoundError
 
 from memoryd.local.nats import EmbeddedNats
 from shared.bus.rpc_client import call
-from shared.codec import encode
+from shared.codec import decode, encode
 from shared.schemas import ChatEvent, ChatMessage, EmbedJob
+from shared.schemas.events import DeadLetter
 from shared.schemas.memory import MemoryCreateRequest
 from shared.schemas.ops import EngineStatusRequest, EngineStatusResult
 from shared.schemas.retrieval import RetrieveRequest, RetrieveResult
@@ -292,18 +293,23 @@ async def test_ingest_keeps_an_event_unacked_while_the_jobs_stream_is_full(
     assert (await js.stream_info(DLQ_STREAM)).state.messages == 0
     await resume(nc, EMBED_CONSUMER)
 
-    async def completed() -> bool:
+    async def progress() -> dict[str, object]:
         info = await js.consumer_info(EVENTS_STREAM, INGEST_CONSUMER)
-        jobs = await js.stream_info(JOBS_STREAM)
-        return (
-            await published(pool, owner) == sent
-            and await unembedded(pool, owner) == 0
-            and info.num_ack_pending == 0
-            and info.num_pending == 0
-            and jobs.state.messages == 0
-        )
+        return {
+            "unpublished": sent - await published(pool, owner),
+            "unembedded": await unembedded(pool, owner),
+            "ingest_ack_pending": info.num_ack_pending,
+            "ingest_pending": info.num_pending,
+            "jobs_in_stream": await _stream_messages(js, JOBS_STREAM),
+            "dead_letters": await dead_letters(js),
+        }
 
-    await eventually(completed, "every event published, embedded and acked")
+    async def completed() -> bool:
+        return all(not v for v in (await progress()).values())
+
+    # Each stage retries a full stream with backoff capped at 30 s (shared.bus.consumer.backoff_s),
+    # and the chain event -> extract job -> fact embed job can meet that cap three times in turn.
+    await eventually(completed, "every event published, embedded and acked", timeout=180.0, state=progress)
     extracted = await scalar(pool, "SELECT count(DISTINCT event_id) FROM extract_runs WHERE owner = $1", owner)
     by_source = dict(await pool.fetch("SELECT source, count(*) FROM memories WHERE owner = $1 GROUP BY source", owner))
     assert (extracted, by_source) == (sent, {"chat_turn": 2 * sent, "rule": sent})
@@ -321,6 +327,21 @@ async def top_up(nc: Client, owner: str) -> None:
             assert is_full(exc), exc
             return
     raise AssertionError("the jobs stream never filled up")
+
+
+async def dead_letters(js: JetStreamContext, limit: int = 5) -> list[str]:
+    """The subject and error of the first dead letters (none expected)."""
+    if not await _stream_messages(js, DLQ_STREAM):
+        return []
+    out = []
+    for seq in range(1, limit + 1):
+        try:
+            raw = await js.get_msg(DLQ_STREAM, seq)
+        except NotFoundError:
+            continue
+        letter = decode(raw.data or b"", DeadLetter)
+        out.append(f"{letter.stage} {letter.subject}: {letter.error[:300]}")
+    return out
 
 
 async def _stream_messages(js: JetStreamContext, stream: str) -> int:
