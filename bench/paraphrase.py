@@ -2,17 +2,19 @@
 
 One owner gets ``memories`` synthetic chat turns (``bench.paraphrase_data``, fixed seed), each
 one ``ChatEvent`` through the real ingest, extract and embed services (``quality.ingest``;
-twenty turns per session). For ``questions`` of them, spread evenly over the corpus, two
-questions are asked through ``mem.v1.rpc.retrieve``: a keyword-style one that repeats the
-memory's words, and a paraphrase that shares at most one content word (an entity) with it.
-Each is asked as hybrid, semantic-only and keyword-only (hybrid with the embed service
-stopped, so it degrades to full-text, as in ``bench quality``); the score is how often the
-source memory is in the top 10 (and top 1), with the engine's default settings.
+twenty turns per session). For ``questions`` of them, spread evenly over the memories whose
+questions have one answer in the corpus (``answerable``), two questions are asked through
+``mem.v1.rpc.retrieve``: a keyword-style one that repeats the memory's words, and a
+paraphrase that shares at most one content word (an entity) with it. Each is asked as
+hybrid, semantic-only and keyword-only (hybrid with the embed service stopped, so it
+degrades to full-text, as in ``bench quality``); the score is how often the source memory is
+in the top 10 (and top 1), with the engine's default settings.
 """
 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -50,10 +52,19 @@ def conversation(items: Sequence[paraphrase_data.Item]) -> locomo.Conversation:
     return locomo.Conversation(sample_id="paraphrase", speakers=(SPEAKER, "Robin"), turns=tuple(turns), qas=())
 
 
-def asked(n_items: int, n_questions: int) -> list[int]:
-    """Indices of the memories asked about: ``n_questions`` spread evenly over the corpus."""
-    n = min(n_items, n_questions)
-    return sorted({i * n_items // n for i in range(n)})
+def answerable(items: Sequence[paraphrase_data.Item]) -> list[int]:
+    """Indices of the memories whose two questions no other memory shares: a question several
+    memories yield word for word ("When do I fly out to Tallinn?" for every flight there) has
+    several right answers, and which of them a search ranks first is a tie, not recall."""
+    keyword = Counter(it.keyword for it in items)
+    paraphrased = Counter(it.paraphrase for it in items)
+    return [i for i, it in enumerate(items) if keyword[it.keyword] == 1 and paraphrased[it.paraphrase] == 1]
+
+
+def asked(candidates: Sequence[int], n_questions: int) -> list[int]:
+    """The memories asked about: ``n_questions`` of ``candidates`` spread evenly over them."""
+    n = min(len(candidates), n_questions)
+    return sorted({candidates[i * len(candidates) // n] for i in range(n)})
 
 
 def rank_of(ranked: Sequence[str | None], target: str) -> int | None:
@@ -106,7 +117,8 @@ async def run_paraphrase(
     """Ingest the corpus once, then ask both question kinds for every strategy."""
     items = paraphrase_data.generate(memories, seed)
     conv = conversation(items)
-    indices = asked(len(items), questions)
+    candidates = answerable(items)
+    indices = asked(candidates, questions)
     log(f"ingesting {len(items)} synthetic memories ...")
     ingest_info = await quality.ingest(stack, [conv])
     log(f"searchable after {ingest_info['searchable_after_s']} s: {ingest_info['memories']}")
@@ -128,6 +140,7 @@ async def run_paraphrase(
         "benchmark": "paraphrase",
         "memories": len(items),
         "questions": len(indices),
+        "answerable": len(candidates),
         "seed": seed,
         "max_shared_words": max(
             len(paraphrase_data.shared_words(items[i].memory, items[i].paraphrase)) for i in indices
@@ -159,7 +172,8 @@ def render(report: Mapping[str, Any]) -> str:
     ok = {k: "yes" if v else "no" for k, v in report["checks"].items()}
     lines = [
         f"Paraphrase check: {report['memories']:,} synthetic memories of one owner, {report['questions']} of them "
-        f"asked twice (keyword-style, and paraphrased with at most {report['max_shared_words']} content word in "
+        f"(of the {report.get('answerable', report['memories']):,} whose questions no other memory shares) asked "
+        f"twice (keyword-style, and paraphrased with at most {report['max_shared_words']} content word in "
         f"common), seed {report['seed']}, default settings",
         "",
         markdown_table(head, rows),

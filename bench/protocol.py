@@ -29,7 +29,7 @@ def default_point() -> study.Params:
 
 
 #: ``ftsFullCoverage`` values of the grid (0 = off), at the default ``ftsCoveragePower``
-COVERAGE = (0.0, 0.5)
+COVERAGE = (0.0, 0.5, 1.0)
 
 
 def grid() -> list[study.Params]:
@@ -79,7 +79,8 @@ def evaluate_grid(cands: Sequence[study.Candidates], points: Sequence[study.Para
         outcomes[n] = {conv: [outs[i] for i in idx] for conv, idx in by_conv.items()}
     result = folds.evaluate(points, outcomes)
     out = folds.summary(result, study.Params.label)
-    out["keyword_scoring"] = by_keyword_scoring(points, outcomes)
+    for key, field, _title in LEVERS:
+        out[key] = by_lever(points, outcomes, field)
     default_all = [o for conv in by_conv for o in outcomes[0][conv]]
     per_conv = {conv: round(locomo.score(outcomes[0][conv]).recall[10], 4) for conv in by_conv}
     out["defaults"] = {
@@ -92,21 +93,29 @@ def evaluate_grid(cands: Sequence[study.Candidates], points: Sequence[study.Para
     return out
 
 
-def by_keyword_scoring(
-    points: Sequence[study.Params], outcomes: dict[int, dict[str, list[locomo.QAOutcome]]]
+#: the levers whose every value is folded over its own grid points (report key, ``Params`` field, title)
+LEVERS = (
+    ("keyword_scoring", "keyword_ranking", "keyword scoring"),
+    ("keyword_coverage", "fts_full_coverage", "ftsFullCoverage"),
+)
+
+
+def by_lever(
+    points: Sequence[study.Params], outcomes: dict[int, dict[str, list[locomo.QAOutcome]]], field: str
 ) -> dict[str, Any]:
-    """The lever alone: the folds over the grid points of one keyword scoring each."""
+    """One lever alone: for each value of ``Params.<field>`` in the grid, the folds over the
+    points with that value (the held-out mean and the worst fold), and the best of those points
+    in-sample."""
     out: dict[str, Any] = {}
-    for scoring in KEYWORD_SCORINGS:
-        index = [i for i, p in enumerate(points) if p.keyword_ranking == scoring]
-        if not index:
-            continue
+    for value in dict.fromkeys(getattr(p, field) for p in points):
+        index = [i for i, p in enumerate(points) if getattr(p, field) == value]
         sub = folds.evaluate([points[i] for i in index], {n: outcomes[i] for n, i in enumerate(index)})
         worst = sub.worst()
-        out[scoring] = {
+        out[str(value)] = {
             "points": len(index),
             "held_out_mean_R@10": round(sub.held_out_mean(), 4),
             "worst_fold": {"held_out": worst.held_out, "R@10": worst.held_out_scores["overall"]["R@10"]},
+            "in_sample_R@10": sub.in_sample["overall"]["R@10"],
         }
     return out
 
@@ -142,17 +151,23 @@ def render(protocol: dict[str, Any]) -> str:
             markdown_table(head, rows),
             f"worst fold: {worst['held_out']} R@10 {worst['R@10']}; defaults by conversation: "
             + ", ".join(f"{c} {v}" for c, v in d["per_conversation_R@10"].items()),
-            *_scoring_line(protocol.get("keyword_scoring") or {}),
+            *_lever_lines(protocol),
         ]
     )
 
 
-def _scoring_line(by_scoring: dict[str, Any]) -> list[str]:
-    if not by_scoring:
-        return []
-    parts = [
-        f"{name} only ({v['points']} points) held-out R@10 mean {v['held_out_mean_R@10']}, worst fold "
-        f"{v['worst_fold']['held_out']} {v['worst_fold']['R@10']}"
-        for name, v in by_scoring.items()
-    ]
-    return ["keyword scoring, the grid of each alone: " + "; ".join(parts)]
+def _lever_lines(protocol: dict[str, Any]) -> list[str]:
+    """One line per lever of more than one value: each value's folds over its own points."""
+    lines = []
+    for key, _field, title in LEVERS:
+        by_value = protocol.get(key) or {}
+        if len(by_value) < 2:
+            continue
+        parts = [
+            f"{value} ({v['points']} points) held-out R@10 mean {v['held_out_mean_R@10']}, worst fold "
+            f"{v['worst_fold']['held_out']} {v['worst_fold']['R@10']}"
+            + (f", best in-sample {v['in_sample_R@10']}" if "in_sample_R@10" in v else "")  # older reports lack it
+            for value, v in by_value.items()
+        ]
+        lines.append(f"{title}, the grid of each value alone: " + "; ".join(parts))
+    return lines

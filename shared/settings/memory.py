@@ -75,9 +75,10 @@ class MemorySettings(msgspec.Struct, frozen=True, kw_only=True, rename="camel", 
     vec_weight: Share = 0.4
     #: score fusion: `ftsWeight` counts in full only when the best keyword match holds at least this share of the
     #: question's content words; below it, times (share / this) ^ `ftsCoveragePower` (0 = off: always in full).
-    #: 0.5: on the LoCoMo dev split, leave-one-conversation-out held-out R@10 mean 0.772 with 0.5 alone against
-    #: 0.769 with it off (worst fold 0.709 against 0.711), 0.771 choosing between both (4 of 5 folds chose 0.5);
-    #: paraphrased questions: source in the top 10 0.755 against 0.690 off (semantic-only 0.770)
+    #: 0.5: on the LoCoMo dev split, leave-one-conversation-out over the grid with `keywordRanking` bm25 and
+    #: cover_density, every fold chose 0.5 over 0 (off) and 1: held-out R@10 mean 0.806 over the points with 0.5
+    #: alone, 0.803 off, 0.750 with 1; paraphrased questions (those with one answer in the corpus): hybrid 0.895,
+    #: as semantic-only
     fts_full_coverage: Annotated[float, msgspec.Meta(ge=0, le=1)] = 0.5
     #: score fusion: how fast `ftsWeight` falls below `ftsFullCoverage` (4: paraphrases 0.755, LoCoMo in-sample
     #: R@10 0.776; 2: 0.750 and 0.776)

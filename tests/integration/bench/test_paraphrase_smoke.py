@@ -21,7 +21,19 @@ def test_generated_paraphrases_keep_the_rule_and_are_deterministic() -> None:
         assert len(paraphrase_data.shared_words(it.memory, it.paraphrase)) <= 1, it
         assert len(paraphrase_data.shared_words(it.memory, it.keyword)) >= 2, it
     assert paraphrase_data.generate(50, seed=1) != paraphrase_data.generate(50, seed=2)
-    assert paraphrase.asked(100, 10) == list(range(0, 100, 10))
+    assert paraphrase.asked(list(range(100)), 10) == list(range(0, 100, 10))
+    assert paraphrase.asked([3, 5, 8], 10) == [3, 5, 8]
+
+
+def test_only_questions_with_one_answer_are_asked() -> None:
+    twin = paraphrase_data.Item("Flight to Oslo on 2 May", "flight to Oslo booked", "When do I fly out to Oslo?")
+    other = paraphrase_data.Item("Flight to Oslo on 9 June", "flight to Oslo", "When do I fly out to Oslo?")
+    alone = paraphrase_data.Item("Ana is allergic to pho", "Who is allergic to pho?", "Who reacts to beef broth?")
+    # ``other`` has a keyword question of its own, but shares its paraphrase: neither is asked
+    assert paraphrase.answerable([twin, other, alone]) == [2]
+    items = paraphrase_data.generate(600)
+    chosen = paraphrase.answerable(items)
+    assert len({items[i].paraphrase for i in chosen}) == len(chosen) > 100
 
 
 async def test_paraphrase_check_end_to_end(nats_server: EmbeddedNats, pg_dsn: str) -> None:

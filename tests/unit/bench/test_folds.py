@@ -99,7 +99,7 @@ def test_rank_weighs_the_keyword_list_by_its_coverage() -> None:
     assert "coverage=0.7^4" in on.label() and "coverage" not in off.label()
 
 
-def test_each_keyword_scoring_is_folded_over_its_own_points() -> None:
+def test_each_value_of_a_lever_is_folded_over_its_own_points() -> None:
     from bench import protocol
 
     bm25, dense = study.Params(), study.Params(keyword_ranking="cover_density")
@@ -107,8 +107,11 @@ def test_each_keyword_scoring_is_folded_over_its_own_points() -> None:
         0: {"c1": [outcome(True)], "c2": [outcome(True)]},  # bm25: every question found
         1: {"c1": [outcome(True)], "c2": [outcome(False)]},  # cover density: one of two
     }
-    got = protocol.by_keyword_scoring([bm25, dense], outcomes)
+    got = protocol.by_lever([bm25, dense], outcomes, "keyword_ranking")
     assert got["bm25"]["held_out_mean_R@10"] == 1.0 and got["bm25"]["points"] == 1
     assert got["cover_density"]["held_out_mean_R@10"] == 0.5
     assert got["cover_density"]["worst_fold"] == {"held_out": "c2", "R@10": 0.0}
-    assert "cover_density only (1 points) held-out R@10 mean 0.5" in protocol._scoring_line(got)[0]
+    assert got["cover_density"]["in_sample_R@10"] == 0.5
+    lines = protocol._lever_lines({"keyword_scoring": got, "keyword_coverage": {"0.5": got["bm25"]}})
+    assert len(lines) == 1  # a lever of one value says nothing
+    assert "cover_density (1 points) held-out R@10 mean 0.5, worst fold c2 0.0" in lines[0]
