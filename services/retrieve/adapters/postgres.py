@@ -109,77 +109,27 @@ async def keyword_search(
     words, as BM25 treats a query; measured on LoCoMo through the service, ANDing every word
     gave keyword-only R@10 0.129). ``scoring``: ``bm25`` (``logic.bm25``) or ``cover_density``
     (``ts_rank_cd``). For an owner that is never pruned (``never_pruned``: every owner within
-    the budget) that happens inside the one search statement; a larger owner's plan needs the
-    ``websearch_to_tsquery`` text first, one more round trip.
+    the budget) that happens inside the one search statement (``_unpruned``); a larger owner's
+    plan needs the ``websearch_to_tsquery`` text first, one more round trip (``_pruned``).
     ``max_candidates``: rank only the newest that many matches per candidate set (None: all),
     since ranking costs a tsvector read per row. ``match_budget`` (0 = off): an owner expected
     to match more rows than this matches on all its words or its rare ones only (``stats`` from
     ``term_stats``).
     """
     if never_pruned(stats, vis.owner, match_budget):
-        # the OR query is built inside the statement: one round trip
-        c = _Clauses(vis, 4)
-        question = f"(SELECT websearch_to_tsquery('{TS_CONFIG}', $1)::text AS t) w"
-        matches, rank = ["(SELECT q FROM q)"], "(SELECT q FROM q)"
-        head = f"WITH q AS MATERIALIZED (SELECT (SELECT {SQL_ANY_WORD}::tsquery FROM {question}) AS q)"
-        args: list[object] = [query, limit, max_candidates, *c.args]
-        counts = _Counts(
-            lexemes=f"tsvector_to_array(to_tsvector('{TS_CONFIG}', $1))",
-            documents=f"(SELECT count(*) FROM memories m WHERE {c.own} AND {c.common})",
-        )
+        statement = _unpruned(vis, query, limit, max_candidates)
     else:
         text = await pool.fetchval(f"SELECT websearch_to_tsquery('{TS_CONFIG}', $1)::text", query)
-        plan = keyword_plan(text or "", stats, vis.owner, match_budget)
-        if plan is None:
+        found = _pruned(vis, text or "", limit, max_candidates, stats, match_budget, scoring)
+        if found is None:
             return NO_MATCH
-        extra: list[object]
-        if scoring == "bm25":  # the question's lexemes, their estimated frequencies, N: $4, $5, $6
-            lexemes = unquoted_lexemes(text or "")
-            documents, frequencies = estimated_frequencies(lexemes, stats, vis.owner)
-            extra, rank = [lexemes, frequencies, documents], ""
-            counts = _Counts(lexemes="$4::text[]", documents="$6::float8", estimates=("$4::text[]", "$5::float8[]"))
-        else:  # the rank query: $4
-            extra, rank = [plan.rank], "$4::tsquery"
-        best = 4 + len(extra)
-        c = _Clauses(vis, best + len(plan.best))
-        matches = [*(f"${best + i}::tsquery" for i in range(len(plan.best))), "$1::tsquery"]
-        head = ""
-        args = [plan.match, limit, max_candidates, *extra, *plan.best, *c.args]
+        statement = found
     if scoring == "bm25":
-        rows = await pool.fetch(_bm25_sql(head, c, matches, counts), *args)
+        rows = await pool.fetch(_bm25_sql(statement), *statement.args)
         cover = cover_of(rows[0]["occurrences"]) if rows else 0.0
         return KeywordRanking([(str(r["id"]), float(r["score"])) for r in rows], cover)
-
-    def branch(who: str) -> str:
-        # "+ interval '0 s'": never walk the (owner, created_at) index testing every row's
-        # tsvector (measured 20 ms for a 3k-row owner); find the matches by GIN, then keep the newest.
-        # Each candidate set is ranked where it is read and UNION drops the rows two sets share
-        # (same row, same rank query: same score). Joining the deduplicated ids back to
-        # ``memories`` for their tsvector let the planner hash the whole owner (15 of 20 ms for
-        # a 10k-memory owner, measured); ranking a shared row twice costs microseconds.
-        ranked = " UNION ".join(
-            f"(SELECT n.id, n.created_at, ts_rank_cd(n.tsv, {rank}) AS score FROM ({_candidates(c, who, match)}) n)"
-            for match in matches
-        )
-        return (
-            f"(SELECT h.id, h.created_at, h.score FROM ({ranked}) h"
-            " ORDER BY h.score DESC, h.created_at DESC, h.id LIMIT $2)"
-        )
-
-    rows = await pool.fetch(
-        f"{head} SELECT id, score FROM ({branch(c.own)} UNION ALL {branch(c.shared)}) u"
-        " ORDER BY score DESC, created_at DESC, id LIMIT $2",
-        *args,
-    )
+    rows = await pool.fetch(_cover_density_sql(statement), *statement.args)
     return KeywordRanking.by_cover_density([(str(r["id"]), float(r["score"])) for r in rows])
-
-
-def _candidates(c: _Clauses, who: str, match: str) -> str:
-    """One candidate set: the newest ``$3`` visible memories of ``who`` matching ``match``."""
-    return (
-        f"SELECT m.id, m.created_at, m.tsv FROM memories m WHERE m.tsv @@ {match} AND {who} AND {c.common}"
-        " ORDER BY m.created_at + interval '0 s' DESC LIMIT $3"
-    )
 
 
 @dataclass(frozen=True)
@@ -193,13 +143,124 @@ class _Counts:
     estimates: tuple[str, str] | None = None
 
 
-def _bm25_sql(head: str, c: _Clauses, matches: list[str], counts: _Counts) -> str:
+@dataclass(frozen=True)
+class _KeywordStatement:
+    """What one keyword search statement is built from: ``head`` (a ``WITH`` clause that makes the
+    tsquery inside the statement, or empty), the visibility ``c``, the ``matches`` (one candidate
+    set per tsquery expression), the ``rank`` query of ``ts_rank_cd`` and BM25's ``counts`` (None
+    where the statement is built for the other scoring), and the ``args`` (``$1`` the match, ``$2``
+    the limit, ``$3`` candidates per set)."""
+
+    head: str
+    c: _Clauses
+    matches: list[str]
+    rank: str | None
+    counts: _Counts | None
+    args: list[object]
+
+
+def _unpruned(vis: Visibility, query: str, limit: int, max_candidates: int | None) -> _KeywordStatement:
+    """An owner within the match budget: the any-word query, its lexemes and the owner's number
+    of memories are all computed in the statement from the question (``$1``)."""
+    c = _Clauses(vis, 4)
+    question = f"(SELECT websearch_to_tsquery('{TS_CONFIG}', $1)::text AS t) w"
+    query_expr = "(SELECT q FROM q)"
+    return _KeywordStatement(
+        head=f"WITH q AS MATERIALIZED (SELECT (SELECT {SQL_ANY_WORD}::tsquery FROM {question}) AS q)",
+        c=c,
+        matches=[query_expr],
+        rank=query_expr,
+        counts=_Counts(
+            lexemes=f"tsvector_to_array(to_tsvector('{TS_CONFIG}', $1))",
+            documents=f"(SELECT count(*) FROM memories m WHERE {c.own} AND {c.common})",
+        ),
+        args=[query, limit, max_candidates, *c.args],
+    )
+
+
+def _pruned(
+    vis: Visibility,
+    text: str,
+    limit: int,
+    max_candidates: int | None,
+    stats: TermStats,
+    match_budget: int,
+    scoring: KeywordScoring,
+) -> _KeywordStatement | None:
+    """A larger owner: ``keyword_plan`` of the question's tsquery ``text`` (None: nothing to
+    match). BM25 gets the lexemes, their estimated frequencies and ``N`` as ``$4``-``$6``;
+    ``ts_rank_cd`` the rank query as ``$4``; the plan's rare-word queries follow."""
+    plan = keyword_plan(text, stats, vis.owner, match_budget)
+    if plan is None:
+        return None
+    if scoring == "bm25":
+        lexemes = unquoted_lexemes(text)
+        documents, frequencies = estimated_frequencies(lexemes, stats, vis.owner)
+        extra: list[object] = [lexemes, frequencies, documents]
+        rank: str | None = None
+        counts: _Counts | None = _Counts("$4::text[]", "$6::float8", estimates=("$4::text[]", "$5::float8[]"))
+    else:
+        extra, rank, counts = [plan.rank], "$4::tsquery", None
+    best = 4 + len(extra)
+    c = _Clauses(vis, best + len(plan.best))
+    return _KeywordStatement(
+        head="",
+        c=c,
+        matches=[*(f"${best + i}::tsquery" for i in range(len(plan.best))), "$1::tsquery"],
+        rank=rank,
+        counts=counts,
+        args=[plan.match, limit, max_candidates, *extra, *plan.best, *c.args],
+    )
+
+
+def _cover_density_sql(st: _KeywordStatement) -> str:
+    """``ts_rank_cd`` of every candidate set, the owner's and the shared branch each cut to ``$2``.
+
+    "+ interval '0 s'" (in ``_candidates``): never walk the (owner, created_at) index testing every
+    row's tsvector (measured 20 ms for a 3k-row owner); find the matches by GIN, then keep the
+    newest. Each candidate set is ranked where it is read and UNION drops the rows two sets share
+    (same row, same rank query: same score). Joining the deduplicated ids back to ``memories`` for
+    their tsvector let the planner hash the whole owner (15 of 20 ms for a 10k-memory owner,
+    measured); ranking a shared row twice costs microseconds."""
+
+    rank = st.rank
+    if rank is None:
+        raise ValueError("a keyword statement built for BM25 has no rank query")
+
+    def branch(who: str) -> str:
+        ranked = " UNION ".join(
+            f"(SELECT n.id, n.created_at, ts_rank_cd(n.tsv, {rank}) AS score FROM ({_candidates(st.c, who, match)}) n)"
+            for match in st.matches
+        )
+        return (
+            f"(SELECT h.id, h.created_at, h.score FROM ({ranked}) h"
+            " ORDER BY h.score DESC, h.created_at DESC, h.id LIMIT $2)"
+        )
+
+    return (
+        f"{st.head} SELECT id, score FROM ({branch(st.c.own)} UNION ALL {branch(st.c.shared)}) u"
+        " ORDER BY score DESC, created_at DESC, id LIMIT $2"
+    )
+
+
+def _candidates(c: _Clauses, who: str, match: str) -> str:
+    """One candidate set: the newest ``$3`` visible memories of ``who`` matching ``match``."""
+    return (
+        f"SELECT m.id, m.created_at, m.tsv FROM memories m WHERE m.tsv @@ {match} AND {who} AND {c.common}"
+        " ORDER BY m.created_at + interval '0 s' DESC LIMIT $3"
+    )
+
+
+def _bm25_sql(st: _KeywordStatement) -> str:
     """BM25 (``logic.bm25``) of every candidate: each set read once (``_candidates``), each
     question lexeme's count in each candidate (``ts_rank_cd`` of the lexeme alone is 0.1 per
     occurrence), its document frequency among the candidates (raised to ``counts.estimates``
     where given), the top ``$2``, and on each row the most question-word occurrences any
     candidate holds (the cover). No CTE is joined back to another: the planner cannot
     estimate their rows, and a nested loop over two of them cost 9 ms for 339 candidates."""
+    head, c, matches, counts = st.head, st.c, st.matches, st.counts
+    if counts is None:
+        raise ValueError("a keyword statement built for ts_rank_cd has no BM25 counts")
     sets = " UNION ALL ".join(f"({_candidates(c, who, match)})" for match in matches for who in (c.own, c.shared))
     # sets of one match are disjoint (own rows, others' global rows); several share rows
     candidates = (

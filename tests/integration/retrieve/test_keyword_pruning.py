@@ -8,6 +8,7 @@ import pytest
 
 from services.retrieve.adapters import postgres as tiers
 from services.retrieve.adapters.postgres_stats import read_term_stats
+from services.retrieve.logic.bm25 import KEYWORD_SCORINGS, KeywordScoring
 
 from .seeding import seed_texts
 
@@ -27,8 +28,9 @@ async def seeded(pool: asyncpg.Pool) -> tuple[dict[str, str], dict[str, str]]:
     return ids, small
 
 
+@pytest.mark.parametrize("scoring", KEYWORD_SCORINGS)
 async def test_large_owner_matches_rare_and_all_words_only(
-    pool: asyncpg.Pool, seeded: tuple[dict[str, str], dict[str, str]]
+    pool: asyncpg.Pool, seeded: tuple[dict[str, str], dict[str, str]], scoring: KeywordScoring
 ) -> None:
     ids, small = seeded
     special = SPECIAL
@@ -37,9 +39,11 @@ async def test_large_owner_matches_rare_and_all_words_only(
 
     big = tiers.Visibility("big", None, None, 365)
     pruned = (
-        await tiers.keyword_search(pool, big, "work flight Lisbon", 50, None, stats=stats, match_budget=500)
+        await tiers.keyword_search(
+            pool, big, "work flight Lisbon", 50, None, stats=stats, match_budget=500, scoring=scoring
+        )
     ).ranked
-    full = (await tiers.keyword_search(pool, big, "work flight Lisbon", 50, None)).ranked
+    full = (await tiers.keyword_search(pool, big, "work flight Lisbon", 50, None, scoring=scoring)).ranked
     # 'work' alone (3000 rows) no longer makes a candidate; every row with a rare word still does
     assert {m for m, _ in pruned} == {ids[t] for t in special}
     assert len(full) == 50 and {ids[t] for t in special} <= {m for m, _ in full}
@@ -47,7 +51,11 @@ async def test_large_owner_matches_rare_and_all_words_only(
     assert pruned[0][0] == full[0][0] == ids["work flight to Lisbon"]
 
     small_vis = tiers.Visibility("small", None, None, 365)
-    got = (await tiers.keyword_search(pool, small_vis, "work Lisbon", 10, None, stats=stats, match_budget=500)).ranked
+    got = (
+        await tiers.keyword_search(
+            pool, small_vis, "work Lisbon", 10, None, stats=stats, match_budget=500, scoring=scoring
+        )
+    ).ranked
     assert {m for m, _ in got} == set(small.values())  # a small owner matches any word, as before
 
 
