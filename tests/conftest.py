@@ -21,6 +21,16 @@ from tests.support.stack import fresh_database, service_config
 warnings.filterwarnings("ignore", module="platformdirs")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Model variants the embed service builds (``MEMORYD_EMBED_MODEL_CACHE_DIR``) go to a temp dir
+    of the session, never to the user's cache."""
+    path = tmp_path_factory.mktemp("models")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MEMORYD_EMBED_MODEL_CACHE_DIR", str(path))
+        yield path
+
+
 @pytest.fixture(scope="session")
 def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedPostgres]:
     server = EmbeddedPostgres(tmp_path_factory.mktemp("pg") / "data")

@@ -36,7 +36,8 @@ class EmbedSettings(EmbeddingConfig, frozen=True, kw_only=True):
     """`EmbeddingConfig` (source, quantization, remote URL/model/dim/key: also runtime engine
     settings, see `shared.settings.engine`) plus this service's tuning."""
 
-    #: where the dynamic-int8 variant is built once; default `<MEMORYD_DATA_DIR>/models`, else
+    #: where the model's variants are built once (the default model with its word-embedding table kept
+    #: int8, needs the `quant` extra; the dynamic-int8 variant); default `<MEMORYD_DATA_DIR>/models`, else
     #: `~/.cache/memoryd/models`
     model_cache_dir: str | None = None
     #: ONNX intra-op threads per process (scale with processes instead)

@@ -186,12 +186,13 @@ class LocalSource:
 
 
 def load_local(settings: EmbedSettings, quantization: str | None, cache_dir: Path) -> LocalEmbedder:
-    """The local model: the int8-weight default, or the dynamic-int8 variant (built once)."""
+    """The local model: the int8-weight default (its word-embedding table kept int8, built once), or
+    the dynamic-int8 variant (built once)."""
     if quantization == DYNAMIC_INT8:
         return LocalEmbedder.dynamic_int8(cache_dir=cache_dir, threads=settings.threads)
     if quantization is not None:
         raise ConfigError("MEMORYD_EMBED_QUANTIZATION", f"unknown quantization {quantization!r}")
-    return LocalEmbedder.default(threads=settings.threads)
+    return LocalEmbedder.default(threads=settings.threads, cache_dir=cache_dir)
 
 
 # --- remote ----------------------------------------------------------------------------------

@@ -50,15 +50,20 @@ def ensure_dynamic_int8(source: Path, *, source_sha256: str, cache_dir: Path | N
     target = cache_path(source_sha256, cache_dir or default_cache_dir())
     if target.exists():
         return target
+    verify_source(source, source_sha256)
+    log.info("embed.quantize.build", source=str(source), target=str(target))
+    publish_atomically(target, lambda tmp: quantize_dynamic_int8(source, tmp))
+    return target
+
+
+def verify_source(source: Path, source_sha256: str) -> None:
+    """A variant is only ever built from the validated weights (``ModelIntegrityError`` otherwise)."""
     actual = sha256_file(source) if source.exists() else None
     if actual != source_sha256.lower():
         problem = (
             "model file is missing" if actual is None else f"sha256 mismatch: expected {source_sha256}, got {actual}"
         )
         raise ModelIntegrityError(source, problem)
-    log.info("embed.quantize.build", source=str(source), target=str(target))
-    publish_atomically(target, lambda tmp: quantize_dynamic_int8(source, tmp))
-    return target
 
 
 def publish_atomically(target: Path, build: Callable[[Path], None]) -> None:
