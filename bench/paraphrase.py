@@ -172,7 +172,7 @@ def render(report: Mapping[str, Any]) -> str:
     ok = {k: "yes" if v else "no" for k, v in report["checks"].items()}
     lines = [
         f"Paraphrase check: {report['memories']:,} synthetic memories of one owner, {report['questions']} of them "
-        f"(of the {report.get('answerable', report['memories']):,} whose questions no other memory shares) asked "
+        f"(of the {report['answerable']:,} whose questions no other memory shares) asked "
         f"twice (keyword-style, and paraphrased with at most {report['max_shared_words']} content word in "
         f"common), seed {report['seed']}, default settings",
         "",

@@ -165,8 +165,7 @@ def _lever_lines(protocol: dict[str, Any]) -> list[str]:
             continue
         parts = [
             f"{value} ({v['points']} points) held-out R@10 mean {v['held_out_mean_R@10']}, worst fold "
-            f"{v['worst_fold']['held_out']} {v['worst_fold']['R@10']}"
-            + (f", best in-sample {v['in_sample_R@10']}" if "in_sample_R@10" in v else "")  # older reports lack it
+            f"{v['worst_fold']['held_out']} {v['worst_fold']['R@10']}, best in-sample {v['in_sample_R@10']}"
             for value, v in by_value.items()
         ]
         lines.append(f"{title}, the grid of each value alone: " + "; ".join(parts))
