@@ -22,18 +22,27 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from typing import TYPE_CHECKING
 
 from shared.errors import ConfigError, SecretUnavailable
 from shared.settings.env import SecretsConfig
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 PREFIX = "enc:v1:"
 KEY_BYTES = 32
 NONCE_BYTES = 12
 KEY_ENV = "MEMORYD_SECRETS_KEY"
 KEY_FILE_ENV = "MEMORYD_SECRETS_KEY_FILE"
+
+
+def _cipher(key: bytes) -> AESGCM:
+    """``cryptography``'s AES-GCM with ``key``, imported at first use: its native library adds
+    ~8 MB to a process's resident memory, and most service processes never seal or open a value."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    return AESGCM(key)
 
 
 def generate_key() -> str:
@@ -109,7 +118,7 @@ class Keyring:
             )
         key = self.keys[0]
         nonce = os.urandom(NONCE_BYTES)
-        data = AESGCM(key).encrypt(nonce, plaintext.encode(), purpose.encode())
+        data = _cipher(key).encrypt(nonce, plaintext.encode(), purpose.encode())
         return f"{PREFIX}{key_id(key)}:{base64.urlsafe_b64encode(nonce + data).decode()}"
 
     def open(self, purpose: str, sealed: str) -> str:
@@ -122,8 +131,10 @@ class Keyring:
                 f"{purpose}: sealed with key {kid}, which this process does not have "
                 f"(its keys: {have}; set {KEY_ENV} or {KEY_FILE_ENV})"
             )
+        from cryptography.exceptions import InvalidTag
+
         try:
             raw = base64.urlsafe_b64decode(sealed.split(":", 3)[3].encode())
-            return AESGCM(key).decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:], purpose.encode()).decode()
+            return _cipher(key).decrypt(raw[:NONCE_BYTES], raw[NONCE_BYTES:], purpose.encode()).decode()
         except (InvalidTag, binascii.Error, ValueError, UnicodeDecodeError) as exc:
             raise SecretUnavailable(f"{purpose}: the value sealed with key {kid} does not authenticate") from exc
