@@ -30,9 +30,9 @@ from shared.settings.engine import EMBED_ENV_PREFIX
 from shared.settings.env import DATA_ENV_PREFIX, DataConfig, load
 from shared.settings.global_row import open_global_row
 from shared.settings.watch import follow_global_settings
+from shared.vectors.cache import VectorCache
 from shared.vectors.open_stores import open_for
 
-from .cache import VectorCache
 from .handlers import Jobs, Queries
 from .owner_index import OwnerIndexes
 from .reindex import Signatures

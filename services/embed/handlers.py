@@ -33,11 +33,11 @@ from shared.observability.metrics import EMBED_CACHE, EMBED_SKIPPED, EMBED_TEXTS
 from shared.schemas import EmbedJob
 from shared.schemas.retrieval import EmbedRequest, EmbedResult
 from shared.subjects import EMBED_JOBS
+from shared.vectors.cache import Vector, VectorCache
 from shared.vectors.pgvector import mark_embedded
 from shared.vectors.port import VectorItem, VectorStore
 
 from .batcher import MicroBatcher
-from .cache import Vector, VectorCache
 from .gate import SwapGate
 from .logic import JobOutcome, cache_key, triage, unique_by_id
 from .owner_index import OwnerIndexes

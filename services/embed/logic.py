@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from shared.vectors.cache import text_digest
+
 SourceKind = Literal["local", "remote"]
 
 
@@ -51,8 +53,7 @@ def parse_signature(sig: str) -> SignatureParts | None:
 
 def cache_key(sig: str, text: str) -> str:
     """`{source}:{model}:{dim}[:quant]:{sha256(text)}`: a text's vector under one signature."""
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-    return f"{sig}:{digest}"
+    return f"{sig}:{text_digest(text)}"
 
 
 def reindex_msg_id(memory_id: str, content_hash: str, sig: str, current: str | None) -> str:

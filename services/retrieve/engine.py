@@ -3,7 +3,7 @@
 ``Engine.retrieve`` turns a ``RetrieveRequest`` into a ``RetrieveResult``:
 
 1. effective settings of the owner (cached) -> strategy, budget, retention, fusion;
-2. ``plan_logic.plan`` picks the tiers; hybrid runs full-text and (embed -> vector store)
+2. ``plan_logic.plan`` picks the tiers; hybrid runs full-text and (query vector -> vector store)
    concurrently; the vector side tries the stores in order (Qdrant, then pgvector) and
    each failure degrades to the next, then to full-text, then to newest-first;
 3. ranked lists are fused (RRF or score fusion with the owner's ``ftsWeight``/``vecWeight``,
@@ -72,6 +72,7 @@ from shared.schemas.retrieval import EmbedResult, RetrieveRequest, RetrieveResul
 from shared.settings.memory import MemorySettings
 from shared.vectors.port import VectorStore
 
+from .query_vectors import QueryVectors
 from .rerank import Reranker
 from .ttl import TtlValue
 
@@ -87,6 +88,10 @@ class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
 
     #: seconds a retrieval waits for the query vector before it searches without vectors
     embed_timeout_s: Positive = 1.0
+    #: query vectors kept in this process, so a repeated query skips the embed round trip (0 = off)
+    query_cache_size: Annotated[int, msgspec.Meta(ge=0)] = 4096
+    #: seconds a kept query vector is used
+    query_cache_ttl_s: Positive = 600.0
     #: seconds one vector store may take before the next one (or full text) serves
     store_timeout_s: Positive = 2.0
     #: how long an owner's runtime settings are cached (announced changes apply at once)
@@ -135,6 +140,7 @@ class Engine:
         self.pool = pool
         self.nc = nc
         self.embedder: Embedder = embedder or (lambda text, timeout: tiers.embed_query(nc, text, timeout))
+        self.query_vectors = QueryVectors(config.query_cache_size, config.query_cache_ttl_s)
         self.stores = list(stores)
         self.settings = settings
         self.toucher = toucher
@@ -355,6 +361,10 @@ class _Run:
         return None, attempts[-1].tier if attempts else first, attempts
 
     async def _embed(self) -> tuple[list[float] | None, str | None, tuple[FallbackCode, str] | None]:
+        """The query's vector and signature: this process's cache, else the embed service."""
+        if (kept := self.e.query_vectors.get(self.query)) is not None:
+            self.embed_ms = 0.0
+            return kept[0], kept[1], None
         breaker = self.e.breakers["embed"]
         now = time.monotonic()
         if not breaker.allow(now):
@@ -383,7 +393,9 @@ class _Run:
         breaker.success()
         if not result.vectors or not result.vectors[0] or not all(map(math.isfinite, result.vectors[0])):
             return None, None, ("embed_failed", "embed service returned no usable vector")
-        return list(result.vectors[0]), result.signature, None
+        vector = list(result.vectors[0])
+        self.e.query_vectors.put(self.query, result.signature, vector)
+        return vector, result.signature, None
 
 
 def fuse_lists(lists: dict[str, RankedList], s: MemorySettings, query: str, cover: float) -> list[Fused]:

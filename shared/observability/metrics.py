@@ -58,6 +58,9 @@ RETRIEVE_SECONDS = Histogram(
     "memoryd_retrieve_seconds", "Retrieval latency by strategy and tier", ["strategy", "tier"], buckets=_LAT
 )
 RETRIEVE_FALLBACKS = Counter("memoryd_retrieve_fallbacks_total", "Tier fallbacks by reason", ["reason"])
+RETRIEVE_QUERY_VECTOR_CACHE = Counter(
+    "memoryd_retrieve_query_vector_cache_total", "Retrieve's own query-vector cache lookups", ["result"]
+)
 RETRIEVE_RESULTS = Histogram("memoryd_retrieve_results", "Results per query", buckets=(0, 1, 2, 5, 10, 20, 50, 100))
 SLEEP_RUNS = Counter("memoryd_sleep_runs_total", "Sleep runs by status", ["status"])
 DLQ_MESSAGES = Counter("memoryd_dlq_total", "Messages sent to the DLQ", ["stage"])

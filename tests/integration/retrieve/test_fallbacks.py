@@ -66,8 +66,9 @@ async def test_keyword_unusable_goes_vector_only_or_recent(
     assert tiers(res) == [("keyword", False), ("pgvector", True)]
     assert res.fallbacks == ["keyword->pgvector:keyword_unusable"]
     assert "no letter or digit" in (res.tiers[0].reason or "")
-    # without an embedder nothing can search: newest first, both reasons given
-    res = await retrieve(nc, owner=who, query="?!?")
+    # without an embedder (and a query whose vector retrieve has not kept) nothing can search:
+    # newest first, both reasons given
+    res = await retrieve(nc, owner=who, query="!?!")
     assert [m.id for m in res.memories] == [mid] and res.memories[0].tier == "recent"
     assert res.fallbacks == ["keyword->pgvector:keyword_unusable", "pgvector->recent:embed_unavailable"]
     # semantic with no embedder and an unusable keyword query: recent too

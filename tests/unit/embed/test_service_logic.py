@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from services.embed.batcher import MicroBatcher
-from services.embed.cache import VectorCache
 from services.embed.logic import (
     MemoryState,
     SignatureParts,
@@ -26,6 +25,7 @@ from services.embed.logic import (
     unique_by_id,
 )
 from services.embed.sources import InferenceGate
+from shared.vectors.cache import VectorCache
 
 SIG = "local:all-MiniLM-L6-v2:384"
 

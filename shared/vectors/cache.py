@@ -1,13 +1,15 @@
-"""The query-embedding cache: LRU with a time-to-live, keyed `{signature}:{sha256(text)}`.
+"""Query-vector caches: LRU with a time-to-live, keyed by a digest of the query text.
 
-One cache per process (each embed replica keeps its own); values are float32 rows, ~1.5 KiB
-for 384 dimensions, so the default 10 000 entries take ~16 MiB. The LRU and expiry are
-`cachetools.TTLCache`; this class adds the hit/miss counts and "size 0 = off". Single-threaded:
-only the event loop touches it.
+The embed service keeps one (keyed `{signature}:{sha256(text)}`, each replica its own), and
+each retrieve process keeps one of the vectors it asked for, so a repeated query skips the
+embed round trip. Values are float32 rows, ~1.5 KiB for 384 dimensions (10 000 entries take
+~16 MiB). The LRU and expiry are `cachetools.TTLCache`; this class adds the hit/miss counts
+and "size 0 = off". Single-threaded: only the event loop touches it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable
 
@@ -16,6 +18,11 @@ import numpy.typing as npt
 from cachetools import TTLCache
 
 Vector = npt.NDArray[np.float32]
+
+
+def text_digest(text: str) -> str:
+    """sha256 of a query text (lone surrogates kept), the text part of every cache key."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class VectorCache:

@@ -1,0 +1,40 @@
+"""The query vectors a retrieve process already asked the embed service for.
+
+A repeated query (a chat that asks again, a dashboard that polls, the proxy injecting memory
+into every turn) then skips the embed round trip. Every entry is of one embedding signature:
+when the embed service answers with another (the model was switched), the entries are
+dropped, so a vector of the old model never meets a store that searches the new one for
+longer than it takes the first miss to come back.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from shared.observability.metrics import RETRIEVE_QUERY_VECTOR_CACHE
+from shared.vectors.cache import VectorCache, text_digest
+
+
+class QueryVectors:
+    """At most ``size`` query vectors for ``ttl_s`` seconds each (``size`` 0: off)."""
+
+    def __init__(self, size: int, ttl_s: float) -> None:
+        self.cache = VectorCache(size, ttl_s)
+        self.signature: str | None = None
+
+    def get(self, query: str) -> tuple[list[float], str] | None:
+        """The vector and its signature when ``query`` was embedded recently; else None."""
+        if self.signature is None or not self.cache.size:
+            return None
+        vector = self.cache.get(text_digest(query))
+        RETRIEVE_QUERY_VECTOR_CACHE.labels("miss" if vector is None else "hit").inc()
+        return None if vector is None else (vector.tolist(), self.signature)
+
+    def put(self, query: str, signature: str, vector: list[float]) -> None:
+        """Keep the embed service's answer for ``query``; another signature drops the rest."""
+        if not self.cache.size:
+            return
+        if signature != self.signature:
+            self.cache.clear()
+            self.signature = signature
+        self.cache.put(text_digest(query), np.asarray(vector, dtype=np.float32))
