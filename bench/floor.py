@@ -54,7 +54,7 @@ async def in_process_engine(
     size = load(PgConfig, "MEMORYD_PG_", os.environ).pool_max
     pool = await create_pool(PgConfig(dsn=dsn, pool_min=size, pool_max=size), session_state=DB_SESSION_STATE)
 
-    async def embed(text: str, _timeout: float) -> EmbedResult:
+    async def embed(text: str, _timeout: float, _owner: str) -> EmbedResult:
         vector = vectors.get(text)
         if vector is None:
             raise DependencyDown(f"no vector supplied for query {text[:40]!r}")
@@ -107,7 +107,7 @@ class Steps:
         if tier == "keyword":
             return len((await engine.keyword_ranking(vis, query, depth, settings.keyword_ranking)).ranked)
         if tier == "vector":
-            result = await engine.embedder(query, engine.config.embed_timeout_s)
+            result = await engine.embedder(query, engine.config.embed_timeout_s, owner)
             return len(await vector_search(engine.stores[0], result.signature, vis, result.vectors[0], depth))
         got = await self._prepared(owner, query, vis, settings)
         if tier in ("rows", "rows_plain"):
@@ -124,7 +124,7 @@ class Steps:
         if key not in self._inputs:
             engine = self.engine
             fts = await engine.keyword_ranking(vis, query, settings.rrf_depth, settings.keyword_ranking)
-            result = await engine.embedder(query, engine.config.embed_timeout_s)
+            result = await engine.embedder(query, engine.config.embed_timeout_s, owner)
             vec = await vector_search(engine.stores[0], result.signature, vis, result.vectors[0], settings.rrf_depth)
             ids = [f.memory_id for f in fuse_lists({"fts": fts.ranked, "vec": vec}, settings, query, fts.cover)]
             self._inputs[key] = _Inputs(fts, vec, ids, await fetch_rows(engine.pool, vis, ids, turns=True))

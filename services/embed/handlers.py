@@ -176,7 +176,7 @@ class Queries:
     async def embed(self, req: EmbedRequest) -> EmbedResult:
         source, batcher = self.source, self.batcher  # one signature for the whole request
         sig = source.signature
-        keys = [cache_key(sig, t) for t in req.texts]
+        keys = [cache_key(sig, t, req.owner) for t in req.texts]
         found: dict[str, Vector] = {}
         for key in keys:
             if key not in found and (hit := self.cache.get(key)) is not None:

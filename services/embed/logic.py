@@ -51,9 +51,9 @@ def parse_signature(sig: str) -> SignatureParts | None:
     return None
 
 
-def cache_key(sig: str, text: str) -> str:
+def cache_key(sig: str, text: str, owner: str | None = None) -> str:
     """`{source}:{model}:{dim}[:quant]:{sha256(text)}`: a text's vector under one signature."""
-    return f"{sig}:{text_digest(text)}"
+    return f"{sig}:{text_digest(text, owner)}"
 
 
 def reindex_msg_id(memory_id: str, content_hash: str, sig: str, current: str | None) -> str:

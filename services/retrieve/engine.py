@@ -118,9 +118,9 @@ class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
 
 
 SettingsGetter = Callable[[str], Awaitable[MemorySettings]]
-#: The query's vector: ``(text, timeout_s) -> EmbedResult``; the embed RPC unless a caller
-#: (the latency benchmark's in-process floor) supplies vectors itself.
-Embedder = Callable[[str, float], Awaitable[EmbedResult]]
+#: The query's vector: ``(text, timeout_s, owner) -> EmbedResult``; the embed RPC unless a
+#: caller (the latency benchmark's in-process floor) supplies vectors itself.
+Embedder = Callable[[str, float, str], Awaitable[EmbedResult]]
 
 
 class Engine:
@@ -139,7 +139,7 @@ class Engine:
     ) -> None:
         self.pool = pool
         self.nc = nc
-        self.embedder: Embedder = embedder or (lambda text, timeout: tiers.embed_query(nc, text, timeout))
+        self.embedder: Embedder = embedder or (lambda text, timeout, owner: tiers.embed_query(nc, text, timeout, owner))
         self.query_vectors = QueryVectors(config.query_cache_size, config.query_cache_ttl_s)
         self.stores = list(stores)
         self.settings = settings
@@ -362,7 +362,7 @@ class _Run:
 
     async def _embed(self) -> tuple[list[float] | None, str | None, tuple[FallbackCode, str] | None]:
         """The query's vector and signature: this process's cache, else the embed service."""
-        if (kept := self.e.query_vectors.get(self.query)) is not None:
+        if (kept := self.e.query_vectors.get(self.vis.owner, self.query)) is not None:
             self.embed_ms = 0.0
             return kept[0], kept[1], None
         breaker = self.e.breakers["embed"]
@@ -379,7 +379,7 @@ class _Run:
             )
         started = time.perf_counter()
         try:
-            result = await self.e.embedder(self.query, self.e.config.embed_timeout_s)
+            result = await self.e.embedder(self.query, self.e.config.embed_timeout_s, self.vis.owner)
         except DependencyDown as exc:
             timed_out = isinstance(exc.__cause__, NatsTimeout)
             code: FallbackCode = "embed_timeout" if timed_out else "embed_unavailable"
@@ -394,7 +394,7 @@ class _Run:
         if not result.vectors or not result.vectors[0] or not all(map(math.isfinite, result.vectors[0])):
             return None, None, ("embed_failed", "embed service returned no usable vector")
         vector = list(result.vectors[0])
-        self.e.query_vectors.put(self.query, result.signature, vector)
+        self.e.query_vectors.put(self.vis.owner, self.query, result.signature, vector)
         return vector, result.signature, None
 
 

@@ -4,7 +4,9 @@ A repeated query (a chat that asks again, a dashboard that polls, the proxy inje
 into every turn) then skips the embed round trip. Every entry is of one embedding signature:
 when the embed service answers with another (the model was switched), the entries are
 dropped, so a vector of the old model never meets a store that searches the new one for
-longer than it takes the first miss to come back.
+longer than it takes the first miss to come back. Entries are per owner (as are the embed
+service's, which retrieve asks with the owner): a faster answer never tells a tenant that
+another one asked the same question.
 """
 
 from __future__ import annotations
@@ -22,19 +24,19 @@ class QueryVectors:
         self.cache = VectorCache(size, ttl_s)
         self.signature: str | None = None
 
-    def get(self, query: str) -> tuple[list[float], str] | None:
-        """The vector and its signature when ``query`` was embedded recently; else None."""
+    def get(self, owner: str, query: str) -> tuple[list[float], str] | None:
+        """The vector and its signature when ``owner`` asked ``query`` recently; else None."""
         if self.signature is None or not self.cache.size:
             return None
-        vector = self.cache.get(text_digest(query))
+        vector = self.cache.get(text_digest(query, owner))
         RETRIEVE_QUERY_VECTOR_CACHE.labels("miss" if vector is None else "hit").inc()
         return None if vector is None else (vector.tolist(), self.signature)
 
-    def put(self, query: str, signature: str, vector: list[float]) -> None:
-        """Keep the embed service's answer for ``query``; another signature drops the rest."""
+    def put(self, owner: str, query: str, signature: str, vector: list[float]) -> None:
+        """Keep the embed service's answer to ``owner``'s ``query``; another signature drops the rest."""
         if not self.cache.size:
             return
         if signature != self.signature:
             self.cache.clear()
             self.signature = signature
-        self.cache.put(text_digest(query), np.asarray(vector, dtype=np.float32))
+        self.cache.put(text_digest(query, owner), np.asarray(vector, dtype=np.float32))

@@ -89,6 +89,8 @@ class EmbedRequest(Wire, frozen=True):
     texts: Annotated[
         list[Annotated[str, msgspec.Meta(max_length=MAX_QUERY_CHARS)]], msgspec.Meta(min_length=1, max_length=256)
     ]
+    #: whose query this is (set by the retrieve service): the cache keeps the owner's entries apart
+    owner: str | None = None
 
 
 class EmbedResult(Wire, frozen=True):

@@ -75,6 +75,17 @@ def unit_rows(matrix: NDArray[np.float32]) -> NDArray[np.float32]:
     return (matrix / np.where(norms == 0, 1, norms)).astype(np.float32, copy=False)
 
 
+def loaded_unit_rows(matrix: NDArray[np.float32]) -> NDArray[np.float32]:
+    """``unit_rows`` of a block the loader just returned, scaled where it lies when the block is
+    its own float32 array (a loaded cluster is the largest thing the pass holds: no second copy)."""
+    if matrix.dtype != np.float32 or matrix.base is not None or not matrix.flags.writeable:
+        return unit_rows(matrix)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1
+    matrix /= norms
+    return matrix
+
+
 def train_centroids(sample: NDArray[np.float32], k: int, iterations: int = ITERATIONS) -> NDArray[np.float32]:
     """Spherical k-means: ``k`` unit centroids of the (unit) ``sample`` rows, deterministic."""
     rng = np.random.default_rng(0)
@@ -174,7 +185,7 @@ async def bulk_pairs(
         sample_rows = np.unique(np.linspace(0, n - 1, min(n, SAMPLE_PER_CLUSTER * k)).astype(np.int64))
         chosen = [ids[i] for i in sample_rows]
         sample = np.concatenate(
-            [unit_rows(await vectors_of(chosen[s : s + PAGE])) for s in range(0, len(chosen), PAGE)]
+            [loaded_unit_rows(await vectors_of(chosen[s : s + PAGE])) for s in range(0, len(chosen), PAGE)]
         )
         centroids = await _off_loop(train_centroids, sample, k)
         k = len(centroids)
@@ -182,13 +193,13 @@ async def bulk_pairs(
         near = np.empty((n, min(assign, k)), dtype=np.int32)
         pages = [ids[s : s + PAGE] for s in range(0, n, PAGE)]
         async for i, block in _prefetched(vectors_of, pages):
-            got = await _off_loop(nearest_clusters, unit_rows(block), centroids, assign)
+            got = await _off_loop(nearest_clusters, loaded_unit_rows(block), centroids, assign)
             near[i * PAGE : i * PAGE + len(block)] = got
     cells = [(m[probe[m]], m) for m in _grouped(near, k) if len(m) >= 2 and probe[m].any()]
     best = BestPartners(per_memory, min_score)
     small = [(p, m, m) for p, m in cells if len(m) <= max_block]
     async for i, vec in _prefetched(vectors_of, [[ids[r] for r in both] for _, _, both in small]):
-        await _off_loop(_compare_cell, best, *small[i], unit_rows(vec))
+        await _off_loop(_compare_cell, best, *small[i], loaded_unit_rows(vec))
     for probes, members in cells:
         if len(members) > max_block:
             await _large_cell(best, ids, vectors_of, probes, members, max_block)
@@ -203,8 +214,14 @@ def _compare_cell(
     both: NDArray[np.intp],
     vectors: NDArray[np.float32],
 ) -> None:
-    """One cluster: its probes against its members, ``vectors`` the rows of ``both`` (sorted)."""
-    best.compare(probes, vectors[np.searchsorted(both, probes)], members, vectors[np.searchsorted(both, members)])
+    """One cluster: its probes against its members, ``vectors`` the rows of ``both`` (sorted).
+    Rows that are all of ``both`` (every member probes, as on a first run) are ``vectors``
+    itself, not a copy."""
+
+    def rows_of(chosen: NDArray[np.intp]) -> NDArray[np.float32]:
+        return vectors if len(chosen) == len(both) else vectors[np.searchsorted(both, chosen)]
+
+    best.compare(probes, rows_of(probes), members, rows_of(members))
 
 
 async def _large_cell(
@@ -221,9 +238,9 @@ async def _large_cell(
     member_blocks = [members[s : s + half] for s in range(0, len(members), half)]
     for s in range(0, len(probes), half):
         rows = probes[s : s + half]
-        vec = unit_rows(await vectors_of([ids[r] for r in rows]))
+        vec = loaded_unit_rows(await vectors_of([ids[r] for r in rows]))
         async for j, other in _prefetched(vectors_of, [[ids[r] for r in b] for b in member_blocks]):
-            await _off_loop(best.compare, rows, vec, member_blocks[j], unit_rows(other))
+            await _off_loop(best.compare, rows, vec, member_blocks[j], loaded_unit_rows(other))
 
 
 async def _prefetched(

@@ -3,7 +3,7 @@
 qdrant-client (with grpc, pydantic and protobuf) costs ~90 MB resident at import and serves
 only a configured Qdrant; onnxruntime belongs to the embed worker alone; httpx (which pulls
 in click and rich) only to a remote embedding source there; the MCP SDK (with pydantic, ~27 MB)
-to a gateway once ``/mcp`` is first used.
+to a gateway once ``/mcp`` is first used; cryptography (~8 MB) to the first sealed secret.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-HEAVY = ("qdrant_client", "grpc", "onnxruntime", "httpx", "mcp", "pydantic")
+HEAVY = ("qdrant_client", "grpc", "onnxruntime", "httpx", "mcp", "pydantic", "cryptography")
 
 
 def _loaded(module: str) -> dict[str, bool]:
@@ -27,7 +27,7 @@ def _loaded(module: str) -> dict[str, bool]:
 @pytest.mark.parametrize("service", ["ingest", "retrieve", "extract", "sleep", "embed"])
 def test_no_qdrant_client_at_import(service: str) -> None:
     loaded = _loaded(f"services.{service}.app")
-    assert not loaded["qdrant_client"] and not loaded["grpc"]
+    assert not loaded["qdrant_client"] and not loaded["grpc"] and not loaded["cryptography"]
     assert loaded["onnxruntime"] == (service == "embed")
 
 

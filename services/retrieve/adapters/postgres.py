@@ -407,9 +407,10 @@ async def vector_search(
     return [(h.memory_id, float(h.score)) for h in hits]
 
 
-async def embed_query(nc: Client, text: str, timeout: float) -> EmbedResult:
-    """The query vector from the embed service (raises ``DependencyDown`` when it is away)."""
-    result: EmbedResult = await call(nc, "embed", EmbedRequest(texts=[text]), timeout=timeout)
+async def embed_query(nc: Client, text: str, timeout: float, owner: str | None = None) -> EmbedResult:
+    """The query vector from the embed service (raises ``DependencyDown`` when it is away),
+    cached there for ``owner`` alone."""
+    result: EmbedResult = await call(nc, "embed", EmbedRequest(texts=[text], owner=owner), timeout=timeout)
     return result
 
 

@@ -45,6 +45,13 @@ async def test_query_vectors_cache_and_batching(nc: Client, config: ServiceConfi
         assert sample("memoryd_embed_cache_total", {"result": "hit"}) - hits_before == 3
         assert again.vectors[0] == result.vectors[1] and again.vectors[1] == result.vectors[0]
 
+        # retrieve asks with the owner: an owner's cached query never answers another owner
+        alice = await call(nc, "embed", EmbedRequest(texts=["is bob leaving"], owner="alice"))
+        repeat = await call(nc, "embed", EmbedRequest(texts=["is bob leaving"], owner="alice"))
+        mallory = await call(nc, "embed", EmbedRequest(texts=["is bob leaving"], owner="mallory"))
+        assert (alice.cached, repeat.cached, mallory.cached) == (0, 1, 0)
+        assert mallory.vectors == alice.vectors  # the same text, the same vector
+
         # 48 concurrent single-text requests, all cache misses: fewer inference calls than requests.
         calls_before = sample("memoryd_embed_batch_size_count")
         texts_before = sample("memoryd_embed_texts_total", {"path": "query"})

@@ -47,6 +47,9 @@ def test_cache_key_is_signature_then_sha256() -> None:
     key = cache_key(SIG, "hello")
     assert key == f"{SIG}:2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
     assert cache_key(f"{SIG}:dynamic-int8", "hello") != key
+    # an owner's entries are its own: no tenant is answered from another's query
+    assert cache_key(SIG, "hello", "alice") not in (key, cache_key(SIG, "hello", "mallory"))
+    assert cache_key(SIG, "hello", "alice") == cache_key(SIG, "hello", "alice")
     h = "ab" * 32
     assert reindex_msg_id("m1", h, SIG, None) == reindex_msg_id("m1", h, SIG, None)  # deduplicated
     assert reindex_msg_id("m1", h, SIG, None) != reindex_msg_id("m1", h, f"{SIG}:dynamic-int8", None)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from shared.vectors.bulk_pairs import bulk_pairs, cluster_count, train_centroids, unit_rows
+from shared.vectors.bulk_pairs import bulk_pairs, cluster_count, loaded_unit_rows, train_centroids, unit_rows
 from shared.vectors.common import exact_pairs
 
 DIM = 48
@@ -92,3 +92,17 @@ def test_centroids_are_deterministic_unit_vectors() -> None:
     first, second = train_centroids(matrix, 8), train_centroids(matrix, 8)
     assert np.array_equal(first, second)
     assert np.allclose(np.linalg.norm(first, axis=1), 1.0, atol=1e-5)
+
+
+def test_a_loaded_block_is_scaled_where_it_lies_and_a_borrowed_one_is_copied() -> None:
+    rng = np.random.default_rng(2)
+    owned = rng.standard_normal((6, DIM)).astype(np.float32)
+    owned[3] = 0  # a zero row stays zero
+    want = unit_rows(owned.copy())
+    assert loaded_unit_rows(owned) is owned and np.allclose(owned, want)
+    shared = rng.standard_normal((6, DIM)).astype(np.float32)
+    before = shared.copy()
+    view = shared[1:4]  # the loader's caller still holds the rows: never scaled in place
+    out = loaded_unit_rows(view)
+    assert out is not view and np.array_equal(shared, before)
+    assert np.allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
