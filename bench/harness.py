@@ -297,6 +297,14 @@ class ServiceStack:
         await self.stop(name)
         await self.start(name, extra_env)
 
+    async def stop_embedding(self) -> None:
+        """Stop the embed service and restart retrieve without its own query-vector cache (for
+        the rest of the stack's life), so that no query finds a vector and hybrid runs on full
+        text alone: the benchmarks' keyword-only strategy."""
+        await self.stop("embed")
+        self.env["MEMORYD_RETRIEVE_QUERY_CACHE_SIZE"] = "0"
+        await self.restart("retrieve")
+
     def peak_rss_mb(self) -> dict[str, float]:
         """Peak resident memory (MB) so far per service process, of the servers and of this
         process (which holds the services in ``inprocess`` mode)."""

@@ -6,9 +6,10 @@ twenty turns per session). For ``questions`` of them, spread evenly over the mem
 questions have one answer in the corpus (``answerable``), two questions are asked through
 ``mem.v1.rpc.retrieve``: a keyword-style one that repeats the memory's words, and a
 paraphrase that shares at most one content word (an entity) with it. Each is asked as
-hybrid, semantic-only and keyword-only (hybrid with the embed service stopped, so it
-degrades to full-text, as in ``bench quality``); the score is how often the source memory is
-in the top 10 (and top 1), with the engine's default settings.
+hybrid, semantic-only and keyword-only (hybrid with the embed service stopped and retrieve
+without its query-vector cache, so it degrades to full-text, as in ``bench quality``); the
+score is how often the source memory is in the top 10 (and top 1), with the engine's default
+settings.
 """
 
 from __future__ import annotations
@@ -127,7 +128,7 @@ async def run_paraphrase(
     for name in STRATEGY_ORDER:
         plan = quality.STRATEGIES[name]
         if plan.embed_down:
-            await stack.stop("embed")
+            await stack.stop_embedding()
         results[name] = await ask(stack, conv, items, indices, plan)
         log(
             f"{name:>8}: keyword top10 {results[name]['keyword']['top10']:.3f}, "

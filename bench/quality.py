@@ -59,7 +59,7 @@ class StrategyPlan:
 
     name: str
     request: str  # RetrieveRequest.strategy
-    embed_down: bool = False  # stop the embed service first (hybrid degrades to full-text)
+    embed_down: bool = False  # ``ServiceStack.stop_embedding`` first: hybrid degrades to full text
 
 
 STRATEGIES: dict[str, StrategyPlan] = {
@@ -354,7 +354,7 @@ async def run_quality(
         log("warm-up pass done (every question once, untimed)")
     for plan in plans:
         if plan.embed_down and not embed_stopped:
-            await stack.stop("embed")
+            await stack.stop_embedding()
             embed_stopped = True
         previous: Variant | None = None
         # engine variants only change fused rankings: other strategies run with the first one
