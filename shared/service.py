@@ -27,7 +27,7 @@ from nats.js import JetStreamContext
 
 from shared.settings.env import ServiceConfig, load_service_config
 
-from . import __version__
+from . import __version__, native_heap
 from .bus.connect import connect
 from .bus.provision import ensure_streams
 from .bus.rpc import RpcServer
@@ -233,6 +233,7 @@ def main(
     skips the reset query (``db.pool.create_pool``)."""
     try:
         environ = os.environ if env is None else env
+        native_heap.bound(environ)  # before the service starts its threads
         config = load_service_config(environ)
         settings = load_settings(environ) if load_settings is not None else None
         asyncio.run(
