@@ -224,16 +224,19 @@ def main(
     load_settings: LoadSettings | None = None,
     env: Mapping[str, str] | None = None,
     metrics: Iterable[Collector] = (),
+    bound_heap: bool = True,
 ) -> int:
     """Entry point of ``python -m services.<name>``: exit 0 after a clean stop, 2 on bad config.
 
-    The environment is read here, once: the shared ``ServiceConfig`` and, with
-    ``load_settings``, the service's own Struct; nothing below reads it again.
-    ``db_session_state=False``: the service's queries leave no session state, so its pool
-    skips the reset query (``db.pool.create_pool``)."""
+        The environment is read here, once: the shared ``ServiceConfig`` and, with
+        ``load_settings``, the service's own Struct; nothing below reads it again.
+        ``db_session_state=False``: the service's queries leave no session state, so its pool
+        skips the reset query (``db.pool.create_pool``). ``bound_heap``: bound glibc's allocator first
+    (``native_heap``)."""
     try:
         environ = os.environ if env is None else env
-        native_heap.bound(environ)  # before the service starts its threads
+        if bound_heap:
+            native_heap.bound(environ)  # before the service starts its threads
         config = load_service_config(environ)
         settings = load_settings(environ) if load_settings is not None else None
         asyncio.run(
