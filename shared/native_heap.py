@@ -14,7 +14,6 @@ library is not glibc, it does nothing.
 from __future__ import annotations
 
 import ctypes
-import os
 from collections.abc import Mapping
 
 #: ``mallopt`` parameters (glibc's malloc.h)
@@ -24,7 +23,7 @@ ARENA_MAX = 2
 MMAP_THRESHOLD = 128 * 1024
 
 
-def bound(environ: Mapping[str, str] = os.environ) -> dict[str, int]:
+def bound(environ: Mapping[str, str]) -> dict[str, int]:
     """Apply the bounds that ``environ`` does not set itself; returns those applied."""
     try:
         mallopt = ctypes.CDLL("libc.so.6").mallopt

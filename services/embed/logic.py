@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from shared.vectors.cache import text_digest
+from shared.digest import text_digest
 
 SourceKind = Literal["local", "remote"]
 

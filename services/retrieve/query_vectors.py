@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from shared.digest import text_digest
 from shared.observability.metrics import RETRIEVE_QUERY_VECTOR_CACHE
-from shared.vectors.cache import VectorCache, text_digest
+from shared.vectors.cache import VectorCache
 
 
 class QueryVectors:

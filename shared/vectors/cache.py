@@ -1,8 +1,8 @@
 """Query-vector caches: LRU with a time-to-live, keyed by a digest of the query text.
 
-The embed service keeps one (keyed `{signature}:{sha256(owner, text)}`, each replica its own),
-and each retrieve process keeps one of the vectors it asked for, so a repeated query skips the
-embed round trip. Both are per owner: how fast a query is answered says nothing about what
+The embed service keeps one (keyed `{signature}:{text_digest(text, owner)}`, each replica its
+own), and each retrieve process keeps one of the vectors it asked for, so a repeated query
+skips the embed round trip. Both are per owner: how fast a query is answered says nothing about what
 another tenant asked. Values are float32 rows, ~1.5 KiB for 384 dimensions (10 000 entries take
 ~16 MiB). The LRU and expiry are `cachetools.TTLCache`; this class adds the hit/miss counts
 and "size 0 = off". Single-threaded: only the event loop touches it.
@@ -10,7 +10,6 @@ and "size 0 = off". Single-threaded: only the event loop touches it.
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable
 
@@ -19,13 +18,6 @@ import numpy.typing as npt
 from cachetools import TTLCache
 
 Vector = npt.NDArray[np.float32]
-
-
-def text_digest(text: str, owner: str | None = None) -> str:
-    """sha256 of a query text (lone surrogates kept), the text part of every cache key; with
-    ``owner``, of the owner and the text, so one tenant's entry never answers another."""
-    scoped = text if owner is None else f"{owner}\x00{text}"
-    return hashlib.sha256(scoped.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class VectorCache:

@@ -33,6 +33,7 @@ PURE_SHARED = (
     "shared.tokens",
     "shared.settings.sleep",
     "shared.quoting",
+    "shared.digest",
 )
 SERVER_ONLY = (
     "asyncpg",
