@@ -361,10 +361,15 @@ class _Run:
         return None, attempts[-1].tier if attempts else first, attempts
 
     async def _embed(self) -> tuple[list[float] | None, str | None, tuple[FallbackCode, str] | None]:
-        """The query's vector and signature: this process's cache, else the embed service."""
+        """The query's vector and signature: this process's cache while a store searches its
+        signature (after a model switch the kept vectors are dropped), else the embed service."""
         if (kept := self.e.query_vectors.get(self.vis.owner, self.query)) is not None:
-            self.embed_ms = 0.0
-            return kept[0], kept[1], None
+            meta = await self.e.meta.get()
+            active = {row.signature for store in self.e.stores if (row := meta.get(store.name)) and row.signature}
+            if not active or kept[1] in active:
+                self.embed_ms = 0.0
+                return kept[0], kept[1], None
+            self.e.query_vectors.clear()
         breaker = self.e.breakers["embed"]
         now = time.monotonic()
         if not breaker.allow(now):

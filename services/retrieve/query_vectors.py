@@ -2,9 +2,9 @@
 
 A repeated query (a chat that asks again, a dashboard that polls, the proxy injecting memory
 into every turn) then skips the embed round trip. Every entry is of one embedding signature:
-when the embed service answers with another (the model was switched), the entries are
-dropped, so a vector of the old model never meets a store that searches the new one for
-longer than it takes the first miss to come back. Entries are per owner (as are the embed
+the entries are dropped when the embed service answers with another (the model was switched)
+and, by the engine, when no vector store searches theirs any more (the switch completed), so
+a kept vector of the old model never stands in for a query of the new one. Entries are per owner (as are the embed
 service's, which retrieve asks with the owner): a faster answer never tells a tenant that
 another one asked the same question.
 """
@@ -32,6 +32,11 @@ class QueryVectors:
         vector = self.cache.get(text_digest(query, owner))
         RETRIEVE_QUERY_VECTOR_CACHE.labels("miss" if vector is None else "hit").inc()
         return None if vector is None else (vector.tolist(), self.signature)
+
+    def clear(self) -> None:
+        """Drop every kept vector (the stores search another signature now)."""
+        self.cache.clear()
+        self.signature = None
 
     def put(self, owner: str, query: str, signature: str, vector: list[float]) -> None:
         """Keep the embed service's answer to ``owner``'s ``query``; another signature drops the rest."""
