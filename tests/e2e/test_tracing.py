@@ -114,7 +114,12 @@ def test_an_event_and_a_search_are_followed_through_every_service(
     event_trace, (search_trace, hits) = printed["event"][0], printed["search"]
     assert int(hits) >= 1
 
-    spans = collector.wait_for(event_trace, fact_embedded, timeout=60)
+    # each process exports its own spans in batches: the ingest span may arrive after extract's
+    spans = collector.wait_for(
+        event_trace,
+        lambda got: fact_embedded(got) and has("memoryd-ingest", "consumer", "ingest mem.v1.events.chat")(got),
+        timeout=60,
+    )
     chat = one(spans, APP, "internal", "chat")
     publish = one(spans, APP, "producer", "publish mem.v1.events.chat")
     ingest = one(spans, "memoryd-ingest", "consumer", "ingest mem.v1.events.chat")
