@@ -228,11 +228,11 @@ def main(
 ) -> int:
     """Entry point of ``python -m services.<name>``: exit 0 after a clean stop, 2 on bad config.
 
-        The environment is read here, once: the shared ``ServiceConfig`` and, with
-        ``load_settings``, the service's own Struct; nothing below reads it again.
-        ``db_session_state=False``: the service's queries leave no session state, so its pool
-        skips the reset query (``db.pool.create_pool``). ``bound_heap``: bound glibc's allocator first
-    (``native_heap``)."""
+    The environment is read here, once: the shared ``ServiceConfig`` and, with
+    ``load_settings``, the service's own Struct; nothing below reads it again.
+    ``db_session_state=False``: the service's queries leave no session state, so its pool
+    skips the reset query (``db.pool.create_pool``). ``bound_heap``: bound glibc's allocator
+    first (``native_heap``)."""
     try:
         environ = os.environ if env is None else env
         if bound_heap:

@@ -320,12 +320,13 @@ class _Run:
         if not stores:
             return None, first, [Attempt(first, False, code="store_down", reason="no vector store configured")]
         started = time.perf_counter()
-        vector, signature, failure = await self._embed()
+        meta = await self.e.meta.get()
+        searched = {row.signature for store in stores if (row := meta.get(store.name)) and row.signature}
+        vector, signature, failure = await self._embed(searched)
         if failure is not None:
             return None, first, [Attempt(first, False, _ms(started), failure[0], failure[1])]
         assert vector is not None and signature is not None
         attempts: list[Attempt] = []
-        meta = await self.e.meta.get()
         for store in stores:
             tier: Tier = store.name  # type: ignore[assignment]
             row = meta.get(store.name)
@@ -360,16 +361,14 @@ class _Run:
             return ranked, tier, attempts
         return None, attempts[-1].tier if attempts else first, attempts
 
-    async def _embed(self) -> tuple[list[float] | None, str | None, tuple[FallbackCode, str] | None]:
+    async def _embed(
+        self, searched: set[str]
+    ) -> tuple[list[float] | None, str | None, tuple[FallbackCode, str] | None]:
         """The query's vector and signature: this process's cache while a store searches its
-        signature (after a model switch the kept vectors are dropped), else the embed service."""
-        if (kept := self.e.query_vectors.get(self.vis.owner, self.query)) is not None:
-            meta = await self.e.meta.get()
-            active = {row.signature for store in self.e.stores if (row := meta.get(store.name)) and row.signature}
-            if not active or kept[1] in active:
-                self.embed_ms = 0.0
-                return kept[0], kept[1], None
-            self.e.query_vectors.clear()
+        signature (``searched``), else the embed service."""
+        if (kept := self.e.query_vectors.get(self.vis.owner, self.query, searched)) is not None:
+            self.embed_ms = 0.0
+            return kept[0], kept[1], None
         breaker = self.e.breakers["embed"]
         now = time.monotonic()
         if not breaker.allow(now):

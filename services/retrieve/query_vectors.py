@@ -3,13 +3,15 @@
 A repeated query (a chat that asks again, a dashboard that polls, the proxy injecting memory
 into every turn) then skips the embed round trip. Every entry is of one embedding signature:
 the entries are dropped when the embed service answers with another (the model was switched)
-and, by the engine, when no vector store searches theirs any more (the switch completed), so
-a kept vector of the old model never stands in for a query of the new one. Entries are per owner (as are the embed
-service's, which retrieve asks with the owner): a faster answer never tells a tenant that
-another one asked the same question.
+and when no vector store searches theirs any more (the switch completed), so a kept vector of
+the old model never stands in for a query of the new one. Entries are per owner (as are the
+embed service's, which retrieve asks with the owner): a faster answer never tells a tenant
+that another one asked the same question.
 """
 
 from __future__ import annotations
+
+from collections.abc import Collection
 
 import numpy as np
 
@@ -25,16 +27,21 @@ class QueryVectors:
         self.cache = VectorCache(size, ttl_s)
         self.signature: str | None = None
 
-    def get(self, owner: str, query: str) -> tuple[list[float], str] | None:
-        """The vector and its signature when ``owner`` asked ``query`` recently; else None."""
+    def get(self, owner: str, query: str, searched: Collection[str]) -> tuple[list[float], str] | None:
+        """The vector and its signature when ``owner`` asked ``query`` recently; else None.
+        ``searched``: the signatures the vector stores search now (empty: none recorded yet);
+        when the kept vectors' is not among them, every kept vector is dropped."""
         if self.signature is None or not self.cache.size:
+            return None
+        if searched and self.signature not in searched:
+            self.clear()
             return None
         vector = self.cache.get(text_digest(query, owner))
         RETRIEVE_QUERY_VECTOR_CACHE.labels("miss" if vector is None else "hit").inc()
         return None if vector is None else (vector.tolist(), self.signature)
 
     def clear(self) -> None:
-        """Drop every kept vector (the stores search another signature now)."""
+        """Drop every kept vector."""
         self.cache.clear()
         self.signature = None
 
