@@ -37,8 +37,8 @@ class EmbedSettings(EmbeddingConfig, frozen=True, kw_only=True):
     settings, see `shared.settings.engine`) plus this service's tuning."""
 
     #: where the model's variants are built once (the default model with its word-embedding table kept
-    #: int8, needs the `quant` extra; the dynamic-int8 variant); default `<MEMORYD_DATA_DIR>/models`, else
-    #: `~/.cache/memoryd/models`
+    #: int8 and its graph optimized ahead of time, one file per ONNX Runtime version, needs the `quant`
+    #: extra; the dynamic-int8 variant); default `<MEMORYD_DATA_DIR>/models`, else `~/.cache/memoryd/models`
     model_cache_dir: str | None = None
     #: ONNX intra-op threads per process (scale with processes instead)
     threads: Annotated[int, msgspec.Meta(ge=1, le=64)] = 1

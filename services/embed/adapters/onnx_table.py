@@ -5,8 +5,14 @@ and the graph dequantizes the whole table (``Cast``, ``Mul``) before its ``Gathe
 Runtime's constant folding turns it into a 47 MB float32 copy (and holds the ``Cast`` output as
 well while folding). Gathering the int8 rows and their scales first, then ``Cast`` and ``Mul``
 on the looked-up rows only, computes the same float32 product for every token (bit-identical
-vectors, so the embedding signature stays) while the table stays 11.7 MB of int8. In a bare
-model process: load peak 325 -> 236 MB, resident after loading 219 -> 186 MB (measured).
+vectors, so the embedding signature stays) while the table stays 11.7 MB of int8.
+
+The cached file is also the graph ONNX Runtime's optimizer makes of it (constant folding and
+the portable operator fusions, ``ORT_ENABLE_EXTENDED``, saved with
+``optimized_model_filepath``): a worker that loads it has nothing left to fold, so it never
+holds the folded weights and their int8 sources at once. In a bare model process: load peak 325
+(original file) -> 192 (rewritten) -> 149 MB (rewritten and optimized), identical vectors
+and CPU per text (measured). The file name carries the ONNX Runtime version that optimized it.
 
 Building needs the ``onnx`` package (extra ``quant``) and runs in a child process
 (``python -m services.embed.adapters.onnx_table SOURCE OUT``), so a worker never holds onnx
@@ -22,6 +28,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import onnxruntime as ort
 import structlog
 
 from services.embed.adapters.onnx_quantize import publish_atomically, verify_source
@@ -34,7 +41,7 @@ CANNOT_BUILD = 3
 
 
 def cache_path(source_sha256: str, cache_dir: Path) -> Path:
-    return cache_dir / f"{source_sha256.lower()}-int8-table.onnx"
+    return cache_dir / f"{source_sha256.lower()}-int8-table-ort{ort.__version__}.onnx"
 
 
 def rewrite(model: Any, table: str = TABLE) -> bool:
@@ -81,7 +88,8 @@ def rewrite(model: Any, table: str = TABLE) -> bool:
 
 
 def build(source: Path, out: Path) -> bool:
-    """Write the rewritten ``source`` to ``out``; False when onnx is missing or the graph differs."""
+    """Write ``source`` rewritten, then optimized, to ``out``; False when onnx is missing or the
+    graph differs."""
     try:
         import onnx
     except ImportError:
@@ -90,8 +98,21 @@ def build(source: Path, out: Path) -> bool:
     if not rewrite(model):
         return False
     onnx.checker.check_model(model)
-    onnx.save(model, str(out))
+    rewritten = out.with_name(f"rewritten-{out.name}")
+    onnx.save(model, str(rewritten))
+    del model
+    optimize(rewritten, out)
+    rewritten.unlink()
     return True
+
+
+def optimize(source: Path, out: Path) -> None:
+    """Save the graph ONNX Runtime's portable optimizations make of ``source`` to ``out``
+    (``ORT_ENABLE_EXTENDED``: no hardware-specific layout, so the file suits any CPU)."""
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    opts.optimized_model_filepath = str(out)
+    ort.InferenceSession(str(source), sess_options=opts, providers=["CPUExecutionProvider"])
 
 
 def ensure_int8_table(source: Path, *, source_sha256: str, cache_dir: Path) -> Path | None:
@@ -117,7 +138,17 @@ def ensure_int8_table(source: Path, *, source_sha256: str, cache_dir: Path) -> P
         log.warning("embed.int8_table.unavailable", source=str(source), hint="pip install 'memoryd[quant]'")
         return None
     log.info("embed.int8_table.built", target=str(target))
+    for stale in superseded(target):
+        stale.unlink(missing_ok=True)
+        log.info("embed.int8_table.removed", path=str(stale), reason="superseded")
     return target
+
+
+def superseded(target: Path) -> list[Path]:
+    """Earlier builds of ``target``'s model beside it (another ONNX Runtime version, or from
+    before the graph was optimized ahead of time); a process that loaded one keeps its copy."""
+    prefix = target.name.split("-int8-table")[0] + "-int8-table"
+    return [p for p in target.parent.glob(f"{prefix}*.onnx") if p != target]
 
 
 class _CannotBuild(Exception):

