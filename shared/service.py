@@ -31,7 +31,6 @@ from . import __version__, native_heap
 from .bus.connect import connect
 from .bus.provision import ensure_streams
 from .bus.rpc import RpcServer
-from .db.pool import create_pool
 from .errors import ConfigError
 from .observability.logging import configure, get_logger, redact_text
 from .observability.metrics import UP, Collector, serve_metrics, service_registry
@@ -150,7 +149,12 @@ async def serve(
     pool: asyncpg.Pool | None = None
     ctx: ServiceContext | None = None
     try:
-        pool = await create_pool(config.pg, session_state=db_session_state) if needs_db else None
+        if needs_db:
+            # imported here: the pool registers pgvector's codec, which needs numpy (~17 MB
+            # resident) that a service without a database (the gateway) never uses
+            from .db.pool import create_pool
+
+            pool = await create_pool(config.pg, session_state=db_session_state)
         js = nc.jetstream()
         try:
             await ensure_streams(js, config.nats)

@@ -3,7 +3,8 @@
 qdrant-client (with grpc, pydantic and protobuf) costs ~90 MB resident at import and serves
 only a configured Qdrant; onnxruntime belongs to the embed worker alone; httpx (which pulls
 in click and rich) only to a remote embedding source there; the MCP SDK (with pydantic, ~27 MB)
-to a gateway once ``/mcp`` is first used; cryptography (~8 MB) to the first sealed secret.
+to a gateway once ``/mcp`` is first used; cryptography (~8 MB) to the first sealed secret;
+numpy (~17 MB, for pgvector's codec and the vector stores) to services with a database.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 
 import pytest
 
-HEAVY = ("qdrant_client", "grpc", "onnxruntime", "httpx", "mcp", "pydantic", "cryptography")
+HEAVY = ("qdrant_client", "grpc", "onnxruntime", "httpx", "mcp", "pydantic", "cryptography", "numpy")
 
 
 def _loaded(module: str) -> dict[str, bool]:
@@ -38,3 +39,4 @@ def test_embed_worker_imports_no_http_client() -> None:
 def test_gateway_loads_the_mcp_sdk_only_when_mcp_is_used() -> None:
     loaded = _loaded("services.gateway.app")
     assert not loaded["mcp"] and not loaded["pydantic"] and not loaded["qdrant_client"]
+    assert not loaded["numpy"]  # no database, so no pgvector codec
