@@ -19,10 +19,13 @@ near-duplicates (the pairs a conflict threshold keeps) nearly always are; when `
 (small owners) the answer is exact. Each probe is compared with ~``cluster_size`` members
 (its ``assign`` clusters of ~``cluster_size / assign``), each pair once per cluster. Scores
 are exact cosines. Vectors are loaded through the adapter's ``Loader`` a page or a cluster
-at a time, the next load overlapping the current comparison, so memory is bounded by
-``max_block`` vectors, not by the owner's size (a larger cluster is compared block against
-block). The matrix products are meant to run on one BLAS thread (the sleep service sets
-that): on a busy machine a second spinning thread costs more CPU than it saves time.
+at a time, by row (the position of a memory in ``ids``), the next load overlapping the current
+comparison, so memory is bounded by ``max_block`` vectors, not by the owner's size (a larger
+cluster is compared block against block). ``ids`` is only read for the pairs found, so an
+adapter can keep the owner's ids packed (``pgvector``: 16 bytes per memory instead of a
+Python string) and name the few that pair. The matrix products are meant to run on one BLAS
+thread (the sleep service sets that): on a busy machine a second spinning thread costs more CPU
+than it saves time.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import contextlib
 import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
@@ -40,8 +43,17 @@ from numpy.typing import NDArray
 from .common import best_pairs, merge_pairs
 from .port import Pair
 
-#: ``vectors_of(ids)`` -> their vectors, one row per id in the order asked.
-Loader = Callable[[Sequence[str]], Awaitable[NDArray[np.float32]]]
+#: ``vectors_of(rows)`` -> the vectors of the memories at those positions of ``ids``, in that order.
+Loader = Callable[[NDArray[np.intp]], Awaitable[NDArray[np.float32]]]
+
+
+class Ids(Protocol):
+    """The owner's memory ids by row: a list of ``str``, or an adapter's packed column."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, row: int) -> str: ...
+
 
 CLUSTER_SIZE = 1000  # mean members per cluster
 ASSIGN = 3  # clusters each vector joins
@@ -161,7 +173,7 @@ class BestPartners:
 
 
 async def bulk_pairs(
-    ids: Sequence[str],
+    ids: Ids,
     probe: NDArray[np.bool_],
     vectors_of: Loader,
     *,
@@ -182,29 +194,36 @@ async def bulk_pairs(
     if k == 1:
         near = np.zeros((n, 1), dtype=np.int32)
     else:
-        sample_rows = np.unique(np.linspace(0, n - 1, min(n, SAMPLE_PER_CLUSTER * k)).astype(np.int64))
-        chosen = [ids[i] for i in sample_rows]
+        sample_rows = np.unique(np.linspace(0, n - 1, min(n, SAMPLE_PER_CLUSTER * k)).astype(np.intp))
         sample = np.concatenate(
-            [loaded_unit_rows(await vectors_of(chosen[s : s + PAGE])) for s in range(0, len(chosen), PAGE)]
+            [loaded_unit_rows(await vectors_of(sample_rows[s : s + PAGE])) for s in range(0, len(sample_rows), PAGE)]
         )
         centroids = await _off_loop(train_centroids, sample, k)
         k = len(centroids)
         del sample
         near = np.empty((n, min(assign, k)), dtype=np.int32)
-        pages = [ids[s : s + PAGE] for s in range(0, n, PAGE)]
+        pages = [np.arange(s, min(n, s + PAGE), dtype=np.intp) for s in range(0, n, PAGE)]
         async for i, block in _prefetched(vectors_of, pages):
             got = await _off_loop(nearest_clusters, loaded_unit_rows(block), centroids, assign)
             near[i * PAGE : i * PAGE + len(block)] = got
-    cells = [(m[probe[m]], m) for m in _grouped(near, k) if len(m) >= 2 and probe[m].any()]
+    cells = [_probing(m, probe) for m in _grouped(near, k) if len(m) >= 2 and probe[m].any()]
+    del near
     best = BestPartners(per_memory, min_score)
     small = [(p, m, m) for p, m in cells if len(m) <= max_block]
-    async for i, vec in _prefetched(vectors_of, [[ids[r] for r in both] for _, _, both in small]):
+    async for i, vec in _prefetched(vectors_of, [both for _, _, both in small]):
         await _off_loop(_compare_cell, best, *small[i], loaded_unit_rows(vec))
     for probes, members in cells:
         if len(members) > max_block:
-            await _large_cell(best, ids, vectors_of, probes, members, max_block)
+            await _large_cell(best, vectors_of, probes, members, max_block)
     pairs = merge_pairs((ids[r], ids[p], s) for r, partners in best.found.items() for p, s in partners.items())
     return best_pairs(pairs.items(), limit)
+
+
+def _probing(members: NDArray[np.intp], probe: NDArray[np.bool_]) -> tuple[NDArray[np.intp], NDArray[np.intp]]:
+    """A cluster's probing rows and its members: the same array when every member probes (a
+    first run), not a copy of it."""
+    mine = probe[members]
+    return (members if mine.all() else members[mine]), members
 
 
 def _compare_cell(
@@ -226,7 +245,6 @@ def _compare_cell(
 
 async def _large_cell(
     best: BestPartners,
-    ids: Sequence[str],
     vectors_of: Loader,
     probes: NDArray[np.intp],
     members: NDArray[np.intp],
@@ -238,13 +256,13 @@ async def _large_cell(
     member_blocks = [members[s : s + half] for s in range(0, len(members), half)]
     for s in range(0, len(probes), half):
         rows = probes[s : s + half]
-        vec = loaded_unit_rows(await vectors_of([ids[r] for r in rows]))
-        async for j, other in _prefetched(vectors_of, [[ids[r] for r in b] for b in member_blocks]):
+        vec = loaded_unit_rows(await vectors_of(rows))
+        async for j, other in _prefetched(vectors_of, member_blocks):
             await _off_loop(best.compare, rows, vec, member_blocks[j], loaded_unit_rows(other))
 
 
 async def _prefetched(
-    vectors_of: Loader, batches: Sequence[Sequence[str]]
+    vectors_of: Loader, batches: Sequence[NDArray[np.intp]]
 ) -> AsyncIterator[tuple[int, NDArray[np.float32]]]:
     """``(index, vectors)`` of each batch in order, the next batch loading while the caller
     works on this one (PostgreSQL and the comparison overlap; two batches held at most)."""

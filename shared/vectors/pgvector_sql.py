@@ -164,21 +164,24 @@ WHERE e.signature = $2 AND e.owner = $1 AND m.owner = $1 AND {_POOLED}
 ORDER BY e.memory_id
 """
 #: The large owner's pooled memories without their vectors (``bulk_pairs`` loads those by id),
-#: as two arrays in one row: the ids (text, in uuid order) and whether each was updated at or
-#: after ``$3`` (all true when ``$3`` is null): no record per memory.
+#: in one row: the ids packed in one ``bytea`` (16 bytes each, ``uuid_send``, in uuid order) and
+#: whether each was updated at or after ``$3`` (all true when ``$3`` is null): no record and no
+#: string per memory.
 OWNER_MEMBERS = f"""
-SELECT array_agg(e.memory_id::text ORDER BY e.memory_id) AS ids,
+SELECT string_agg(uuid_send(e.memory_id), ''::bytea ORDER BY e.memory_id) AS ids,
        array_agg($3::timestamptz IS NULL OR m.updated_at >= $3 ORDER BY e.memory_id) AS probe
 FROM memory_embeddings e JOIN memories m ON m.id = e.memory_id
 WHERE e.signature = $2 AND e.owner = $1 AND m.owner = $1 AND {_POOLED}
 """
-#: The vectors of the ids in ``$2``, as one ``bytea`` of their binary forms (``vector_send``:
-#: a 4-byte header, then big-endian float4s) in the order asked, with the 0-based positions
-#: found (a deleted memory has none): one row to decode with numpy, not a record per vector.
+#: The vectors of the ids packed in ``$2`` (16 bytes each, as ``OWNER_MEMBERS`` gives them), as
+#: one ``bytea`` of their binary forms (``vector_send``: a 4-byte header, then big-endian float4s)
+#: in the order asked, with the 0-based positions found (a deleted memory has none): one row to
+#: decode with numpy, not a record per vector.
 VECTORS_OF = """
-SELECT array_agg(u.ord - 1 ORDER BY u.ord) AS rows,
+SELECT array_agg(u.ord ORDER BY u.ord) AS rows,
        string_agg(vector_send(e.embedding), ''::bytea ORDER BY u.ord) AS blob
-FROM unnest($2::uuid[]) WITH ORDINALITY AS u(id, ord)
+FROM (SELECT g AS ord, encode(substring($2::bytea FROM g * 16 + 1 FOR 16), 'hex')::uuid AS id
+      FROM generate_series(0, length($2::bytea) / 16 - 1) AS g) AS u
 JOIN memory_embeddings e ON e.memory_id = u.id AND e.signature = $1
 """
 

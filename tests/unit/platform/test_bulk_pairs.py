@@ -3,13 +3,14 @@ memory in numpy) on clustered data, with memory bounded by its blocks."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import uuid
 
 import numpy as np
 from numpy.typing import NDArray
 
 from shared.vectors.bulk_pairs import bulk_pairs, cluster_count, loaded_unit_rows, train_centroids, unit_rows
 from shared.vectors.common import exact_pairs
+from shared.vectors.pgvector import PackedIds
 
 DIM = 48
 
@@ -31,12 +32,10 @@ def corpus(
     return [f"m{i:05d}" for i in range(len(matrix))], matrix
 
 
-def loader(ids: Sequence[str], matrix: NDArray[np.float32], seen: list[int]):  # type: ignore[no-untyped-def]
-    at = {m: i for i, m in enumerate(ids)}
-
-    async def load(chosen: Sequence[str]) -> NDArray[np.float32]:
-        seen.append(len(chosen))
-        return matrix[[at[c] for c in chosen]]
+def loader(matrix: NDArray[np.float32], seen: list[int]):  # type: ignore[no-untyped-def]
+    async def load(rows: NDArray[np.intp]) -> NDArray[np.float32]:
+        seen.append(len(rows))
+        return matrix[rows]
 
     return load
 
@@ -47,7 +46,7 @@ async def test_partitioned_pass_equals_exact_knn_pairs() -> None:
     assert cluster_count(len(ids), cluster_size=300) > 3  # really partitioned (3 clusters per vector)
     seen: list[int] = []
     got = await bulk_pairs(
-        ids, probe, loader(ids, matrix, seen), min_score=0.85, per_memory=2, limit=10_000, cluster_size=300
+        ids, probe, loader(matrix, seen), min_score=0.85, per_memory=2, limit=10_000, cluster_size=300
     )
     want = exact_pairs(ids, matrix, probe, min_score=0.85, per_memory=2, limit=10_000)
     assert len(want) > 100
@@ -57,9 +56,7 @@ async def test_partitioned_pass_equals_exact_knn_pairs() -> None:
     assert max(seen[-10:]) < len(ids) / 2
     # looser groups straddle clusters more often: a pair can be missed (as by an ANN index), never invented
     ids, matrix = corpus(3, spread=0.7)
-    got = await bulk_pairs(
-        ids, probe, loader(ids, matrix, []), min_score=0.85, per_memory=2, limit=10_000, cluster_size=300
-    )
+    got = await bulk_pairs(ids, probe, loader(matrix, []), min_score=0.85, per_memory=2, limit=10_000, cluster_size=300)
     want = exact_pairs(ids, matrix, probe, min_score=0.85, per_memory=2, limit=10_000)
     found, truth = {(a, b) for a, b, _ in got}, {(a, b) for a, b, _ in want}
     assert found <= truth and len(found) >= 0.99 * len(truth)
@@ -72,17 +69,15 @@ async def test_probes_limit_and_oversized_clusters() -> None:
     want = exact_pairs(ids, matrix, probe, min_score=0.8, per_memory=3, limit=25)
     seen: list[int] = []
     got = await bulk_pairs(
-        ids, probe, loader(ids, matrix, seen), min_score=0.8, per_memory=3, limit=25, cluster_size=200, max_block=64
+        ids, probe, loader(matrix, seen), min_score=0.8, per_memory=3, limit=25, cluster_size=200, max_block=64
     )
     assert len(want) == 25
     assert [(a, b) for a, b, _ in got] == [(a, b) for a, b, _ in want]
     assert max(seen) <= max(64, 40 * cluster_count(len(ids), cluster_size=200), 4096)
-    single = await bulk_pairs(
-        ids[:2], np.ones(2, np.bool_), loader(ids, matrix, []), min_score=-1, per_memory=1, limit=5
-    )
+    single = await bulk_pairs(ids[:2], np.ones(2, np.bool_), loader(matrix, []), min_score=-1, per_memory=1, limit=5)
     assert [(a, b) for a, b, _ in single] == [(ids[0], ids[1])]
     assert (
-        await bulk_pairs(ids, np.zeros(len(ids), np.bool_), loader(ids, matrix, []), min_score=0, per_memory=1, limit=5)
+        await bulk_pairs(ids, np.zeros(len(ids), np.bool_), loader(matrix, []), min_score=0, per_memory=1, limit=5)
         == []
     )
 
@@ -106,3 +101,13 @@ def test_a_loaded_block_is_scaled_where_it_lies_and_a_borrowed_one_is_copied() -
     out = loaded_unit_rows(view)
     assert out is not view and np.array_equal(shared, before)
     assert np.allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
+
+
+def test_packed_ids_name_rows_and_pack_them_in_the_order_asked() -> None:
+    """pgvector keeps a large owner's ids as 16 bytes each (``uuid_send`` order) and names a row
+    only when it pairs."""
+    ids = sorted(uuid.UUID(int=(i * 2654435761) << 64 | i) for i in range(5))
+    packed = PackedIds(b"".join(u.bytes for u in ids))
+    assert len(packed) == 5 and [packed[r] for r in range(5)] == [str(u) for u in ids]
+    assert packed.packed(np.array([3, 0], dtype=np.intp)) == ids[3].bytes + ids[0].bytes
+    assert len(PackedIds(None)) == 0  # an owner with no vectors
