@@ -13,6 +13,7 @@ from nats.aio.client import Client
 from shared.settings.env import NatsConfig
 
 from ..errors import ConfigError
+from ..lean_imports import websocket_transport
 from ..nats_auth import inbox_prefix as user_inbox
 from ..observability.logging import get_logger, redact_text
 
@@ -79,6 +80,10 @@ async def connect(
     user = cfg.user or url_user(cfg.url)
     if inbox_prefix or user:
         opts["inbox_prefix"] = inbox_prefix or user_inbox(user or "")  # the only reply prefix it may use
+    try:
+        websocket_transport(cfg.url)
+    except ImportError:
+        raise ConfigError("MEMORYD_NATS_URL", "a ws:// or wss:// NATS URL needs the aiohttp package") from None
     nc = Client()
     try:
         await asyncio.wait_for(nc.connect(**opts), timeout=cfg.connect_timeout_s + 2)
