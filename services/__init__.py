@@ -3,5 +3,5 @@
 from shared.lean_imports import preload
 
 # before any service module: nats-py and structlog without the optional packages a service
-# does not use through them (aiohttp, rich; see shared.lean_imports)
+# does not use through them (aiohttp, rich), httpx without its command line (shared.lean_imports)
 preload()
