@@ -4,8 +4,8 @@ The embed service keeps one (keyed `{signature}:{text_digest(text, owner)}`, eac
 own), and each retrieve process keeps one of the vectors it asked for, so a repeated query
 skips the embed round trip. Both are per owner: how fast a query is answered says nothing
 about what another tenant asked. Values are float32 rows, ~1.5 KiB for 384 dimensions
-(10 000 entries take ~16 MiB). The LRU and expiry are `cachetools.TTLCache`; this class adds the hit/miss counts
-and "size 0 = off". Single-threaded: only the event loop touches it.
+(10 000 entries take ~16 MiB). The LRU and expiry are `cachetools.TTLCache`; this class adds
+the hit/miss counts and "size 0 = off". Single-threaded: only the event loop touches it.
 """
 
 from __future__ import annotations

@@ -40,8 +40,13 @@ TABLE = "inner.embeddings.word_embeddings.weight"
 CANNOT_BUILD = 3
 
 
+def _stem(source_sha256: str) -> str:
+    """What every build of the rewritten model from these weights is named after."""
+    return f"{source_sha256.lower()}-int8-table"
+
+
 def cache_path(source_sha256: str, cache_dir: Path) -> Path:
-    return cache_dir / f"{source_sha256.lower()}-int8-table-ort{ort.__version__}.onnx"
+    return cache_dir / f"{_stem(source_sha256)}-ort{ort.__version__}.onnx"
 
 
 def rewrite(model: Any, table: str = TABLE) -> bool:
@@ -138,17 +143,16 @@ def ensure_int8_table(source: Path, *, source_sha256: str, cache_dir: Path) -> P
         log.warning("embed.int8_table.unavailable", source=str(source), hint="pip install 'memoryd[quant]'")
         return None
     log.info("embed.int8_table.built", target=str(target))
-    for stale in superseded(target):
+    for stale in superseded(target, source_sha256):
         stale.unlink(missing_ok=True)
         log.info("embed.int8_table.removed", path=str(stale), reason="superseded")
     return target
 
 
-def superseded(target: Path) -> list[Path]:
+def superseded(target: Path, source_sha256: str) -> list[Path]:
     """Earlier builds of ``target``'s model beside it (another ONNX Runtime version, or from
     before the graph was optimized ahead of time); a process that loaded one keeps its copy."""
-    prefix = target.name.split("-int8-table")[0] + "-int8-table"
-    return [p for p in target.parent.glob(f"{prefix}*.onnx") if p != target]
+    return [p for p in target.parent.glob(f"{_stem(source_sha256)}*.onnx") if p != target]
 
 
 class _CannotBuild(Exception):

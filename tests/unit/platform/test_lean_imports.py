@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from shared.lean_imports import hidden, websocket_transport
+from shared.lean_imports import hidden
 
 
 def test_a_hidden_package_fails_to_import_only_inside_the_block() -> None:
@@ -42,4 +42,3 @@ def test_a_websocket_url_gets_the_transport_back() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["True", "True"]
-    websocket_transport("nats://127.0.0.1:4222")  # a TCP URL changes nothing here either
