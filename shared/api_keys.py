@@ -20,9 +20,10 @@ from typing import Annotated, Literal
 import msgspec
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig
-from nats.js.errors import KeyNotFoundError, NoKeysError, NotFoundError
+from nats.js.errors import KeyNotFoundError, NotFoundError
 from nats.js.kv import KeyValue
 
+from .bus.kv_keys import all_keys
 from .errors import NotFound, ValidationFailed
 from .schemas.base import Owner
 
@@ -124,10 +125,7 @@ class KeyStore:
         return _decoder.decode(entry.value) if entry.value else None
 
     async def list(self) -> list[ApiKeyRecord]:
-        try:
-            ids = await self.kv.keys()
-        except NoKeysError:
-            return []
+        ids = await all_keys(self.kv)
         records = [await self.get(key_id) for key_id in ids]
         return sorted((r for r in records if r is not None), key=lambda r: r.created_at)
 

@@ -18,9 +18,10 @@ from datetime import UTC, datetime
 import nats.errors
 from nats.aio.client import Client
 from nats.aio.msg import Msg
-from nats.js.errors import KeyDeletedError, KeyNotFoundError, NoKeysError
+from nats.js.errors import KeyDeletedError, KeyNotFoundError
 from nats.js.kv import KeyValue
 
+from shared.bus.kv_keys import all_keys
 from shared.codec import decode
 from shared.errors import MemorydError
 from shared.observability.logging import get_logger
@@ -67,10 +68,7 @@ class ActivityReader:
 
     async def all(self) -> tuple[dict[str, datetime], dict[str, datetime]]:
         """Every owner's last activity and last read (the scheduler's tick)."""
-        try:
-            keys = await self._kv.keys()
-        except NoKeysError:
-            return {}, {}
+        keys = await all_keys(self._kv)
         writes: dict[str, datetime] = {}
         reads: dict[str, datetime] = {}
         for key in keys:
