@@ -43,8 +43,9 @@ _NEVER_APPROXIMATE = 2**62
 async def in_process_engine(
     dsn: str, nc: Client, signature: str, vectors: Mapping[str, Sequence[float]], *, exact: bool = False
 ) -> AsyncIterator[Engine]:
-    """An ``Engine`` (pgvector store) whose query vectors come from ``vectors``, over a pool
-    like the service's (``MEMORYD_PG_*`` size, ``DB_SESSION_STATE``), its connections opened up front.
+    """An ``Engine`` (pgvector store) whose query vectors come from ``vectors``, over pools like
+    the service's (``MEMORYD_PG_*`` size, ``DB_SESSION_STATE``, the rows' pool with generic
+    plans), their connections opened up front.
 
     ``exact``: the reference answer for recall: every full-text match ranked (no candidate
     cap, no rare-term pruning) and exact vector distances (never an HNSW index)."""
@@ -52,7 +53,9 @@ async def in_process_engine(
     if exact:
         config = msgspec.structs.replace(config, keyword_max_candidates=0, keyword_match_budget=0)
     size = load(PgConfig, "MEMORYD_PG_", os.environ).pool_max
-    pool = await create_pool(PgConfig(dsn=dsn, pool_min=size, pool_max=size), session_state=DB_SESSION_STATE)
+    sized = PgConfig(dsn=dsn, pool_min=size, pool_max=size)
+    pool = await create_pool(sized, session_state=DB_SESSION_STATE)
+    rows_pool = await create_pool(sized, session_state=DB_SESSION_STATE, generic_plans=True)
 
     async def embed(text: str, _timeout: float, _owner: str) -> EmbedResult:
         vector = vectors.get(text)
@@ -66,6 +69,7 @@ async def in_process_engine(
     try:
         yield Engine(
             pool=pool,
+            rows_pool=rows_pool,
             nc=nc,
             stores=[PgVectorStore(pool, exact_max_rows=_NEVER_APPROXIMATE) if exact else PgVectorStore(pool)],
             settings=SettingsCache(pool, ttl_s=config.settings_ttl_s).get,
@@ -76,6 +80,7 @@ async def in_process_engine(
     finally:
         stop.set()
         await touching
+        await rows_pool.close()
         await pool.close()
 
 
@@ -111,7 +116,7 @@ class Steps:
             return len(await vector_search(engine.stores[0], result.signature, vis, result.vectors[0], depth))
         got = await self._prepared(owner, query, vis, settings)
         if tier in ("rows", "rows_plain"):
-            return len(await fetch_rows(engine.pool, vis, got.ids, turns=tier == "rows"))
+            return len(await fetch_rows(engine.rows_pool, vis, got.ids, turns=tier == "rows"))
         fused = fuse_lists({"fts": got.fts.ranked, "vec": got.vec}, settings, query, got.fts.cover)
         ranked = boost(fused, got.rows, settings.session_boost, settings.neighbour_boost, settings.speaker_boost, query)
         memories, _tokens = answer(
@@ -127,7 +132,7 @@ class Steps:
             result = await engine.embedder(query, engine.config.embed_timeout_s, owner)
             vec = await vector_search(engine.stores[0], result.signature, vis, result.vectors[0], settings.rrf_depth)
             ids = [f.memory_id for f in fuse_lists({"fts": fts.ranked, "vec": vec}, settings, query, fts.cover)]
-            self._inputs[key] = _Inputs(fts, vec, ids, await fetch_rows(engine.pool, vis, ids, turns=True))
+            self._inputs[key] = _Inputs(fts, vec, ids, await fetch_rows(engine.rows_pool, vis, ids, turns=True))
         return self._inputs[key]
 
 

@@ -1,6 +1,8 @@
 """Wiring of the retrieve service: engine, endpoints, health checks, the touch loop.
 
-Endpoints (queue group ``memoryd-retrieve``): ``retrieve``, ``inject``, ``engine.status``.
+The candidates' rows are read through a second pool that keeps generic plans
+(``generic_plans``); every other statement is planned per execution. Endpoints (queue group
+``memoryd-retrieve``): ``retrieve``, ``inject``, ``engine.status``.
 Health: one check per vector store, and with ``deep=True`` a create -> retrieve -> delete
 round trip. Settings come from ``MEMORYD_RETRIEVE_*`` (``EngineConfig``, read once by
 ``__main__`` through ``load_settings``) and, per owner,
@@ -20,6 +22,7 @@ from services.retrieve.adapters.reads import ReadAnnouncer
 from services.retrieve.logic import injection
 from services.retrieve.store_follow import StoreFollower, search_order
 from shared.bus.provision import ensure_activity_bucket
+from shared.db.pool import create_pool
 from shared.llm import LlmClient
 from shared.observability.metrics import LLM, QUEUE_LAG, RETRIEVE_FALLBACKS, RETRIEVE_RESULTS, RETRIEVE_SECONDS
 from shared.schemas import RPC_OPS
@@ -84,7 +87,17 @@ async def setup(ctx: ServiceContext) -> None:
     toucher = Toucher(ctx.db, interval_s=config.touch_interval_s, granularity_s=config.touch_granularity_s)
     ctx.spawn(toucher.run(ctx.stop), "retrieve-touch")
     ctx.closers.append(toucher.flush_logged)  # what requests drained after the loop stopped queued
-    engine = Engine(pool=ctx.db, nc=ctx.nc, stores=stores, settings=settings.get, toucher=toucher, config=config)
+    rows_pool = await create_pool(ctx.config.pg, session_state=DB_SESSION_STATE, generic_plans=True)
+    ctx.closers.append(rows_pool.close)
+    engine = Engine(
+        pool=ctx.db,
+        rows_pool=rows_pool,
+        nc=ctx.nc,
+        stores=stores,
+        settings=settings.get,
+        toucher=toucher,
+        config=config,
+    )
     providers = frozenset(p.strip().lower() for p in config.no_system_providers.split(",") if p.strip())
     reads = ReadAnnouncer(ctx.nc, await ensure_activity_bucket(ctx.js))
     ctx.closers.append(reads.close)

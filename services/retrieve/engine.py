@@ -136,8 +136,12 @@ class Engine:
         toucher: Toucher,
         config: EngineConfig = EngineConfig(),
         embedder: Embedder | None = None,
+        rows_pool: asyncpg.Pool | None = None,
     ) -> None:
         self.pool = pool
+        #: the candidates' rows (``tiers.fetch_rows``): a pool with generic plans when given
+        #: (``create_pool(generic_plans=True)``; its plan is a primary-key probe per id for any owner)
+        self.rows_pool = rows_pool or pool
         self.nc = nc
         self.embedder: Embedder = embedder or (lambda text, timeout, owner: tiers.embed_query(nc, text, timeout, owner))
         self.query_vectors = QueryVectors(config.query_cache_size, config.query_cache_ttl_s)
@@ -227,7 +231,7 @@ class Engine:
 
     async def _rows(self, vis: tiers.Visibility, ranked: list[Fused], *, turns: bool) -> dict[str, MemoryRow]:
         try:
-            return await tiers.fetch_rows(self.pool, vis, [f.memory_id for f in ranked], turns=turns)
+            return await tiers.fetch_rows(self.rows_pool, vis, [f.memory_id for f in ranked], turns=turns)
         except _PG_ERRORS as exc:
             raise DependencyDown(f"postgres unavailable: {type(exc).__name__}") from exc
 

@@ -56,9 +56,9 @@ class NatsConfig(msgspec.Struct, frozen=True, kw_only=True):
 class PgConfig(msgspec.Struct, frozen=True, kw_only=True):
     #: PostgreSQL (with pgvector) to use; `memoryd up` starts an embedded one unless set
     dsn: str = "postgresql://postgres@127.0.0.1:5432/memoryd"
-    #: connections each process keeps open
+    #: connections each pool keeps open (one pool per process; retrieve has two, the second for the candidates' rows)
     pool_min: Annotated[int, msgspec.Meta(ge=0)] = 1
-    #: most connections one process opens
+    #: most connections one pool opens (retrieve: up to twice this)
     pool_max: PositiveInt = 10
     #: seconds to wait for one PostgreSQL connection
     connect_timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 5.0
