@@ -17,6 +17,7 @@ import pytest
 from qdrant_client import AsyncQdrantClient
 
 from shared.errors import ValidationFailed
+from shared.vectors.common import exact_pairs
 from shared.vectors.pgvector import PgVectorStore
 from shared.vectors.port import VectorItem, VectorQuery, VectorStore
 from shared.vectors.qdrant import QdrantStore
@@ -299,7 +300,14 @@ async def test_neighbours_in_bulk_equal_one_search_per_memory(world: World, prob
     """Over the small-owner threshold ``neighbours`` answers for every probing memory at once
     (pgvector: one partitioned pass, ~11 clusters over these ~370 memories, or, when under 5 %
     of them probe, one HNSW probe each; Qdrant: batched kNN queries) and finds the pairs that
-    one ``search`` per probing memory finds, same scores."""
+    one ``search`` per probing memory finds, same scores.
+
+    The partitioned pass is approximate: a pair whose memories share none of their nearest
+    clusters is not seen, and the probe takes its next partner instead. Over 2,000 orderings
+    of these vectors (the partition follows the row order, here random ids), 1.6 % of the
+    passes differed from the exact answer, by at most 2 of its ~140 pairs. So the many-probes
+    case is held to 95 % of the exact pairs (and 95 % of its own pairs exact), the HNSW and
+    Qdrant paths to the pairs of one search per probe."""
     signature, dim, per_memory, min_score = f"test:{uuid.uuid4().hex[:8]}:64", 64, 2, 0.85
     await world.store.ensure(signature, dim)
     rng = np.random.default_rng(12)
@@ -329,7 +337,22 @@ async def test_neighbours_in_bulk_equal_one_search_per_memory(world: World, prob
     pairs = await world.store.neighbours(
         signature, alice, min_score=min_score, per_memory=per_memory, limit=10_000, since=since
     )
+    found = {(a, b): s for a, b, s in pairs}
     assert len(one_by_one) > (30 if probing_groups > 3 else 2)
-    assert {(a, b) for a, b, _ in pairs} == set(one_by_one)
-    assert all(abs(s - one_by_one[(a, b)]) < 1e-4 for a, b, s in pairs)
+    assert all(s >= min_score for s in found.values())
+    partitioned = isinstance(world.store, PgVectorStore) and probing_groups > 3
+    if not partitioned:
+        assert set(found) == set(one_by_one)
+        assert all(abs(s - one_by_one[key]) < 1e-4 for key, s in found.items())
+    else:
+        ids = [i for i, row in world.rows.items() if row.owner == alice]
+        vectors = np.stack([world.rows[i].vector for i in ids])
+        probing = np.isin(ids, probes)
+        truth = {
+            (a, b): s
+            for a, b, s in exact_pairs(ids, vectors, probing, min_score=min_score, per_memory=per_memory, limit=10_000)
+        }
+        agreed = found.keys() & truth.keys()
+        assert len(agreed) >= 0.95 * len(truth) and len(agreed) >= 0.95 * len(found)
+        assert all(abs(found[key] - truth[key]) < 1e-4 for key in agreed)
     await world.store.drop(signature)
