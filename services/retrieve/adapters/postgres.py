@@ -268,22 +268,26 @@ def _bm25_sql(st: _KeywordStatement) -> str:
         if len(matches) == 1
         else f"m AS MATERIALIZED ({sets}), u AS (SELECT DISTINCT ON (id) id, created_at, tsv FROM m)"
     )
-    frequency, floor = "t.hits", ""
-    if counts.estimates is not None:
+    if counts.estimates is None:
+        lexemes = f"SELECT DISTINCT x AS lexeme, 0::float8 AS df FROM unnest({counts.lexemes}) AS x"
+    else:
         names, values = counts.estimates
-        frequency = "greatest(t.hits, coalesce(e.df, 0))"
-        floor = f" LEFT JOIN unnest({names}, {values}) AS e(lexeme, df) ON e.lexeme = t.lexeme"
-    k1 = bm25_logic.K1
+        lexemes = (
+            "SELECT DISTINCT ON (e.lexeme) e.lexeme, coalesce(e.df, 0) AS df"
+            f" FROM unnest({names}, {values}) AS e(lexeme, df) ORDER BY e.lexeme, e.df DESC"
+        )
+    k1, frequency = bm25_logic.K1, "greatest(t.hits, t.df)"
+    # each lexeme's floor rides along with it, so no join back to the estimates is needed
     return (
         f"{head}{',' if head else 'WITH'} {candidates},"
-        f" l AS (SELECT DISTINCT x AS lexeme, quote_literal(x)::tsquery AS q FROM unnest({counts.lexemes}) AS x),"
-        " t AS (SELECT u.id, u.created_at, l.lexeme, round(ts_rank_cd(u.tsv, l.q) * 10) AS tf,"
+        f" l AS (SELECT w.lexeme, quote_literal(w.lexeme)::tsquery AS q, w.df FROM ({lexemes}) w),"
+        " t AS (SELECT u.id, u.created_at, l.df, round(ts_rank_cd(u.tsv, l.q) * 10) AS tf,"
         "  count(*) OVER (PARTITION BY l.lexeme) AS hits FROM u JOIN l ON u.tsv @@ l.q),"
         f" n AS (SELECT ({counts.documents})::float8 AS n),"
         " s AS (SELECT t.id, t.created_at, sum("
         f"ln(1 + (greatest(n.n, {frequency}) - {frequency} + 0.5) / ({frequency} + 0.5))"
         f" * t.tf * {k1 + 1!r} / (t.tf + {k1!r})) AS score, sum(t.tf) AS occ"
-        f"  FROM t CROSS JOIN n{floor} GROUP BY t.id, t.created_at)"
+        "  FROM t CROSS JOIN n GROUP BY t.id, t.created_at)"
         " SELECT s.id, s.score, max(s.occ) OVER () AS occurrences FROM s"
         " ORDER BY s.score DESC, s.created_at DESC, s.id LIMIT $2"
     )

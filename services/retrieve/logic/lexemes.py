@@ -86,8 +86,9 @@ EMPTY_STATS = TermStats(rows=0.0, lexeme_freq={}, rare_lexeme_freq=0.0, owner_fr
 class MatchPlan:
     """``match``: the tsquery text that selects candidates; ``rank``: the one that scores them;
     ``pruned``: the lexemes left out of the match (the common ones), for tests and logs;
-    ``best``: when pruned, the tsquery texts of the best-ranked matches (every word), each a
-    candidate set of its own, so a cap on the newest matches cannot drop them."""
+    ``best``: when pruned and a rare word kept, the tsquery texts of the best-ranked matches
+    (every word), each a candidate set of its own, so a cap on the newest matches cannot drop
+    them (without a rare word the match is that set)."""
 
     match: str
     rank: str
@@ -147,4 +148,7 @@ def match_plan(lexemes: Sequence[str], stats: TermStats, owner: str, budget: flo
         spent += expected[lex]
     pruned = tuple(lex for lex in lexemes if lex not in kept)
     every_word = "( " + " & ".join(lexemes) + " )"
-    return MatchPlan(match=" | ".join([every_word, *kept]), rank=any_word, pruned=pruned, best=(every_word,))
+    # with no rare word kept, the match is the every-word set itself: a second set would read
+    # the same rows again (measured on a 100k-memory owner: 15.9 -> 9.4 ms for 1,816 matches)
+    best = (every_word,) if kept else ()
+    return MatchPlan(match=" | ".join([every_word, *kept]), rank=any_word, pruned=pruned, best=best)

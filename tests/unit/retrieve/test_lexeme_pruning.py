@@ -43,6 +43,7 @@ def test_large_owner_with_only_common_words_matches_all_of_them() -> None:
     plan = match_plan(["'work'", "'book'"], STATS, "big", budget=1000)
     assert plan.match == "( 'work' & 'book' )"
     assert plan.pruned == ("'work'", "'book'")
+    assert plan.best == ()  # the match is the every-word set: not read twice
 
 
 def test_one_word_is_never_pruned() -> None:
