@@ -63,8 +63,9 @@ async def test_generic_plans_pool_lets_postgres_keep_a_generic_plan(pg_dsn: str)
     PostgreSQL keep the generic plan after its five custom ones (planning skipped), and keeps
     the other connect settings."""
     cfg = PgConfig(dsn=pg_dsn, pool_min=1, pool_max=1)
-    custom, generic = await create_pool(cfg, session_state=False), await create_pool(
-        cfg, session_state=False, generic_plans=True
+    custom, generic = (
+        await create_pool(cfg, session_state=False),
+        await create_pool(cfg, session_state=False, generic_plans=True),
     )
     try:
         assert await _plans_of(custom, 8) == (0, 8)
