@@ -128,7 +128,9 @@ class VectorStore(Protocol):
 
         One call answers for every probe at once, in bulk (pgvector: one partitioned pass,
         ``bulk_pairs``; Qdrant: batches of kNN queries, ``query_batch_points``), with the
-        pairs that one ``search`` per probing memory would find.
+        pairs that one ``search`` per probing memory would find. The partitioned pass is
+        approximate like an ANN index: a pair whose memories share none of their nearest
+        clusters is missed (and the probe keeps its next partner), never invented.
         """
 
     async def update_payload(
