@@ -135,12 +135,12 @@ async def keyword_search(
 @dataclass(frozen=True)
 class _Counts:
     """Where BM25's inputs come from in SQL: the question's ``lexemes`` (text[]), the owner's
-    number of ``documents``, and optional per-lexeme frequency floors (``estimates``: the
-    lexemes and their estimated frequencies, as two arrays)."""
+    number of ``documents``, and optional per-lexeme frequency floors (``floors``: float8[], the
+    estimated frequency of each of ``lexemes``, in the same order)."""
 
     lexemes: str
     documents: str
-    estimates: tuple[str, str] | None = None
+    floors: str | None = None
 
 
 @dataclass(frozen=True)
@@ -198,7 +198,7 @@ def _pruned(
         documents, frequencies = estimated_frequencies(lexemes, stats, vis.owner)
         extra: list[object] = [lexemes, frequencies, documents]
         rank: str | None = None
-        counts: _Counts | None = _Counts("$4::text[]", "$6::float8", estimates=("$4::text[]", "$5::float8[]"))
+        counts: _Counts | None = _Counts("$4::text[]", "$6::float8", floors="$5::float8[]")
     else:
         extra, rank, counts = [plan.rank], "$4::tsquery", None
     best = 4 + len(extra)
@@ -254,7 +254,7 @@ def _candidates(c: _Clauses, who: str, match: str) -> str:
 def _bm25_sql(st: _KeywordStatement) -> str:
     """BM25 (``logic.bm25``) of every candidate: each set read once (``_candidates``), each
     question lexeme's count in each candidate (``ts_rank_cd`` of the lexeme alone is 0.1 per
-    occurrence), its document frequency among the candidates (raised to ``counts.estimates``
+    occurrence), its document frequency among the candidates (raised to ``counts.floors``
     where given), the top ``$2``, and on each row the most question-word occurrences any
     candidate holds (the cover). No CTE is joined back to another: the planner cannot
     estimate their rows, and a nested loop over two of them cost 9 ms for 339 candidates."""
@@ -268,16 +268,15 @@ def _bm25_sql(st: _KeywordStatement) -> str:
         if len(matches) == 1
         else f"m AS MATERIALIZED ({sets}), u AS (SELECT DISTINCT ON (id) id, created_at, tsv FROM m)"
     )
-    if counts.estimates is None:
+    if counts.floors is None:
         lexemes = f"SELECT DISTINCT x AS lexeme, 0::float8 AS df FROM unnest({counts.lexemes}) AS x"
     else:
-        names, values = counts.estimates
         lexemes = (
             "SELECT DISTINCT ON (e.lexeme) e.lexeme, coalesce(e.df, 0) AS df"
-            f" FROM unnest({names}, {values}) AS e(lexeme, df) ORDER BY e.lexeme, e.df DESC"
+            f" FROM unnest({counts.lexemes}, {counts.floors}) AS e(lexeme, df) ORDER BY e.lexeme, e.df DESC"
         )
     k1, frequency = bm25_logic.K1, "greatest(t.hits, t.df)"
-    # each lexeme's floor rides along with it, so no join back to the estimates is needed
+    # each lexeme's floor rides along with it, so no join back to the floors is needed
     return (
         f"{head}{',' if head else 'WITH'} {candidates},"
         f" l AS (SELECT w.lexeme, quote_literal(w.lexeme)::tsquery AS q, w.df FROM ({lexemes}) w),"
