@@ -118,7 +118,15 @@ class Steps:
         if tier in ("rows", "rows_plain"):
             return len(await fetch_rows(engine.rows_pool, vis, got.ids, turns=tier == "rows"))
         fused = fuse_lists({"fts": got.fts.ranked, "vec": got.vec}, settings, query, got.fts.cover)
-        ranked = boost(fused, got.rows, settings.session_boost, settings.neighbour_boost, settings.speaker_boost, query)
+        ranked = boost(
+            fused,
+            got.rows,
+            settings.session_boost,
+            settings.neighbour_boost,
+            settings.speaker_boost,
+            query,
+            settings.temporal_boost,
+        )
         memories, _tokens = answer(
             ranked, got.rows, limit=10, max_tokens=settings.max_tokens, tier=lambda f: credit_tier(f, "pgvector")
         )

@@ -47,6 +47,7 @@ class Params:
     fts_full_coverage: float = 0.0
     fts_coverage_power: float = 4.0
     keyword_ranking: KeywordScoring = "bm25"
+    temporal_boost: float = 0.0
 
     def label(self) -> str:
         if self.fusion == "rrf":
@@ -57,7 +58,7 @@ class Params:
                 head += f" coverage={self.fts_full_coverage:g}^{self.fts_coverage_power:g}"
         return (
             f"{self.keyword_ranking} {head} session={self.session_boost:g} neighbour={self.neighbour_boost:g}"
-            f" speaker={self.speaker_boost:g}"
+            f" speaker={self.speaker_boost:g} temporal={self.temporal_boost:g}"
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -79,6 +80,7 @@ def defaults(s: MemorySettings | None = None) -> Params:
         s.fts_full_coverage,
         s.fts_coverage_power,
         s.keyword_ranking,
+        s.temporal_boost,
     )
 
 
@@ -98,6 +100,7 @@ def settings(p: Params) -> MemorySettings:
         fts_full_coverage=p.fts_full_coverage,
         fts_coverage_power=p.fts_coverage_power,
         keyword_ranking=p.keyword_ranking,
+        temporal_boost=p.temporal_boost,
     )
 
 
@@ -121,7 +124,7 @@ def rank(c: Candidates, p: Params) -> tuple[str | None, ...]:
     query = normalize_query(c.qa.question)
     fused = fuse_lists(lists, settings(p), query, keyword.cover)
     rows = {f.memory_id: c.rows[f.memory_id] for f in fused if f.memory_id in c.rows}
-    ranked = boost(fused, rows, p.session_boost, p.neighbour_boost, p.speaker_boost, query)
+    ranked = boost(fused, rows, p.session_boost, p.neighbour_boost, p.speaker_boost, query, p.temporal_boost)
     present = [f.memory_id for f in ranked if f.memory_id in rows][:LIMIT]
     return tuple(c.dia.get(i) for i in present)
 

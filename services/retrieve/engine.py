@@ -238,8 +238,9 @@ class Engine:
     def _boost(self, ranked: list[Fused], rows: dict[str, MemoryRow], query: str, s: MemorySettings) -> list[Fused]:
         """Hybrid re-scoring: a share of the best score of a result's session, of the scores of its
         neighbouring turns and of its own score when the question names its speaker (the owner's
-        ``sessionBoost``/``neighbourBoost``/``speakerBoost``; 0 turns one off)."""
-        return boost(ranked, rows, s.session_boost, s.neighbour_boost, s.speaker_boost, query)
+        ``sessionBoost``/``neighbourBoost``/``speakerBoost``; 0 turns one off), and of its own score
+        when the question asks when and the result says when (``temporalBoost``)."""
+        return boost(ranked, rows, s.session_boost, s.neighbour_boost, s.speaker_boost, query, s.temporal_boost)
 
     def _observe(self, strategy: Strategy, attempts: list[Attempt], total_ms: float, results: int) -> None:
         for attempt in attempts:

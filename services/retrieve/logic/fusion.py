@@ -18,6 +18,8 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from services.retrieve.logic.time_cues import asks_when, says_when
+
 T = TypeVar("T")
 
 SOURCES: tuple[str, ...] = ("fts", "vec")  # any other list name is rejected: typos fail loudly
@@ -328,6 +330,21 @@ def speaker_boost(
 ) -> list[Fused]:
     """``speaker_gains`` over fused results, in canonical order (``share=0``: only re-sorts)."""
     return rescored(fused, speaker_gains(scores_of(fused), speaker_of, query, share))
+
+
+def temporal_gains(scores: Scores, text_of: Mapping[str, str], query: str, share: float = 0.0) -> Scores:
+    """When the question asks when (``time_cues.asks_when``), a memory whose text says when
+    (``time_cues.says_when``) gains ``share`` x its own score; other questions change nothing.
+    Memories without a text in ``text_of`` neither gain nor lose."""
+
+    def gains() -> Iterator[tuple[str, float]]:
+        if not asks_when(query):
+            return
+        for memory_id, score in scores.items():
+            if (text := text_of.get(memory_id)) is not None and says_when(text):
+                yield memory_id, score
+
+    return _gained(scores, share, gains)
 
 
 def apply_budget(items: Sequence[T], tokens_of: Callable[[T], int], max_tokens: int) -> list[T]:

@@ -25,7 +25,9 @@ from services.retrieve.logic.fusion import (
     scores_of,
     session_gains,
     speaker_gains,
+    temporal_gains,
 )
+from services.retrieve.logic.time_cues import asks_when
 from shared.errors import DependencyDown, MemorydError, ValidationFailed
 from shared.schemas.retrieval import RetrievedMemory, Tier
 from shared.tokens import estimate_tokens
@@ -155,10 +157,12 @@ def boost(
     neighbour_share: float,
     speaker_share: float = 0.0,
     query: str = "",
+    temporal_share: float = 0.0,
 ) -> list[Fused]:
     """Hybrid re-scoring of the fused candidates whose ``rows`` were fetched: ``session_share``
     of the best score in a result's session, then ``neighbour_share`` of its neighbouring
-    turns' scores, then ``speaker_share`` of its own score when ``query`` names its speaker
+    turns' scores, then ``speaker_share`` of its own score when ``query`` names its speaker,
+    then ``temporal_share`` of it when ``query`` asks when and its content says when
     (0 turns each off; the engine and the quality study both call this)."""
     scores = scores_of(ranked)
     if session_share > 0:
@@ -168,6 +172,8 @@ def boost(
         scores = neighbour_gains(scores, positions, neighbour_share)
     if speaker_share > 0 and query:
         scores = speaker_gains(scores, {i: r.speaker for i, r in rows.items()}, query, speaker_share)
+    if temporal_share > 0 and asks_when(query):  # the contents are read for "when" questions only
+        scores = temporal_gains(scores, {i: r.content for i, r in rows.items()}, query, temporal_share)
     return rescored(ranked, scores)  # one sort, whatever the boosts
 
 
