@@ -84,6 +84,12 @@ log_dir_option = click.option("--log-dir", type=click.Path(path_type=Path), help
     show_default=True,
     help="also leave-one-conversation-out over a grid of hybrid settings (in-process, same engine code)",
 )
+@click.option(
+    "--scripted-rerank/--no-scripted-rerank",
+    default=True,
+    show_default=True,
+    help="also the LLM rerank against a scripted model on loopback (its latency and token cost)",
+)
 @log_dir_option
 def quality(**o: Any) -> int:
     """LoCoMo retrieval quality through the services (R@k, All@k)."""
@@ -101,10 +107,23 @@ def quality(**o: Any) -> int:
         variants = list(q.BUILTIN_VARIANTS.values())
 
     async def go(log: Callable[[str], None]) -> dict[str, Any]:
-        async with servers_and_stack(mode=o["mode"], log_dir=o["log_dir"]) as (_servers, stack):
+        from tests.support.fake_llm import FakeLlm
+
+        async with (
+            FakeLlm() as llm,
+            servers_and_stack(mode=o["mode"], log_dir=o["log_dir"]) as (_servers, stack),
+        ):
+            llm.handler = q.keep_order
             strategies = list(o["strategy"]) or q.DEFAULT_STRATEGIES
             return await q.run_quality(
-                stack, convs, strategies, variants, data_name=data.name, log=log, with_protocol=o["protocol"]
+                stack,
+                convs,
+                strategies,
+                variants,
+                data_name=data.name,
+                log=log,
+                with_protocol=o["protocol"],
+                rerank_llm=llm if o["scripted_rerank"] else None,
             )
 
     with running("quality") as log:

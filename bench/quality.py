@@ -24,12 +24,13 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from bench import locomo
 from bench.harness import ServiceStack, wait_until
@@ -42,6 +43,7 @@ from shared.settings.cache import announce_change
 from shared.settings.memory import GLOBAL_OWNER, MemorySettings
 from shared.settings.store import put_values
 from shared.subjects import EXTRACT_CONSUMER, JOBS_STREAM
+from shared.tokens import estimate_tokens
 
 LIMIT = 20
 MAX_TOKENS = 8000  # the service clamps to 8000; 20 LoCoMo turns use ~1-2k
@@ -115,6 +117,7 @@ BUILTIN_VARIANTS: dict[str, Variant] = {
         ),
         Variant("turns-only", types=("episodic",)),
         Variant("no-speaker-boost", {"speakerBoost": 0}),
+        Variant("no-temporal-boost", {"temporalBoost": 0}),
         Variant("cover-density", {"keywordRanking": "cover_density"}),
         Variant("cover-density-fts-0.5", {"keywordRanking": "cover_density", "ftsWeight": 0.5, "vecWeight": 0.5}),
         Variant(
@@ -123,6 +126,53 @@ BUILTIN_VARIANTS: dict[str, Variant] = {
         ),
     )
 }
+
+
+#: the name of the variant that turns the LLM rerank on against a scripted model (``rerank_variant``)
+RERANK_VARIANT = "rerank-scripted"
+_CANDIDATE_LINE = re.compile(r"^\[\d+\] ", re.MULTILINE)
+
+
+class ScriptedLlm(Protocol):
+    """What the benchmark needs of a scripted OpenAI-compatible server (``tests.support.fake_llm.FakeLlm``)."""
+
+    @property
+    def base_url(self) -> str: ...
+
+    @property
+    def requests(self) -> list[dict[str, Any]]: ...
+
+
+def keep_order(request: dict[str, Any]) -> str:
+    """The scripted model's rerank reply: the candidates in the order they were given (the fused
+    order), so the answers stay those of the defaults and only the rerank's cost shows."""
+    n = len(_CANDIDATE_LINE.findall(request["messages"][-1]["content"]))
+    return json.dumps({"order": list(range(1, n + 1))})
+
+
+def rerank_variant(base_url: str) -> Variant:
+    """The defaults with ``rerank`` on, the retrieve service pointed at the LLM at ``base_url``
+    (only retrieve: extraction keeps its rules, so the stored memories do not change)."""
+    env = {"MEMORYD_LLM_BASE_URL": base_url, "MEMORYD_LLM_MODEL": "scripted", "MEMORYD_LLM_DAILY_TOKEN_BUDGET": "0"}
+    return Variant(RERANK_VARIANT, {"rerank": True}, retrieve_env=env)
+
+
+def llm_cost(requests: Sequence[dict[str, Any]], questions: int) -> dict[str, Any]:
+    """Calls and estimated tokens (``shared.tokens.estimate_tokens``) of the rerank requests."""
+    prompt = [sum(estimate_tokens(m["content"]) for m in r["messages"]) for r in requests]
+    reply = [estimate_tokens(keep_order(r)) for r in requests]
+    candidates = [len(_CANDIDATE_LINE.findall(r["messages"][-1]["content"])) for r in requests]
+
+    def mean(values: list[int]) -> float:
+        return round(sum(values) / len(values), 1) if values else 0.0
+
+    return {
+        "calls": len(requests),
+        "questions": questions,
+        "prompt_tokens_mean": mean(prompt),
+        "reply_tokens_mean": mean(reply),
+        "candidates_mean": mean(candidates),
+    }
 
 
 def parse_variant(text: str) -> Variant:
@@ -225,14 +275,16 @@ async def ingest(stack: ServiceStack, convs: Sequence[locomo.Conversation], time
     }
 
 
-async def apply_variant(stack: ServiceStack, variant: Variant, previous: Variant | None) -> None:
-    """Global settings = defaults + the variant's; restart retrieve when its env changes."""
+async def apply_variant(stack: ServiceStack, variant: Variant, previous: Variant | None) -> bool:
+    """Global settings = defaults + the variant's; restart retrieve when its env changes (True)."""
     values = {**engine_defaults(), **variant.settings}
     await put_values(stack.pool, None, values)
     await announce_change(stack.nc, GLOBAL_OWNER)
     running_env = dict(previous.retrieve_env) if previous is not None else {}
     if running_env != dict(variant.retrieve_env):
         await stack.restart("retrieve", variant.retrieve_env)
+        return True
+    return False
 
 
 def engine_defaults() -> dict[str, Any]:
@@ -247,9 +299,12 @@ def engine_defaults() -> dict[str, Any]:
         "ftsWeight": d.fts_weight,
         "vecWeight": d.vec_weight,
         "speakerBoost": d.speaker_boost,
+        "temporalBoost": d.temporal_boost,
         "ftsFullCoverage": d.fts_full_coverage,
         "ftsCoveragePower": d.fts_coverage_power,
         "keywordRanking": d.keyword_ranking,
+        "rerank": d.rerank,
+        "rerankDepth": d.rerank_depth,
     }
 
 
@@ -324,13 +379,17 @@ async def run_quality(
     log: Any = print,
     after_ingest: Callable[[], Awaitable[None]] | None = None,
     with_protocol: bool = True,
+    rerank_llm: ScriptedLlm | None = None,
 ) -> dict[str, Any]:
     """Ingest once, then score every (variant, strategy); returns the JSON report.
 
     ``after_ingest`` runs once everything is searchable (e.g. an in-process study on the same data).
     ``with_protocol``: also the leave-one-conversation-out protocol (``bench.protocol``), run
-    before any variant changes a setting, so it sees the defaults.
+    before any variant changes a setting, so it sees the defaults. ``rerank_llm``: also the
+    ``rerank_variant`` against this scripted model (answering ``keep_order``), with its cost.
     """
+    if rerank_llm is not None:
+        variants = [*variants, rerank_variant(rerank_llm.base_url)]
     plans = [STRATEGIES[s] for s in strategies]
     plans.sort(key=lambda p: p.embed_down)  # runs with the embed service down go last
     log(f"ingesting {sum(len(c.turns) for c in convs)} turns of {len(convs)} conversation(s) ...")
@@ -352,17 +411,22 @@ async def run_quality(
         # every variant alike, so the first one timed does not also pay the warm-up
         await ask_all(stack, convs, plans[0], variants[0])
         log("warm-up pass done (every question once, untimed)")
+    restarted = False  # the retrieve service was restarted since the last pass (cold)
     for plan in plans:
         if plan.embed_down and not embed_stopped:
             await stack.stop_embedding()
-            embed_stopped = True
+            embed_stopped = restarted = True
         previous: Variant | None = None
         # engine variants only change fused rankings: other strategies run with the first one
         chosen = variants if plan.request == "hybrid" and not plan.embed_down else variants[:1]
         for variant in chosen:
-            await apply_variant(stack, variant, previous)
-            previous = variant
+            if await apply_variant(stack, variant, previous) or restarted:
+                await ask_all(stack, convs, plan, variant)  # a restarted service warms up untimed too
+            previous, restarted = variant, False
+            calls_before = len(rerank_llm.requests) if rerank_llm is not None else 0
             outcomes, info = await ask_all(stack, convs, plan, variant)
+            if rerank_llm is not None and variant.name == RERANK_VARIANT:
+                info["llm"] = llm_cost(rerank_llm.requests[calls_before:], len(outcomes))
             table = locomo.score_by_category(outcomes)
             overall = table["overall"]
             log(
@@ -382,7 +446,7 @@ async def run_quality(
                 }
             )
         if previous is not None and previous != variants[0]:
-            await apply_variant(stack, variants[0], previous)
+            restarted = await apply_variant(stack, variants[0], previous)
     return {
         "benchmark": "quality",
         "data": data_name,  # the file name only: a report carries no path of the machine it ran on
@@ -448,11 +512,33 @@ def render(report: Mapping[str, Any]) -> str:
     out.append("### Summary (overall; latency = client round trip, server = the service's own ms)")
     head = ["variant", "strategy", "R@5", "R@10", "R@20", "All@10", "p50 ms", "p95 ms", "server p50 ms", "tokens top10"]
     out.append(markdown_table(head, summary + ref))
+    out += rerank_lines(report["runs"])
     if report.get("protocol"):
         from bench import protocol
 
         out += ["", protocol.render(report["protocol"])]
     return "\n".join(out)
+
+
+def rerank_lines(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What the LLM rerank costs over the defaults (hybrid), when the scripted variant ran."""
+    by_name = {r["variant"]: r for r in runs if r["strategy"] == "hybrid"}
+    rerank, default = by_name.get(RERANK_VARIANT), by_name.get("default")
+    if rerank is None or default is None or "llm" not in rerank:
+        return []
+    cost, r, d = rerank["llm"], rerank["scores"]["overall"], default["scores"]["overall"]
+    depth = rerank["settings"].get("rerankDepth", MemorySettings().rerank_depth)
+    return [
+        "",
+        f"LLM rerank (`rerank`, the fused top `rerankDepth` {depth})"
+        " against a scripted model that keeps the fused order, so its quality is not measured here (no LLM is"
+        f" reachable from the benchmark machines): {cost['calls']} calls for {cost['questions']} questions,"
+        f" {cost['candidates_mean']} candidates, ~{cost['prompt_tokens_mean']} prompt and ~{cost['reply_tokens_mean']}"
+        f" reply tokens per call (memoryd's estimate); client p50 {r['latency_p50_ms']} ms against"
+        f" {d['latency_p50_ms']} ms without it, p95 {r['latency_p95_ms']} against {d['latency_p95_ms']} ms"
+        f" (the scripted model answers at once: a real model's own time adds to this); R@10 {r['R@10']}"
+        f" against {d['R@10']} (the same order, as scripted).",
+    ]
 
 
 def default_data_path(repo_root: Path) -> Path:

@@ -10,6 +10,7 @@ import pytest
 from bench import locomo, quality
 from bench.harness import ServiceStack
 from memoryd.local.nats import EmbeddedNats
+from tests.support.fake_llm import FakeLlm
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -54,7 +55,8 @@ async def test_quality_benchmark_end_to_end(tmp_path: Path, nats_server: Embedde
     path.write_text(json.dumps(TINY))
     convs = locomo.load(path)
     logs: list[str] = []
-    async with ServiceStack(nats_server.url, pg_dsn, mode="inprocess") as stack:
+    async with FakeLlm() as llm, ServiceStack(nats_server.url, pg_dsn, mode="inprocess") as stack:
+        llm.handler = quality.keep_order
         report = await quality.run_quality(
             stack,
             convs,
@@ -62,6 +64,7 @@ async def test_quality_benchmark_end_to_end(tmp_path: Path, nats_server: Embedde
             [quality.BUILTIN_VARIANTS["default"], quality.BUILTIN_VARIANTS["rrf-depth-10"]],
             data_name=path.name,
             log=logs.append,
+            rerank_llm=llm,
         )
     assert report["questions"] == 4
     assert report["data"] == "tiny.json"
@@ -74,8 +77,14 @@ async def test_quality_benchmark_end_to_end(tmp_path: Path, nats_server: Embedde
         ("default", "semantic"),
         ("default", "keyword"),
         ("rrf-depth-10", "hybrid"),
+        (quality.RERANK_VARIANT, "hybrid"),
     }
     assert runs[("rrf-depth-10", "hybrid")]["settings"] == {"rrfDepth": 10}
+    # the scripted model keeps the fused order: the answers are the defaults', one LLM call a question
+    rerank = runs[(quality.RERANK_VARIANT, "hybrid")]
+    assert rerank["fallbacks"] == {} and rerank["llm"]["calls"] == 4 and rerank["llm"]["questions"] == 4
+    assert rerank["llm"]["candidates_mean"] == 7.0 and rerank["llm"]["prompt_tokens_mean"] > 0
+    assert rerank["scores"]["overall"]["R@10"] == runs[("default", "hybrid")]["scores"]["overall"]["R@10"]
     for (_variant, strategy), run in runs.items():
         overall = run["scores"]["overall"]
         assert overall["n"] == 4
@@ -99,6 +108,7 @@ async def test_quality_benchmark_end_to_end(tmp_path: Path, nats_server: Embedde
     text = quality.render(report)
     assert "### hybrid — variant default" in text
     assert "| reference: BM25 | in-process | 0.539 |" in text
+    assert "4 calls for 4 questions" in text
     assert any("searchable after" in line for line in logs)
     assert report["protocol"] is None  # one conversation: nothing to hold out
     assert any("protocol skipped" in line for line in logs)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import click
 import numpy as np
@@ -78,10 +80,41 @@ def test_engine_defaults_reset_every_engine_setting() -> None:
         "ftsWeight": 0.6,
         "vecWeight": 0.4,
         "speakerBoost": 0.6,
+        "temporalBoost": 0.4,
         "ftsFullCoverage": 0.5,
         "ftsCoveragePower": 4.0,
         "keywordRanking": "bm25",
+        "rerank": False,
+        "rerankDepth": 20,
     }
+
+
+def _rerank_request(n: int) -> dict[str, Any]:
+    lines = "\n".join(f"[{i}] \"turn {i}\"" for i in range(1, n + 1))
+    return {"messages": [{"role": "system", "content": "rank"}, {"role": "user", "content": f"Query: q\n{lines}"}]}
+
+
+def test_scripted_rerank_keeps_the_fused_order_and_counts_its_cost() -> None:
+    assert json.loads(quality.keep_order(_rerank_request(3))) == {"order": [1, 2, 3]}
+    variant = quality.rerank_variant("http://127.0.0.1:9/v1")
+    assert variant.settings == {"rerank": True}
+    assert variant.retrieve_env["MEMORYD_LLM_BASE_URL"] == "http://127.0.0.1:9/v1"
+    validate({**quality.engine_defaults(), **variant.settings})
+    cost = quality.llm_cost([_rerank_request(2), _rerank_request(4)], questions=3)
+    assert cost["calls"] == 2 and cost["questions"] == 3 and cost["candidates_mean"] == 3.0
+    assert cost["prompt_tokens_mean"] > 0 and cost["reply_tokens_mean"] > 0
+    assert quality.llm_cost([], questions=0)["prompt_tokens_mean"] == 0.0
+
+
+def test_rerank_lines_compare_with_the_defaults_only_when_the_variant_ran() -> None:
+    def run(name: str, p50: float, **extra: Any) -> dict[str, Any]:
+        scores = {"overall": {"R@10": 0.8, "latency_p50_ms": p50, "latency_p95_ms": p50 * 2}}
+        return {"variant": name, "strategy": "hybrid", "settings": {}, "scores": scores, **extra}
+
+    cost = quality.llm_cost([_rerank_request(20)], questions=1)
+    lines = quality.rerank_lines([run("default", 8.0), run(quality.RERANK_VARIANT, 11.0, llm=cost)])
+    assert "1 calls for 1 questions" in lines[1] and "p50 11.0 ms against 8.0 ms" in lines[1]
+    assert quality.rerank_lines([run("default", 8.0)]) == []
 
 
 def test_synthetic_text_is_deterministic_and_varied() -> None:
