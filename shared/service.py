@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import signal
 import sys
@@ -219,6 +220,17 @@ async def _shutdown(ctx: ServiceContext) -> None:
             await close()
 
 
+def freeze_startup_heap(_ctx: ServiceContext | None = None) -> None:
+    """Once a service process is ready: collect the start-up garbage, then move every object
+    left (modules, classes, pools, settings: ~50k in the retrieve service) out of the
+    collector's reach (``gc.freeze``). They live as long as the process anyway, and a full
+    collection no longer walks them while a request waits (~8 ms each in the retrieve
+    service, measured). Process entry points only: a test process running several stacks
+    would keep each one's objects for good."""
+    gc.collect()
+    gc.freeze()
+
+
 def main(
     name: str,
     setup: Setup,
@@ -252,6 +264,7 @@ def main(
                 db_session_state=db_session_state,
                 settings=settings,
                 metrics=metrics,
+                on_ready=freeze_startup_heap,
             )
         )
     except ConfigError as exc:
