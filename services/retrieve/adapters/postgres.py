@@ -357,6 +357,8 @@ async def fetch_rows(
 
 #: The columns ``fetch_rows`` reads by position (a record read by position costs half a read by name).
 _ROW_COLUMNS = "m.id, m.content, m.type, m.created_at, m.session_id, m.scope, m.metadata::text AS metadata"
+#: what each primary-key probe of ``_rows_sql`` returns (``_ROW_COLUMNS`` and the source)
+_PROBED_COLUMNS = "m.id, m.content, m.type, m.created_at, m.session_id, m.scope, m.metadata, m.source"
 
 
 def _rows_sql(c: _Clauses, turns: bool) -> str:
@@ -364,12 +366,15 @@ def _rows_sql(c: _Clauses, turns: bool) -> str:
     chat-turn candidates of its session, NULL when it holds no other) and ``following`` (the
     ids of its session's next chat turns, nearest first; NULL for its session's last candidate,
     which precedes none: one index scan fewer per session)."""
-    # One primary-key probe per id (a join with the unnested ids, estimated at a few rows):
-    # with ``m.id = ANY($1)`` beside ``m.owner = ...`` the planner chose an owner-prefixed index
-    # and walked the owner's entries (36 ms for 200 ids of a 10k-memory owner, measured).
+    # One primary-key probe per id, whatever the planner knows: a plain join with the unnested
+    # ids let it hash the owner's every row (its whole table when small or not analysed yet:
+    # ~2 ms of 150 ids on a 2k-memory table, ~6 ms before ANALYZE, measured), and ``m.id =
+    # ANY($1)`` beside ``m.owner = ...`` walk an owner-prefixed index (36 ms for 200 ids of a
+    # 10k-memory owner). A LATERAL subquery with LIMIT 1 cannot be flattened into a join.
     visible = (
-        f"SELECT {_ROW_COLUMNS}, m.source FROM unnest($1::uuid[]) AS u(id) JOIN memories m ON m.id = u.id"
-        f" WHERE (({c.own}) OR ({c.shared})) AND {c.common}"
+        f"SELECT {_ROW_COLUMNS}, m.source FROM unnest($1::uuid[]) AS u(id) CROSS JOIN LATERAL"
+        f" (SELECT {_PROBED_COLUMNS} FROM memories m WHERE m.id = u.id AND (({c.own}) OR ({c.shared}))"
+        f" AND {c.common} LIMIT 1) m"
     )
     if not turns:
         return visible
