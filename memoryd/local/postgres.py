@@ -185,6 +185,8 @@ class EmbeddedPostgres:
                 "max_connections=200",
                 "-c",
                 "shared_buffers=256MB",
+                "-c",  # statistics within seconds of a bulk load, not a minute: plans before ANALYZE are slower
+                "autovacuum_naptime=10s",
             ]
             log = (self.pgdata / "server.log").open("ab")
             proc = spawn(argv, death_signal=signal.SIGINT, stdout=log, stderr=log, **self._user_kwargs())
