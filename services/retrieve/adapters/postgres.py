@@ -356,9 +356,10 @@ async def fetch_rows(
 
 
 #: The columns ``fetch_rows`` reads by position (a record read by position costs half a read by name).
-_ROW_COLUMNS = "m.id, m.content, m.type, m.created_at, m.session_id, m.scope, m.metadata::text AS metadata"
-#: what each primary-key probe of ``_rows_sql`` returns (``_ROW_COLUMNS`` and the source)
-_PROBED_COLUMNS = "m.id, m.content, m.type, m.created_at, m.session_id, m.scope, m.metadata, m.source"
+_ROW_NAMES = ("id", "content", "type", "created_at", "session_id", "scope", "metadata")
+_ROW_COLUMNS = ", ".join(f"m.{n}::text AS {n}" if n == "metadata" else f"m.{n}" for n in _ROW_NAMES)
+#: what each primary-key probe of ``_rows_sql`` returns: the same columns as stored, and the source
+_PROBED_COLUMNS = ", ".join(f"m.{n}" for n in (*_ROW_NAMES, "source"))
 
 
 def _rows_sql(c: _Clauses, turns: bool) -> str:
@@ -378,7 +379,7 @@ def _rows_sql(c: _Clauses, turns: bool) -> str:
     )
     if not turns:
         return visible
-    cols = "c.id, c.content, c.type, c.created_at, c.session_id, c.scope, c.metadata"
+    cols = ", ".join(f"c.{n}" for n in _ROW_NAMES)
     return (
         f"WITH c AS MATERIALIZED ({visible}),"
         " t AS (SELECT c.*, row_number() OVER w AS rank, count(*) OVER (PARTITION BY c.session_id) AS n"
