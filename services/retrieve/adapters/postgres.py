@@ -320,80 +320,83 @@ async def fetch_rows(
     ``turns``: also each row's ``turn``, a position among its session's stored chat turns in
     time order (``created_at`` keeps the order of turns within one event, so turns stored by
     different events are still neighbours), exact in its differences up to
-    ``turns_logic.MAX_DISTANCE`` (``turns_logic.positions``), for the ``chat_turn`` rows sharing
-    their session with another candidate (only they can boost each other as neighbours). Same
-    statement, no second round trip: per such candidate, its next turns come from one short
-    scan of ``memories_session_turns``, instead of numbering every turn of its sessions
-    (~7 ms on LoCoMo-sized owners, measured).
+    ``turns_logic.MAX_DISTANCE``, for the ``chat_turn`` rows sharing their session with another
+    candidate (only they can boost each other as neighbours). Same statement, no second round
+    trip, computed in SQL (``_rows_sql``): per such candidate, its next turns come from one short
+    scan of ``memories_session_turns``, instead of numbering every turn of its sessions (~7 ms on
+    LoCoMo-sized owners, measured).
     """
     if not ids:
         return {}
     c = _Clauses(vis, 2)
     records = await pool.fetch(_rows_sql(c, turns), list(dict.fromkeys(ids)), *c.args)
-    keys = [str(r[0]) for r in records]  # each id converted once
-    turn_of: dict[str, int] = {}
-    if turns:
-        order = {k: (r[4], r["rank"]) for k, r in zip(keys, records, strict=True) if r["rank"] is not None}
-        following = {
-            k: [str(n) for n in r["following"]]
-            for k, r in zip(keys, records, strict=True)
-            if r["following"] is not None
-        }
-        turn_of = turns_logic.positions(order, following)
     return {
-        key: MemoryRow(
-            id=key,
+        r[0]: MemoryRow(
+            id=r[0],
             content=r[1],
             memory_type=r[2],
             created_at=r[3],
             session_id=r[4],
             scope=r[5],
             metadata_json=r[6] or "{}",
-            turn=turn_of.get(key),
+            turn=r[7] if turns else None,
         )
-        for key, r in zip(keys, records, strict=True)
+        for r in records
     }
 
 
-#: The columns ``fetch_rows`` reads by position (a record read by position costs half a read by name).
+#: The columns ``fetch_rows`` reads by position (a record read by position costs half a read by
+#: name), ids and metadata as text (asyncpg decodes text straight to ``str``; a uuid to an object first).
 _ROW_NAMES = ("id", "content", "type", "created_at", "session_id", "scope", "metadata")
-_ROW_COLUMNS = ", ".join(f"m.{n}::text AS {n}" if n == "metadata" else f"m.{n}" for n in _ROW_NAMES)
+_AS_TEXT = ("id", "metadata")
 #: what each primary-key probe of ``_rows_sql`` returns: the same columns as stored, and the source
 _PROBED_COLUMNS = ", ".join(f"m.{n}" for n in (*_ROW_NAMES, "source"))
 
 
+def _row_columns(alias: str) -> str:
+    """``_ROW_NAMES`` of ``alias`` as ``fetch_rows`` reads them."""
+    return ", ".join(f"{alias}.{n}::text AS {n}" if n in _AS_TEXT else f"{alias}.{n}" for n in _ROW_NAMES)
+
+
 def _rows_sql(c: _Clauses, turns: bool) -> str:
-    """The visible rows of ``$1`` (distinct ids); with ``turns``, two more columns: ``rank`` (order among the
-    chat-turn candidates of its session, NULL when it holds no other) and ``following`` (the
-    ids of its session's next chat turns, nearest first; NULL for its session's last candidate,
-    which precedes none: one index scan fewer per session)."""
+    """The visible rows of ``$1`` (distinct ids); with ``turns``, one more column, ``turn``.
+
+    A session's chat-turn candidates in time order are walked in SQL: each looks up its
+    session's next ``MAX_DISTANCE`` stored chat turns (any state: a turn counts as it was
+    stored) and the next candidate is that many turns further when found among them, and
+    ``MAX_DISTANCE + 1`` further otherwise (all a boost reaching ``MAX_DISTANCE`` turns can tell
+    apart from a larger gap); a candidate's ``turn`` is the sum of the steps before it. So the
+    differences of two candidates' turns are exact up to ``MAX_DISTANCE`` and larger beyond.
+    ``turn`` is NULL for a row that is not a chat turn of a session, or whose session holds no
+    other candidate; the last candidate of a session looks up nothing.
+    """
     # One primary-key probe per id, whatever the planner knows: a plain join with the unnested
     # ids let it hash the owner's every row (its whole table when small or not analysed yet:
     # ~2 ms of 150 ids on a 2k-memory table, ~6 ms before ANALYZE, measured), and ``m.id =
     # ANY($1)`` beside ``m.owner = ...`` walk an owner-prefixed index (36 ms for 200 ids of a
     # 10k-memory owner). A LATERAL subquery with LIMIT 1 cannot be flattened into a join.
-    visible = (
-        f"SELECT {_ROW_COLUMNS}, m.source FROM unnest($1::uuid[]) AS u(id) CROSS JOIN LATERAL"
-        f" (SELECT {_PROBED_COLUMNS} FROM memories m WHERE m.id = u.id AND (({c.own}) OR ({c.shared}))"
-        f" AND {c.common} LIMIT 1) m"
+    probed = (
+        f"unnest($1::uuid[]) AS u(id) CROSS JOIN LATERAL (SELECT {_PROBED_COLUMNS} FROM memories m"
+        f" WHERE m.id = u.id AND (({c.own}) OR ({c.shared})) AND {c.common} LIMIT 1) m"
     )
     if not turns:
-        return visible
-    cols = ", ".join(f"c.{n}" for n in _ROW_NAMES)
+        return f"SELECT {_row_columns('m')} FROM {probed}"
+    reach = turns_logic.MAX_DISTANCE
     return (
-        f"WITH c AS MATERIALIZED ({visible}),"
-        " t AS (SELECT c.*, row_number() OVER w AS rank, count(*) OVER (PARTITION BY c.session_id) AS n"
+        f"WITH c AS MATERIALIZED (SELECT m.* FROM {probed}),"
+        " t AS (SELECT c.*, lead(c.id) OVER w AS next_id, lag(c.id) OVER w AS previous_id"
         "  FROM c WHERE c.source = 'chat_turn' AND c.session_id IS NOT NULL"
-        "  WINDOW w AS (PARTITION BY c.session_id ORDER BY c.created_at, c.id))"
-        f" SELECT {cols}, NULL::bigint AS rank, NULL::uuid[] AS following FROM c"
-        "  WHERE c.source IS DISTINCT FROM 'chat_turn' OR c.session_id IS NULL"
-        f" UNION ALL SELECT {cols.replace('c.', 't.')}, CASE WHEN t.n > 1 THEN t.rank END,"
-        "  CASE WHEN t.rank < t.n THEN ARRAY("
+        "  WINDOW w AS (PARTITION BY c.session_id ORDER BY c.created_at, c.id)),"
+        " s AS (SELECT t.*, CASE WHEN t.next_id IS NOT NULL THEN coalesce(array_position(ARRAY("
         "   SELECT m.id FROM memories m"
         f"   WHERE m.owner = {c.owner} AND m.session_id = t.session_id AND m.source = 'chat_turn'"
         "   AND (m.created_at, m.id) > (t.created_at, t.id)"
-        f"   ORDER BY m.created_at, m.id LIMIT {turns_logic.MAX_DISTANCE}) END"
-        " FROM t"
+        f"   ORDER BY m.created_at, m.id LIMIT {reach}), t.next_id), {reach + 1}) END AS step FROM t)"
+        f" SELECT {_row_columns('c')}, NULL::bigint AS turn FROM c"
+        "  WHERE c.source IS DISTINCT FROM 'chat_turn' OR c.session_id IS NULL"
+        f" UNION ALL SELECT {_row_columns('s')}, CASE WHEN s.previous_id IS NOT NULL THEN sum(s.step) OVER ("
+        "  PARTITION BY s.session_id ORDER BY s.created_at, s.id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
+        " WHEN s.next_id IS NOT NULL THEN 0 END FROM s"
     )
 
 
