@@ -30,10 +30,12 @@ from services.retrieve.logic.fusion import RankedList
 from services.retrieve.logic.lexemes import (
     EMPTY_STATS,
     SQL_ANY_WORD,
+    MatchPlan,
     TermStats,
     keyword_plan,
     never_pruned,
     unquoted_lexemes,
+    widen_again,
 )
 from services.retrieve.logic.plan import MemoryRow
 from shared.bus.rpc_client import call
@@ -114,16 +116,24 @@ async def keyword_search(
     ``max_candidates``: rank only the newest that many matches per candidate set (None: all),
     since ranking costs a tsvector read per row. ``match_budget`` (0 = off): an owner expected
     to match more rows than this matches on all its words or its rare ones only (``stats`` from
-    ``term_stats``).
+    ``term_stats``), widened step by step while it finds too few (``lexeme_logic.widen_again``).
     """
     if never_pruned(stats, vis.owner, match_budget):
-        statement = _unpruned(vis, query, limit, max_candidates)
-    else:
-        text = await pool.fetchval(f"SELECT websearch_to_tsquery('{TS_CONFIG}', $1)::text", query)
-        found = _pruned(vis, text or "", limit, max_candidates, stats, match_budget, scoring)
-        if found is None:
+        return await _ranked(pool, _unpruned(vis, query, limit, max_candidates), scoring)
+    text = await pool.fetchval(f"SELECT websearch_to_tsquery('{TS_CONFIG}', $1)::text", query) or ""
+    step = 0
+    while True:
+        plan = keyword_plan(text, stats, vis.owner, match_budget, step)
+        if plan is None:
             return NO_MATCH
-        statement = found
+        ranking = await _ranked(pool, _pruned(vis, text, plan, limit, max_candidates, stats, scoring), scoring)
+        if not widen_again(plan, len(ranking.ranked), limit, step):
+            return ranking
+        step += 1
+
+
+async def _ranked(pool: asyncpg.Pool, statement: _KeywordStatement, scoring: KeywordScoring) -> KeywordRanking:
+    """The keyword tier's answer to one search statement."""
     if scoring == "bm25":
         rows = await pool.fetch(_bm25_sql(statement), *statement.args)
         cover = cover_of(rows[0]["occurrences"]) if rows else 0.0
@@ -181,18 +191,15 @@ def _unpruned(vis: Visibility, query: str, limit: int, max_candidates: int | Non
 def _pruned(
     vis: Visibility,
     text: str,
+    plan: MatchPlan,
     limit: int,
     max_candidates: int | None,
     stats: TermStats,
-    match_budget: int,
     scoring: KeywordScoring,
-) -> _KeywordStatement | None:
-    """A larger owner: ``keyword_plan`` of the question's tsquery ``text`` (None: nothing to
-    match). BM25 gets the lexemes, their estimated frequencies and ``N`` as ``$4``-``$6``;
-    ``ts_rank_cd`` the rank query as ``$4``; the plan's rare-word queries follow."""
-    plan = keyword_plan(text, stats, vis.owner, match_budget)
-    if plan is None:
-        return None
+) -> _KeywordStatement:
+    """A larger owner: ``plan`` (``keyword_plan`` of the question's tsquery ``text``). BM25 gets
+    the lexemes, their estimated frequencies and ``N`` as ``$4``-``$6``; ``ts_rank_cd`` the rank
+    query as ``$4``; the plan's candidate sets of their own (``MatchPlan.sets``) follow."""
     if scoring == "bm25":
         lexemes = unquoted_lexemes(text)
         documents, frequencies = estimated_frequencies(lexemes, stats, vis.owner)
@@ -201,15 +208,15 @@ def _pruned(
         counts: _Counts | None = _Counts("$4::text[]", "$6::float8", floors="$5::float8[]")
     else:
         extra, rank, counts = [plan.rank], "$4::tsquery", None
-    best = 4 + len(extra)
-    c = _Clauses(vis, best + len(plan.best))
+    first = 4 + len(extra)
+    c = _Clauses(vis, first + len(plan.sets))
     return _KeywordStatement(
         head="",
         c=c,
-        matches=[*(f"${best + i}::tsquery" for i in range(len(plan.best))), "$1::tsquery"],
+        matches=[*(f"${first + i}::tsquery" for i in range(len(plan.sets))), "$1::tsquery"],
         rank=rank,
         counts=counts,
-        args=[plan.match, limit, max_candidates, *extra, *plan.best, *c.args],
+        args=[plan.match, limit, max_candidates, *extra, *plan.sets, *c.args],
     )
 
 

@@ -1,6 +1,7 @@
 """The keyword tier's BM25 on real PostgreSQL: the SQL scores as the pure reference does, a rare
 word outranks a common one, another owner's memories never change an owner's scores, the cover
-stays on ts_rank_cd's scale, and a pruned large owner still ranks by BM25."""
+stays on ts_rank_cd's scale, a pruned large owner still ranks by BM25, and a pruned plan that
+finds too few is widened."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 
 from services.retrieve.adapters import postgres as tiers
 from services.retrieve.adapters.postgres_stats import read_term_stats
+from services.retrieve.logic import lexemes
 from services.retrieve.logic.bm25 import score
 
 from .seeding import seed_texts
@@ -93,15 +95,36 @@ async def test_a_question_without_a_lexeme_matches_nothing(pool: asyncpg.Pool) -
 async def test_a_pruned_large_owner_ranks_by_bm25_with_estimated_frequencies(pool: asyncpg.Pool) -> None:
     owner = f"bm25-big-{uuid.uuid4().hex[:8]}"
     common = [f"went to work on the budget, item {i}" for i in range(3000)]
-    ids = await _seed(pool, owner, [*common, "work trip to Lisbon", "flight to Lisbon", "work work work"])
+    flights = [f"flight {i} to Lisbon" for i in range(lexemes.WIDEN_BELOW)]
+    ids = await _seed(pool, owner, [*common, "work trip to Lisbon", *flights, "work work work"])
     await pool.execute("ANALYZE memories")
     stats = await read_term_stats(pool)
     vis = tiers.Visibility(owner, None, None, 365)
-    got = await tiers.keyword_search(pool, vis, "work trip Lisbon", 10, 2000, stats=stats, match_budget=500)
+    got = await tiers.keyword_search(pool, vis, "work trip Lisbon", 50, 2000, stats=stats, match_budget=500)
     texts = [ids[m] for m, _ in got.ranked]
-    # 'work' is pruned from the match (3000 rows): only rows with a rare word or every word remain,
-    # and the rarest words rank first whatever 'work' adds
+    # 'work' is pruned from the match (3000 rows): only rows with a rare word or every word remain
+    # (enough of them: no widening), and the rarest words rank first whatever 'work' adds
     assert texts[0] == "work trip to Lisbon"
-    assert set(texts) == {"work trip to Lisbon", "flight to Lisbon"}
+    assert set(texts) == {"work trip to Lisbon", *flights}
     scores = [s for _, s in got.ranked]
     assert all(s > 0 for s in scores) and scores == sorted(scores, reverse=True)
+
+
+async def test_a_pruned_plan_that_finds_too_few_is_widened(pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """'kayak' is assumed rare but no memory holds it, and 'cycling' and 'trip' are each too common
+    to keep: the pruned plan finds nothing, so it widens to the memories holding all words but one
+    (and stops there: enough found), never to those holding one word only."""
+    owner = f"bm25-wide-{uuid.uuid4().hex[:8]}"
+    both = [f"a cycling trip, day {i}" for i in range(600)]
+    one = [f"cycling to work, day {i}" for i in range(600)] + [f"a trip to work, day {i}" for i in range(600)]
+    ids = await _seed(pool, owner, [*both, *one, *(f"went to the office, day {i}" for i in range(1200))])
+    await pool.execute("ANALYZE memories")
+    stats = await read_term_stats(pool)
+    vis = tiers.Visibility(owner, None, None, 365)
+    question = "kayak cycling trip"
+    with monkeypatch.context() as never_widened:
+        never_widened.setattr(lexemes, "MAX_WIDENING", 0)
+        assert (await tiers.keyword_search(pool, vis, question, 50, 2000, stats=stats, match_budget=500)).ranked == []
+    got = await tiers.keyword_search(pool, vis, question, 50, 2000, stats=stats, match_budget=500)
+    assert len(got.ranked) == 50
+    assert all(ids[m] in both for m, _ in got.ranked)

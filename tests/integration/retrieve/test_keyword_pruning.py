@@ -9,18 +9,26 @@ import pytest
 from services.retrieve.adapters import postgres as tiers
 from services.retrieve.adapters.postgres_stats import read_term_stats
 from services.retrieve.logic.bm25 import KEYWORD_SCORINGS, KeywordScoring
+from services.retrieve.logic.lexemes import WIDEN_BELOW
 
 from .seeding import seed_texts
 
 pytestmark = pytest.mark.integration
 
 
-SPECIAL = ["work trip to Lisbon", "Lisbon weekend", "flight delayed again", "work flight to Lisbon"]
+#: enough rows with a rare word that the pruned plan is not widened (``lexemes.WIDEN_BELOW``)
+SPECIAL = [
+    "work trip to Lisbon",
+    "Lisbon weekend",
+    "flight delayed again",
+    "work flight to Lisbon",
+    *(f"Lisbon day {i}" for i in range(WIDEN_BELOW)),
+]
 
 
 @pytest.fixture(scope="module")
 async def seeded(pool: asyncpg.Pool) -> tuple[dict[str, str], dict[str, str]]:
-    """Owner ``big``: 3000 rows saying 'work' and four with rarer words; owner ``small``: two rows."""
+    """Owner ``big``: 3000 rows saying 'work' and ``SPECIAL`` with rarer words; owner ``small``: two rows."""
     common = [f"went to work on the budget, item {i}" for i in range(3000)]
     ids = await seed_texts(pool, "big", common + SPECIAL)
     small = await seed_texts(pool, "small", ["went to work early", "Lisbon is sunny"])

@@ -3,7 +3,18 @@
 from __future__ import annotations
 
 from services.retrieve.adapters.postgres_stats import snapshot
-from services.retrieve.logic.lexemes import EMPTY_STATS, TermStats, and_lexemes, keyword_plan, match_plan, quoted
+from services.retrieve.logic.lexemes import (
+    EMPTY_STATS,
+    MAX_WIDENING,
+    NEAR_MAX_LEXEMES,
+    WIDEN_BELOW,
+    TermStats,
+    and_lexemes,
+    keyword_plan,
+    match_plan,
+    quoted,
+    widen_again,
+)
 
 STATS = TermStats(
     rows=100_000,
@@ -44,6 +55,41 @@ def test_large_owner_with_only_common_words_matches_all_of_them() -> None:
     assert plan.match == "( 'work' & 'book' )"
     assert plan.pruned == ("'work'", "'book'")
     assert plan.best == ()  # the match is the every-word set: not read twice
+
+
+def test_a_widened_plan_adds_the_every_word_but_one_set_then_the_rarest_words_left_out() -> None:
+    words = ["'work'", "'flight'", "'lisbon'", "'kyoto'"]
+    plan = match_plan(words, STATS, "big", budget=1000, widen=1)
+    assert plan.near == (
+        "( 'flight' & 'lisbon' & 'kyoto' ) | ( 'work' & 'lisbon' & 'kyoto' )"
+        " | ( 'work' & 'flight' & 'kyoto' ) | ( 'work' & 'flight' & 'lisbon' )"
+    )
+    assert plan.sets == (*plan.best, plan.near)
+    assert plan.match == "( 'work' & 'flight' & 'lisbon' & 'kyoto' ) | 'kyoto' | 'lisbon'"  # no word added yet
+    plan = match_plan(words, STATS, "big", budget=1000, widen=2)
+    assert plan.match.endswith("| 'kyoto' | 'lisbon' | 'flight'") and plan.pruned == ("'work'",)
+    plan = match_plan(words, STATS, "big", budget=1000, widen=3)
+    assert plan.match == plan.rank and plan.pruned == ()  # every word: the widest plan
+    assert plan.best == ("( 'work' & 'flight' & 'lisbon' & 'kyoto' )",)  # still never cut by the cap
+    # two words: no every-word-but-one set (a single word); each step adds a word
+    two = match_plan(["'work'", "'book'"], STATS, "big", budget=1000, widen=1)
+    assert two.near == "" and two.pruned == ("'work'",) and two.match == "( 'work' & 'book' ) | 'book'"
+    two = match_plan(["'work'", "'book'"], STATS, "big", budget=1000, widen=2)
+    assert two.pruned == () and two.match == "'work' | 'book'"
+    # a long question widens by words only (the set would repeat n - 1 words n times)
+    many = [quoted(f"w{i}") for i in range(NEAR_MAX_LEXEMES + 1)]
+    long = match_plan(many, STATS, "big", budget=100, widen=1)
+    assert long.near == "" and len(long.pruned) == len(match_plan(many, STATS, "big", budget=100).pruned) - 1
+
+
+def test_widening_stops_with_enough_matches_at_the_widest_plan_or_after_max_steps() -> None:
+    pruned = match_plan(["'work'", "'book'"], STATS, "big", budget=1000)
+    widest = match_plan(["'work'", "'book'"], STATS, "big", budget=1000, widen=2)
+    assert widen_again(pruned, WIDEN_BELOW - 1, 100, 0)
+    assert not widen_again(pruned, WIDEN_BELOW, 100, 0)
+    assert not widen_again(pruned, 3, 3, 0)  # the tier asked for no more than it found
+    assert not widen_again(widest, 0, 100, 2)
+    assert not widen_again(pruned, 0, 100, MAX_WIDENING)
 
 
 def test_one_word_is_never_pruned() -> None:
