@@ -35,7 +35,7 @@ widening below 20 matches took hybrid recall@10 against the exact answer from 0.
 the 10k-memory and 1k-memory owners. Widening below 10 reached 0.837, below 50 0.871, and below
 the tier's whole limit (100) 0.967 at +8.8 ms p50; a score bound (widen until the 10th score
 beats what a memory of left-out words could reach) added nothing with one occurrence per word and
-cost +33 ms p50 with BM25's saturation bound. Each near set was first a candidate set of its own:
+cost +32 ms p50 with BM25's saturation bound. Each near set was first a candidate set of its own:
 one set of the OR of the conjunctions reads the same rows in about half the time (5.5 -> 3.2 ms
 for a question of four words).
 
