@@ -50,6 +50,7 @@ from services.retrieve.logic.fusion import (
     rrf_fuse,
     score_fuse,
 )
+from services.retrieve.logic.lexemes import WIDEN_BELOW
 from services.retrieve.logic.plan import (
     Attempt,
     FallbackCode,
@@ -113,6 +114,9 @@ class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
     keyword_max_candidates: Annotated[int, msgspec.Meta(ge=0)] = 2000
     #: expected full-text matches before rare-term pruning starts (0 = off)
     keyword_match_budget: Annotated[int, msgspec.Meta(ge=0)] = 1000
+    #: a pruned full-text match that finds fewer than this is widened step by step (0 = never):
+    #: more recall for large owners, more work for their searches
+    keyword_widen_below: Annotated[int, msgspec.Meta(ge=0)] = WIDEN_BELOW
     #: how often the planner's term and owner frequencies behind pruning are re-read
     term_stats_ttl_s: NonNegative = 60.0
 
@@ -226,6 +230,7 @@ class Engine:
             cfg.keyword_max_candidates or None,
             stats=await self.term_stats.get(),
             match_budget=cfg.keyword_match_budget,
+            widen_below=cfg.keyword_widen_below,
             scoring=scoring,
         )
 

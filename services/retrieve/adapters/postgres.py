@@ -30,6 +30,7 @@ from services.retrieve.logic.fusion import RankedList
 from services.retrieve.logic.lexemes import (
     EMPTY_STATS,
     SQL_ANY_WORD,
+    WIDEN_BELOW,
     MatchPlan,
     TermStats,
     keyword_plan,
@@ -103,6 +104,7 @@ async def keyword_search(
     stats: TermStats = EMPTY_STATS,
     match_budget: int = 0,
     scoring: KeywordScoring = "bm25",
+    widen_below: int = WIDEN_BELOW,
 ) -> KeywordRanking:
     """Tier 0: ``(memory_id, score)`` best first, ties newest first, with the cover the
     coverage weighting reads (``bm25.KeywordRanking``).
@@ -116,7 +118,8 @@ async def keyword_search(
     ``max_candidates``: rank only the newest that many matches per candidate set (None: all),
     since ranking costs a tsvector read per row. ``match_budget`` (0 = off): an owner expected
     to match more rows than this matches on all its words or its rare ones only (``stats`` from
-    ``term_stats``), widened step by step while it finds too few (``lexeme_logic.widen_again``).
+    ``term_stats``), widened step by step while it finds fewer than ``widen_below`` (0 = never;
+    ``lexeme_logic.widen_again``).
     """
     if never_pruned(stats, vis.owner, match_budget):
         return await _ranked(pool, _unpruned(vis, query, limit, max_candidates), scoring)
@@ -127,7 +130,7 @@ async def keyword_search(
         if plan is None:
             return NO_MATCH
         ranking = await _ranked(pool, _pruned(vis, text, plan, limit, max_candidates, stats, scoring), scoring)
-        if not widen_again(plan, len(ranking.ranked), limit, step):
+        if not widen_again(plan, len(ranking.ranked), min(limit, widen_below), step):
             return ranking
         step += 1
 

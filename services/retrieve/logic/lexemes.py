@@ -25,9 +25,10 @@ Owners whose expected matches fit the budget keep the full OR query, so small ow
 The statistics only estimate: a word they do not list is assumed rare, and may be missing from
 the owner's memories altogether ("What did I buy for the cycling trip?" when the memories say
 "bought"), so a pruned plan can find nothing at all while most of the question's words are
-there. A plan that finds fewer than ``WIDEN_BELOW`` matches is widened (``widen_again``), one
-statement per step: first by the every-word-but-one set (``near``: the memories missing one of
-the words, the best-ranked after the every-word set), then by the rarest lexeme still left out.
+there. A plan that finds fewer than ``WIDEN_BELOW`` matches (the engine setting
+``keyword_widen_below``) is widened (``widen_again``), one statement per step: first by the
+every-word-but-one set (``near``: the memories missing one of the words, the best-ranked after
+the every-word set), then by the rarest lexeme still left out.
 On the latency benchmark's 100k-memory owner (in-process, the engine alternating with and without
 widening over 100 questions), 39 % of the questions found fewer than 10 matches and 27 % none;
 widening below 20 matches took hybrid recall@10 against the exact answer from 0.669 to 0.852 at
@@ -135,8 +136,8 @@ def never_pruned(stats: TermStats, owner: str, budget: float) -> bool:
 SQL_ANY_WORD = "(CASE WHEN t = '' THEN NULL WHEN strpos(t, '!') > 0 THEN t ELSE replace(t, ' & ', ' | ') END)"
 
 
-#: a pruned plan that finds fewer matches than this (or than the tier's limit) is widened: a
-#: default answer's worth (a retrieve request's ``limit`` defaults to 20)
+#: by default a pruned plan that finds fewer matches than this (or than the tier's limit) is
+#: widened: a default answer's worth (a retrieve request's ``limit`` defaults to 20)
 WIDEN_BELOW = 20
 #: the most widening steps of one search (each one more statement)
 MAX_WIDENING = 3
@@ -145,10 +146,10 @@ MAX_WIDENING = 3
 NEAR_MAX_LEXEMES = 8
 
 
-def widen_again(plan: MatchPlan, found: int, limit: int, step: int) -> bool:
-    """Whether a plan widened ``step`` times, which found ``found`` matches for a tier asked
-    for ``limit``, is widened once more: it found too few and still leaves a lexeme out."""
-    return bool(plan.pruned) and step < MAX_WIDENING and found < min(limit, WIDEN_BELOW)
+def widen_again(plan: MatchPlan, found: int, enough: int, step: int) -> bool:
+    """Whether a plan widened ``step`` times, which found ``found`` matches where ``enough``
+    were wanted, is widened once more: it found too few and still leaves a lexeme out."""
+    return bool(plan.pruned) and step < MAX_WIDENING and found < enough
 
 
 def keyword_plan(tsquery_text: str, stats: TermStats, owner: str, budget: float, widen: int = 0) -> MatchPlan | None:

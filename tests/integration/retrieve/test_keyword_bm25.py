@@ -110,7 +110,7 @@ async def test_a_pruned_large_owner_ranks_by_bm25_with_estimated_frequencies(poo
     assert all(s > 0 for s in scores) and scores == sorted(scores, reverse=True)
 
 
-async def test_a_pruned_plan_that_finds_too_few_is_widened(pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_pruned_plan_that_finds_too_few_is_widened(pool: asyncpg.Pool) -> None:
     """'kayak' is assumed rare but no memory holds it, and 'cycling' and 'trip' are each too common
     to keep: the pruned plan finds nothing, so it widens to the memories holding all words but one
     (and stops there: enough found), never to those holding one word only."""
@@ -122,9 +122,10 @@ async def test_a_pruned_plan_that_finds_too_few_is_widened(pool: asyncpg.Pool, m
     stats = await read_term_stats(pool)
     vis = tiers.Visibility(owner, None, None, 365)
     question = "kayak cycling trip"
-    with monkeypatch.context() as never_widened:
-        never_widened.setattr(lexemes, "MAX_WIDENING", 0)
-        assert (await tiers.keyword_search(pool, vis, question, 50, 2000, stats=stats, match_budget=500)).ranked == []
+    never_widened = await tiers.keyword_search(
+        pool, vis, question, 50, 2000, stats=stats, match_budget=500, widen_below=0
+    )
+    assert never_widened.ranked == []
     got = await tiers.keyword_search(pool, vis, question, 50, 2000, stats=stats, match_budget=500)
     assert len(got.ranked) == 50
     assert all(ids[m] in both for m, _ in got.ranked)

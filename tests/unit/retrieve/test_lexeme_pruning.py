@@ -85,11 +85,11 @@ def test_a_widened_plan_adds_the_every_word_but_one_set_then_the_rarest_words_le
 def test_widening_stops_with_enough_matches_at_the_widest_plan_or_after_max_steps() -> None:
     pruned = match_plan(["'work'", "'book'"], STATS, "big", budget=1000)
     widest = match_plan(["'work'", "'book'"], STATS, "big", budget=1000, widen=2)
-    assert widen_again(pruned, WIDEN_BELOW - 1, 100, 0)
-    assert not widen_again(pruned, WIDEN_BELOW, 100, 0)
-    assert not widen_again(pruned, 3, 3, 0)  # the tier asked for no more than it found
-    assert not widen_again(widest, 0, 100, 2)
-    assert not widen_again(pruned, 0, 100, MAX_WIDENING)
+    assert widen_again(pruned, WIDEN_BELOW - 1, WIDEN_BELOW, 0)
+    assert not widen_again(pruned, WIDEN_BELOW, WIDEN_BELOW, 0)
+    assert not widen_again(pruned, 0, 0, 0)  # widening off
+    assert not widen_again(widest, 0, WIDEN_BELOW, 2)
+    assert not widen_again(pruned, 0, WIDEN_BELOW, MAX_WIDENING)
 
 
 def test_one_word_is_never_pruned() -> None:
