@@ -18,7 +18,6 @@ import asyncpg
 from nats.aio.client import Client
 
 from services.retrieve.logic import bm25 as bm25_logic
-from services.retrieve.logic import turns as turns_logic
 from services.retrieve.logic.bm25 import (
     NO_MATCH,
     KeywordRanking,
@@ -26,7 +25,7 @@ from services.retrieve.logic.bm25 import (
     cover_of,
     estimated_frequencies,
 )
-from services.retrieve.logic.fusion import RankedList
+from services.retrieve.logic.fusion import MAX_DISTANCE, RankedList
 from services.retrieve.logic.lexemes import (
     EMPTY_STATS,
     SQL_ANY_WORD,
@@ -330,7 +329,7 @@ async def fetch_rows(
     ``turns``: also each row's ``turn``, a position among its session's stored chat turns in
     time order (``created_at`` keeps the order of turns within one event, so turns stored by
     different events are still neighbours), exact in its differences up to
-    ``turns_logic.MAX_DISTANCE``, for the ``chat_turn`` rows sharing their session with another
+    ``fusion.MAX_DISTANCE``, for the ``chat_turn`` rows sharing their session with another
     candidate (only they can boost each other as neighbours). Same statement, no second round
     trip, computed in SQL (``_rows_sql``): per such candidate, its next turns come from one short
     scan of ``memories_session_turns``, instead of numbering every turn of its sessions (~7 ms on
@@ -391,7 +390,7 @@ def _rows_sql(c: _Clauses, turns: bool) -> str:
     )
     if not turns:
         return f"SELECT {_row_columns('m')} FROM {probed}"
-    reach = turns_logic.MAX_DISTANCE
+    reach = MAX_DISTANCE
     return (
         f"WITH c AS MATERIALIZED (SELECT m.* FROM {probed}),"
         " t AS (SELECT c.*, lead(c.id) OVER w AS next_id, lag(c.id) OVER w AS previous_id"

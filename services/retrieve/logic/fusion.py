@@ -251,11 +251,18 @@ def session_boost(fused: Sequence[Fused], session_of: Mapping[str, str | None], 
     return rescored(fused, session_gains(scores_of(fused), session_of, share))
 
 
+#: the neighbour boost's weight per turn distance (±1 at 1.0, ±2 at 0.5)
+NEIGHBOUR_WEIGHTS: tuple[float, ...] = (1.0, 0.5)
+#: how far apart two chat turns of a session the boost tells apart: ``tiers.fetch_rows`` numbers
+#: the candidates so that differences of their positions are exact up to this and larger beyond
+MAX_DISTANCE = len(NEIGHBOUR_WEIGHTS)
+
+
 def neighbour_gains(
     scores: Scores,
     position_of: Mapping[str, tuple[str, int]],
     share: float = 0.0,
-    distance_weights: Sequence[float] = (1.0, 0.5),
+    distance_weights: Sequence[float] = NEIGHBOUR_WEIGHTS,
 ) -> Scores:
     """Each memory gains ``share`` x the weighted scores of its neighbouring turns.
 
@@ -289,7 +296,7 @@ def neighbour_boost(
     fused: Sequence[Fused],
     position_of: Mapping[str, tuple[str, int]],
     share: float = 0.0,
-    distance_weights: Sequence[float] = (1.0, 0.5),
+    distance_weights: Sequence[float] = NEIGHBOUR_WEIGHTS,
 ) -> list[Fused]:
     """``neighbour_gains`` over fused results, in canonical order (``share=0``: only re-sorts)."""
     return rescored(fused, neighbour_gains(scores_of(fused), position_of, share, distance_weights))

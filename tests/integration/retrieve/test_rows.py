@@ -11,7 +11,7 @@ import asyncpg
 import msgspec
 
 from services.retrieve.adapters.postgres import Visibility, fetch_rows
-from services.retrieve.logic.turns import MAX_DISTANCE
+from services.retrieve.logic.fusion import MAX_DISTANCE
 from shared.db import memories
 
 
