@@ -112,7 +112,8 @@ class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
     no_system_providers: str = ""
     #: newest full-text matches ranked per query (0 = all)
     keyword_max_candidates: Annotated[int, msgspec.Meta(ge=0)] = 2000
-    #: expected full-text matches before rare-term pruning starts (0 = off)
+    #: expected full-text matches before rare-term pruning starts; an owner with at most this many
+    #: memories is searched by testing its own rows, not the shared full-text index (0 = off)
     keyword_match_budget: Annotated[int, msgspec.Meta(ge=0)] = 1000
     #: a pruned full-text match that finds fewer than this is widened step by step (0 = never):
     #: more recall for large owners, more work for their searches

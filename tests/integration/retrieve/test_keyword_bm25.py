@@ -1,7 +1,7 @@
 """The keyword tier's BM25 on real PostgreSQL: the SQL scores as the pure reference does, a rare
 word outranks a common one, another owner's memories never change an owner's scores, the cover
-stays on ts_rank_cd's scale, a pruned large owner still ranks by BM25, and a pruned plan that
-finds too few is widened."""
+stays on ts_rank_cd's scale, an owner within the match budget is searched through its own rows,
+a pruned large owner still ranks by BM25, and a pruned plan that finds too few is widened."""
 
 from __future__ import annotations
 
@@ -90,6 +90,21 @@ async def test_a_question_without_a_lexeme_matches_nothing(pool: asyncpg.Pool) -
     await _seed(pool, owner, TEXTS)
     got = await tiers.keyword_search(pool, tiers.Visibility(owner, None, None, 365), "what is it?", 10)
     assert got.ranked == [] and got.cover == 0.0
+
+
+async def test_an_owner_within_the_budget_is_searched_through_its_own_rows(pool: asyncpg.Pool) -> None:
+    """Within the match budget the owner's rows are tested one by one instead of being looked up in
+    the GIN index (which holds every owner's rows): the same ranking, for both scorings, as the
+    index path, with another owner's matches left out of both."""
+    owner = f"bm25-small-{uuid.uuid4().hex[:8]}"
+    await _seed(pool, owner, TEXTS)
+    await _seed(pool, f"other-{uuid.uuid4().hex[:8]}", ["research camping Caroline"] * 50)
+    vis = tiers.Visibility(owner, None, None, 365)
+    question = "Caroline research camping"
+    for scoring in ("bm25", "cover_density"):
+        own_rows = await tiers.keyword_search(pool, vis, question, 10, 2000, match_budget=1000, scoring=scoring)
+        through_index = await tiers.keyword_search(pool, vis, question, 10, 2000, match_budget=0, scoring=scoring)
+        assert own_rows == through_index and len(own_rows.ranked) == 5
 
 
 async def test_a_pruned_large_owner_ranks_by_bm25_with_estimated_frequencies(pool: asyncpg.Pool) -> None:
