@@ -126,8 +126,6 @@ class Steps:
             settings.speaker_boost,
             query,
             settings.temporal_boost,
-            settings.question_penalty,
-            settings.time_mention_boost,
         )
         memories, _tokens = answer(
             ranked, got.rows, limit=10, max_tokens=settings.max_tokens, tier=lambda f: credit_tier(f, "pgvector")

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from bench import cue_fit, folds, locomo, study
+from bench import folds, locomo, study
 from bench.report import markdown_table
 from services.retrieve.logic.bm25 import KEYWORD_SCORINGS
 
@@ -33,33 +33,18 @@ def default_point() -> study.Params:
 COVERAGE = (0.0, 0.5)
 #: ``temporalBoost`` values of the grid (0 = off)
 TEMPORAL = (0.0, 0.4)
-#: the answer cues of the grid: (``questionPenalty``, ``timeMentionBoost``) off, and at the defaults
-CUES = ((0.0, 0.0), None)
 
 
 def grid() -> list[study.Params]:
     """The defaults, then score fusion over keyword scoring x depth x weight x session x neighbour
-    x speaker shares x keyword coverage x temporal share x answer cues."""
+    x speaker shares x keyword coverage x temporal share."""
     points = [default_point()]
     power = points[0].fts_coverage_power
-    cues = [c or (points[0].question_penalty, points[0].time_mention_boost) for c in CUES]
-    for scoring, depth, fts, session, neighbour, speaker, coverage, temporal, cue in itertools.product(
-        KEYWORD_SCORINGS, (50, 100), (0.5, 0.6), (0.1, 0.3), (0.3, 0.5), (0.0, 0.3, 0.6), COVERAGE, TEMPORAL, cues
+    for scoring, depth, fts, session, neighbour, speaker, coverage, temporal in itertools.product(
+        KEYWORD_SCORINGS, (50, 100), (0.5, 0.6), (0.1, 0.3), (0.3, 0.5), (0.0, 0.3, 0.6), COVERAGE, TEMPORAL
     ):
         p = study.Params(
-            "score",
-            60,
-            depth,
-            fts,
-            round(1 - fts, 2),
-            session,
-            neighbour,
-            speaker,
-            coverage,
-            power,
-            scoring,
-            temporal,
-            *cue,
+            "score", 60, depth, fts, round(1 - fts, 2), session, neighbour, speaker, coverage, power, scoring, temporal
         )
         if p != points[0]:
             points.append(p)
@@ -107,7 +92,6 @@ def evaluate_grid(cands: Sequence[study.Candidates], points: Sequence[study.Para
         "per_conversation_R@10": per_conv,
         "mean_of_conversations_R@10": round(sum(per_conv.values()) / len(per_conv), 4),
     }
-    out["answer_cues_fitted"] = cue_fit.folds(cands, points[0])
     out["grid"] = [p.as_dict() for p in points]
     return out
 
@@ -117,7 +101,6 @@ LEVERS = (
     ("keyword_scoring", "keyword_ranking", "keyword scoring"),
     ("keyword_coverage", "fts_full_coverage", "ftsFullCoverage"),
     ("temporal_boost", "temporal_boost", "temporalBoost"),
-    ("answer_cues", "question_penalty", "questionPenalty (with timeMentionBoost)"),
 )
 
 
@@ -173,26 +156,8 @@ def render(protocol: dict[str, Any]) -> str:
             f"worst fold: {worst['held_out']} R@10 {worst['R@10']}; defaults by conversation: "
             + ", ".join(f"{c} {v}" for c, v in d["per_conversation_R@10"].items()),
             *_lever_lines(protocol),
-            *_fitted_cues_line(protocol),
         ]
     )
-
-
-def _fitted_cues_line(protocol: dict[str, Any]) -> list[str]:
-    """The answer cues fitted on four conversations, scored on the fifth (``cue_fit.folds``)."""
-    fitted = protocol.get("answer_cues_fitted")
-    if not fitted:
-        return []
-    each = ", ".join(
-        f"{f['held_out']} {f['R@10']} ({f['questionPenalty']:g}/{f['timeMentionBoost']:g})" for f in fitted["folds"]
-    )
-    everything = fitted["fitted_on_all"]
-    return [
-        "answer cues fitted (logistic regression, questionPenalty/timeMentionBoost) on the other four conversations,"
-        f" the defaults' other settings: held-out R@10 {each}; mean {fitted['held_out_mean_R@10']}, worst fold"
-        f" {fitted['worst_fold']['held_out']} {fitted['worst_fold']['R@10']}; fitted on all five:"
-        f" {everything['questionPenalty']:g}/{everything['timeMentionBoost']:g}"
-    ]
 
 
 def _lever_lines(protocol: dict[str, Any]) -> list[str]:

@@ -118,7 +118,6 @@ BUILTIN_VARIANTS: dict[str, Variant] = {
         Variant("turns-only", types=("episodic",)),
         Variant("no-speaker-boost", {"speakerBoost": 0}),
         Variant("no-temporal-boost", {"temporalBoost": 0}),
-        Variant("no-answer-cues", {"questionPenalty": 0, "timeMentionBoost": 0}),
         Variant("cover-density", {"keywordRanking": "cover_density"}),
         Variant("cover-density-fts-0.5", {"keywordRanking": "cover_density", "ftsWeight": 0.5, "vecWeight": 0.5}),
         Variant(
@@ -301,8 +300,6 @@ def engine_defaults() -> dict[str, Any]:
         "vecWeight": d.vec_weight,
         "speakerBoost": d.speaker_boost,
         "temporalBoost": d.temporal_boost,
-        "questionPenalty": d.question_penalty,
-        "timeMentionBoost": d.time_mention_boost,
         "ftsFullCoverage": d.fts_full_coverage,
         "ftsCoveragePower": d.fts_coverage_power,
         "keywordRanking": d.keyword_ranking,

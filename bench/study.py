@@ -48,8 +48,6 @@ class Params:
     fts_coverage_power: float = 4.0
     keyword_ranking: KeywordScoring = "bm25"
     temporal_boost: float = 0.0
-    question_penalty: float = 0.0
-    time_mention_boost: float = 0.0
 
     def label(self) -> str:
         if self.fusion == "rrf":
@@ -58,12 +56,9 @@ class Params:
             head = f"score depth={self.depth} fts={self.fts_weight:g} vec={self.vec_weight:g}"
             if self.fts_full_coverage > 0:
                 head += f" coverage={self.fts_full_coverage:g}^{self.fts_coverage_power:g}"
-        tail = ""
-        if self.question_penalty or self.time_mention_boost:
-            tail = f" question={self.question_penalty:g} time={self.time_mention_boost:g}"
         return (
             f"{self.keyword_ranking} {head} session={self.session_boost:g} neighbour={self.neighbour_boost:g}"
-            f" speaker={self.speaker_boost:g} temporal={self.temporal_boost:g}{tail}"
+            f" speaker={self.speaker_boost:g} temporal={self.temporal_boost:g}"
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -86,8 +81,6 @@ def defaults(s: MemorySettings | None = None) -> Params:
         s.fts_coverage_power,
         s.keyword_ranking,
         s.temporal_boost,
-        s.question_penalty,
-        s.time_mention_boost,
     )
 
 
@@ -108,8 +101,6 @@ def settings(p: Params) -> MemorySettings:
         fts_coverage_power=p.fts_coverage_power,
         keyword_ranking=p.keyword_ranking,
         temporal_boost=p.temporal_boost,
-        question_penalty=p.question_penalty,
-        time_mention_boost=p.time_mention_boost,
     )
 
 
@@ -133,17 +124,7 @@ def rank(c: Candidates, p: Params) -> tuple[str | None, ...]:
     query = normalize_query(c.qa.question)
     fused = fuse_lists(lists, settings(p), query, keyword.cover)
     rows = {f.memory_id: c.rows[f.memory_id] for f in fused if f.memory_id in c.rows}
-    ranked = boost(
-        fused,
-        rows,
-        p.session_boost,
-        p.neighbour_boost,
-        p.speaker_boost,
-        query,
-        p.temporal_boost,
-        p.question_penalty,
-        p.time_mention_boost,
-    )
+    ranked = boost(fused, rows, p.session_boost, p.neighbour_boost, p.speaker_boost, query, p.temporal_boost)
     present = [f.memory_id for f in ranked if f.memory_id in rows][:LIMIT]
     return tuple(c.dia.get(i) for i in present)
 

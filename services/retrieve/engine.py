@@ -245,19 +245,8 @@ class Engine:
         """Hybrid re-scoring: a share of the best score of a result's session, of the scores of its
         neighbouring turns and of its own score when the question names its speaker (the owner's
         ``sessionBoost``/``neighbourBoost``/``speakerBoost``; 0 turns one off), and of its own score
-        when the question asks when and the result says when (``temporalBoost``), and the answer
-        cues (``questionPenalty``, ``timeMentionBoost``)."""
-        return boost(
-            ranked,
-            rows,
-            s.session_boost,
-            s.neighbour_boost,
-            s.speaker_boost,
-            query,
-            s.temporal_boost,
-            s.question_penalty,
-            s.time_mention_boost,
-        )
+        when the question asks when and the result says when (``temporalBoost``)."""
+        return boost(ranked, rows, s.session_boost, s.neighbour_boost, s.speaker_boost, query, s.temporal_boost)
 
     def _observe(self, strategy: Strategy, attempts: list[Attempt], total_ms: float, results: int) -> None:
         for attempt in attempts:

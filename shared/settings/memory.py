@@ -94,16 +94,6 @@ class MemorySettings(msgspec.Struct, frozen=True, kw_only=True, rename="camel", 
     #: points with 0.4 alone against 0.806 (worst 0.723) off; in-sample R@10 0.804 and All@10 0.745 against
     #: 0.799 and 0.740
     temporal_boost: Share = 0.4
-    #: hybrid only: among the 40 best results, one whose text is itself a question (it ends with "?": it asks
-    #: rather than tells) loses this much of its fused score (0 = off). 0.38, with `timeMentionBoost` 0.31: fitted
-    #: together by logistic regression on the LoCoMo dev split (`bench/cue_fit.py`); fitted on four conversations
-    #: and scored on the fifth, held-out R@10 mean 0.816 (worst fold 0.746) against 0.810 (worst 0.731) without
-    #: them; in-sample R@10 0.811 and All@10 0.753 against 0.804 and 0.745
-    question_penalty: Share = 0.38
-    #: hybrid only: among the 40 best results, one whose content holds a relative time expression or a weekday
-    #: (as `temporalBoost` reads it) gains this much of fused score, whatever the question (0 = off; English cues;
-    #: see `questionPenalty`)
-    time_mention_boost: Share = 0.31
     #: chat events per second and replica an owner may publish (0 = no limit; over it the event waits in the stream)
     events_per_second: Annotated[float, msgspec.Meta(ge=0, le=100_000)] = 0.0
     #: searches (retrieve, inject) per second and replica of one owner (0 = no limit; over it: 429 `rate_limited`)

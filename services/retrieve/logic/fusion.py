@@ -9,7 +9,6 @@ best rank, then ``memory_id``.
 from __future__ import annotations
 
 import enum
-import heapq
 import math
 import operator
 import re
@@ -353,25 +352,6 @@ def temporal_gains(scores: Scores, text_of: Mapping[str, str], query: str, share
                 yield memory_id, score
 
     return _gained(scores, share, gains)
-
-
-#: the answer cues (``cue_gains``) look at this many of the best results: their weights were
-#: fitted on the top 40 of the boosted ranking
-CUE_DEPTH = 40
-
-
-def cue_gains(
-    scores: Scores, text_of: Mapping[str, str], question_penalty: float = 0.0, time_boost: float = 0.0
-) -> Scores:
-    """Answer cues over the ``CUE_DEPTH`` best of ``scores``, in fused-score points: a memory whose
-    text is itself a question (it ends with "?": it asks rather than tells) loses
-    ``question_penalty``; one whose text says when (``time_cues.says_when``) gains ``time_boost``,
-    whatever the question. Memories without a text in ``text_of`` neither gain nor lose."""
-    if question_penalty == 0 and time_boost == 0:
-        return scores
-    best = [m for m, _ in heapq.nlargest(CUE_DEPTH, scores.items(), key=operator.itemgetter(1)) if m in text_of]
-    asking = _gained(scores, question_penalty, lambda: ((m, -1.0) for m in best if text_of[m].rstrip().endswith("?")))
-    return _gained(asking, time_boost, lambda: ((m, 1.0) for m in best if says_when(text_of[m])))
 
 
 def apply_budget(items: Sequence[T], tokens_of: Callable[[T], int], max_tokens: int) -> list[T]:

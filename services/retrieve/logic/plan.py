@@ -19,7 +19,6 @@ from services.retrieve.logic.fusion import (
     RankedList,
     Strategy,
     apply_budget,
-    cue_gains,
     keyword_query_is_usable,
     neighbour_gains,
     rescored,
@@ -159,16 +158,12 @@ def boost(
     speaker_share: float = 0.0,
     query: str = "",
     temporal_share: float = 0.0,
-    question_penalty: float = 0.0,
-    time_boost: float = 0.0,
 ) -> list[Fused]:
     """Hybrid re-scoring of the fused candidates whose ``rows`` were fetched: ``session_share``
     of the best score in a result's session, then ``neighbour_share`` of its neighbouring
     turns' scores, then ``speaker_share`` of its own score when ``query`` names its speaker,
-    then ``temporal_share`` of it when ``query`` asks when and its content says when, then the
-    answer cues (``fusion.cue_gains``: ``question_penalty`` off a result that is a question,
-    ``time_boost`` onto one that says when) (0 turns each off; the engine and the quality
-    study both call this)."""
+    then ``temporal_share`` of it when ``query`` asks when and its content says when
+    (0 turns each off; the engine and the quality study both call this)."""
     scores = scores_of(ranked)
     if session_share > 0:
         scores = session_gains(scores, {i: r.session_id for i, r in rows.items()}, session_share)
@@ -177,12 +172,8 @@ def boost(
         scores = neighbour_gains(scores, positions, neighbour_share)
     if speaker_share > 0 and query:
         scores = speaker_gains(scores, {i: r.speaker for i, r in rows.items()}, query, speaker_share)
-    temporal = temporal_share > 0 and asks_when(query)
-    if temporal or question_penalty > 0 or time_boost > 0:
-        contents = {i: r.content for i, r in rows.items()}
-        if temporal:
-            scores = temporal_gains(scores, contents, query, temporal_share)
-        scores = cue_gains(scores, contents, question_penalty, time_boost)
+    if temporal_share > 0 and asks_when(query):  # the contents are read for "when" questions only
+        scores = temporal_gains(scores, {i: r.content for i, r in rows.items()}, query, temporal_share)
     return rescored(ranked, scores)  # one sort, whatever the boosts
 
 

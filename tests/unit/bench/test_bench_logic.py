@@ -81,8 +81,6 @@ def test_engine_defaults_reset_every_engine_setting() -> None:
         "vecWeight": 0.4,
         "speakerBoost": 0.6,
         "temporalBoost": 0.4,
-        "questionPenalty": 0.38,
-        "timeMentionBoost": 0.31,
         "ftsFullCoverage": 0.5,
         "ftsCoveragePower": 4.0,
         "keywordRanking": "bm25",
