@@ -10,6 +10,7 @@ the tie-break (earlier point) are fixed, so a re-run gives the same rows.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import time
 from collections.abc import Callable, Sequence
@@ -65,7 +66,9 @@ async def run_protocol(
     cands = await study.collect(dsn, nc, convs, owner_of, dia_of_event, MAX_DEPTH)
     collected_s = time.perf_counter() - started
     log(f"protocol: candidates of {len(cands)} questions read in {collected_s:.1f} s; scoring the grid ...")
-    out = evaluate_grid(cands)
+    # minutes of pure Python: in a thread, so this process's NATS connection still answers the
+    # server's pings (a blocked event loop is dropped as a stale connection)
+    out = await asyncio.to_thread(evaluate_grid, cands)
     out["seconds"] = {"collect": round(collected_s, 1), "total": round(time.perf_counter() - started, 1)}
     return out
 
