@@ -303,4 +303,7 @@ async def test_at_limit_four_three_processes_two_hundred_runs_and_a_killed_worke
     answered = Counter(name for name, _, _ in calls)
     victim_done = sum(1 for r in rows if r["owner"] == victim and r["status"] == "noop")
     assert answered[victim] == victim_done  # a redone run asked once more; the cut call was never answered
-    assert all(answered[o] >= 4 for o in owners if o != victim)
+    # every other owner's finished runs were answered; a run of the killed worker that its owner's
+    # next run closed as interrupted may have died before its answer
+    finished = Counter(r["owner"] for r in rows if r["status"] == "noop")
+    assert all(answered[o] >= finished[o] >= 3 for o in owners if o != victim)
