@@ -105,6 +105,10 @@ async def test_an_owner_within_the_budget_is_searched_through_its_own_rows(pool:
         own_rows = await tiers.keyword_search(pool, vis, question, 10, 2000, match_budget=1000, scoring=scoring)
         through_index = await tiers.keyword_search(pool, vis, question, 10, 2000, match_budget=0, scoring=scoring)
         assert own_rows == through_index and len(own_rows.ranked) == 5
+    # the owner's rows are filtered by the full-text test itself, which no index can answer
+    statement = tiers._unpruned(vis, question, 10, 2000, owner_scan=True)
+    plan = [r[0].strip() for r in await pool.fetch("EXPLAIN " + tiers._bm25_sql(statement), *statement.args)]
+    assert any(line.startswith("Filter: (ts_match_vq(") for line in plan), plan
 
 
 async def test_a_pruned_large_owner_ranks_by_bm25_with_estimated_frequencies(pool: asyncpg.Pool) -> None:
