@@ -3,7 +3,8 @@
 A *text kind* says what is embedded for a chat turn (``TEXTS``): the turn as stored
 (``plain``: what the embed job embeds today), the turn without its ``"[<date>] <speaker>: "``
 prefix (``raw``), or the turn joined with its previous and/or next stored turns of the same
-session (``prev1`` = turns i-1..i, ``next1`` = i..i+1), each as stored, one per line.
+session (``prev1`` = turns i-1..i, ``next1`` = i..i+1, ``win1`` = i-1..i+1), each as stored, one per
+line.
 Memories that are not chat turns, or have no session, always embed their content.
 
 A *configuration* says what the dense tier searches (``configurations``): one vector per
@@ -42,8 +43,9 @@ TEXTS: dict[str, tuple[int, int, bool]] = {
     "raw": (0, 0, False),
     "prev1": (1, 0, True),
     "next1": (0, 1, True),
+    "win1": (1, 1, True),
 }
-CONTEXT_KINDS = ("prev1", "next1")
+CONTEXT_KINDS = ("prev1", "next1", "win1")
 #: the context texts mixed with (or kept next to) the plain vector
 MIXED_KINDS = CONTEXT_KINDS
 MEAN_SHARES = (0.25, 0.5, 0.75)

@@ -44,6 +44,8 @@ def test_memory_texts_windows_stay_in_their_session_and_skip_non_turns() -> None
     assert texts["b"]["raw"] == "What is its name?"
     assert texts["b"]["prev1"] == f"{A}\n{B}"
     assert texts["b"]["next1"] == f"{B}\n{C}"
+    assert texts["b"]["win1"] == f"{A}\n{B}\n{C}"
+    assert texts["a"]["win1"] == f"{A}\n{B}"
     assert texts["a"]["prev1"] == A  # nothing before the first turn of a session
     assert texts["c"]["next1"] == C  # the next session's turn is not a neighbour
     assert texts["d"]["prev1"] == D
@@ -54,7 +56,7 @@ def test_configurations_start_with_today_and_name_their_families() -> None:
     configs = logic.configurations()
     assert configs[0].name == "text:plain" and configs[0].family == "text:plain"
     names = {c.name for c in configs}
-    assert {"text:raw", "text:next1", "mean:next1:0.5", "max:prev1"} <= names
+    assert {"text:raw", "text:next1", "text:win1", "mean:next1:0.5", "max:prev1", "max:win1"} <= names
     assert logic.Config("text", "next1").family == "text:context"
     assert logic.Config("mean", "prev1", 0.25).family == "mean:*"
 
