@@ -3,8 +3,8 @@
 A *text kind* says what is embedded for a chat turn (``TEXTS``): the turn as stored
 (``plain``: what the embed job embeds today), the turn without its ``"[<date>] <speaker>: "``
 prefix (``raw``), or the turn joined with its previous and/or next stored turns of the same
-session (``prev1`` = turns i-1..i, ``next1`` = i..i+1, ``win1`` = i-1..i+1), each as stored, one per
-line.
+session (``prev1`` = turns i-1..i, ``next1`` = i..i+1, ``win1`` = i-1..i+1), each as stored,
+one per line.
 Memories that are not chat turns, or have no session, always embed their content.
 
 A *configuration* says what the dense tier searches (``configurations``): one vector per
