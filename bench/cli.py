@@ -20,7 +20,7 @@ import click
 from bench.latency import STRATEGIES as LATENCY_STRATEGIES
 from bench.quality import BUILTIN_VARIANTS, STRATEGIES
 from memoryd.cli.common import CONTEXT_SETTINGS, activity
-from shared.errors import ConfigError, ValidationFailed
+from memoryd.errors import ConfigError, ValidationFailed
 
 
 class IntList(click.ParamType):

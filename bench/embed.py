@@ -40,15 +40,15 @@ from prometheus_client.parser import text_string_to_metric_families
 from bench.harness import embedded_servers, peak_rss_mb, proc_cpu, self_cpu, servers_cpu, wait_until
 from bench.locomo import percentile
 from bench.report import environment, markdown_table, rss_budget
+from memoryd.codec import encode
+from memoryd.connect import connect
 from memoryd.local.supervisor import Supervisor, child_env
-from shared.bus.connect import connect
-from shared.bus.rpc_client import call
-from shared.codec import encode
+from memoryd.rpc import call
+from memoryd.schemas import EmbedJob
+from memoryd.schemas.retrieval import EmbedRequest
+from memoryd.subjects import EMBED_JOBS
 from shared.db.memories import content_hash
-from shared.schemas import EmbedJob
-from shared.schemas.retrieval import EmbedRequest
 from shared.settings.env import NatsConfig
-from shared.subjects import EMBED_JOBS
 
 Log = Callable[[str], None]
 WARMUP_OWNER = "bench-warmup"

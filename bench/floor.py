@@ -19,6 +19,8 @@ from dataclasses import dataclass
 import msgspec
 from nats.aio.client import Client
 
+from memoryd.errors import DependencyDown
+from memoryd.schemas.retrieval import EmbedResult
 from services.retrieve.adapters.postgres import Visibility, fetch_rows, vector_search
 from services.retrieve.adapters.postgres_touch import Toucher
 from services.retrieve.app import DB_SESSION_STATE
@@ -28,8 +30,6 @@ from services.retrieve.logic.fusion import RankedList
 from services.retrieve.logic.plan import MemoryRow, answer, boost
 from services.retrieve.logic.plan import tier_of as credit_tier
 from shared.db.pool import create_pool
-from shared.errors import DependencyDown
-from shared.schemas.retrieval import EmbedResult
 from shared.settings.cache import SettingsCache
 from shared.settings.env import PgConfig, load
 from shared.settings.memory import MemorySettings

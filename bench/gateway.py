@@ -1,6 +1,6 @@
 """``python -m bench gateway``: what HTTP costs on top of NATS, and what the chat proxy adds.
 
-1. Search: the same ``retrieve`` request over NATS request-reply (``shared.bus.rpc_client.call``)
+1. Search: the same ``retrieve`` request over NATS request-reply (``memoryd.rpc.call``)
    and over HTTP (``POST /v1/search`` through the gateway, one pooled ``httpx`` client), at each
    concurrency, alternating NATS and HTTP rounds so both see the same machine load. Reported:
    p50/p99 and throughput per path, p50 added by HTTP and the HTTP/NATS throughput ratio.
@@ -28,10 +28,10 @@ import httpx
 from bench.harness import ServiceStack, cpu_delta, embedded_servers, wait_until
 from bench.locomo import percentile
 from bench.report import environment, markdown_table, render_peak_rss
+from memoryd.rpc import call
+from memoryd.schemas.memory import MemoryCreateRequest
+from memoryd.schemas.retrieval import RetrieveRequest
 from shared.api_keys import KeyStore, new_key, open_bucket
-from shared.bus.rpc_client import call
-from shared.schemas.memory import MemoryCreateRequest
-from shared.schemas.retrieval import RetrieveRequest
 from tests.support.fake_llm import FakeLlm
 
 SERVICES = ("ingest", "extract", "embed", "retrieve", "gateway")

@@ -26,11 +26,11 @@ import nats
 
 from bench.harness import SYNC_ALWAYS, ServiceStack, cpu_delta, embedded_servers, wait_until
 from bench.report import environment, markdown_table, render_peak_rss
+from memoryd.codec import encode
+from memoryd.schemas import ChatEvent, ChatMessage
+from memoryd.subjects import CHAT_EVENTS, MSG_ID_HEADER, chat_msg_id
 from shared.bus.provision import ensure_streams
-from shared.codec import encode
-from shared.schemas import ChatEvent, ChatMessage
 from shared.settings.env import NatsConfig
-from shared.subjects import CHAT_EVENTS, MSG_ID_HEADER, chat_msg_id
 
 
 def bench_events(n: int, owners: int = 50) -> list[ChatEvent]:

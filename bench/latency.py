@@ -52,10 +52,10 @@ from bench import synth
 from bench.harness import ServiceStack, cpu_delta, wait_until
 from bench.locomo import percentile
 from bench.report import environment, markdown_table, render_peak_rss
-from shared.bus.rpc_client import call
+from memoryd.rpc import call
+from memoryd.schemas.retrieval import EmbedRequest, EmbedResult, RetrieveRequest
 from shared.db.memories import content_hash
 from shared.db.pool import init_connection
-from shared.schemas.retrieval import EmbedRequest, EmbedResult, RetrieveRequest
 from shared.vectors import pgvector_sql as vsql
 from shared.vectors.pgvector import PgVectorStore
 

@@ -23,8 +23,8 @@ from typing import Any
 from bench import locomo, paraphrase_data, quality
 from bench.harness import ServiceStack
 from bench.report import environment, markdown_table
-from shared.bus.rpc_client import call
-from shared.schemas.retrieval import RetrieveRequest, RetrieveResult
+from memoryd.rpc import call
+from memoryd.schemas.retrieval import RetrieveRequest, RetrieveResult
 
 SPEAKER = "Sam"
 PER_SESSION = 20

@@ -41,8 +41,8 @@ from bench.paraphrase_data import STOPWORDS
 from bench.peers_mem0 import DATABASE, UNROUTABLE_URL, Mem0Peer, database_dsn, installed_version
 from bench.report import environment, markdown_table
 from memoryd.client import MemoryClient
-from shared.bus.rpc_client import call
-from shared.schemas.retrieval import RetrieveRequest, RetrieveResult
+from memoryd.rpc import call
+from memoryd.schemas.retrieval import RetrieveRequest, RetrieveResult
 
 ENGINES = ("memoryd", "mem0")
 LIMIT = 10

@@ -36,13 +36,13 @@ from bench import locomo
 from bench.harness import ServiceStack, wait_until
 from bench.report import environment, markdown_table
 from memoryd.client import MemoryClient
-from shared.bus.rpc_client import call
-from shared.schemas.events import ChatEvent, ChatMessage
-from shared.schemas.retrieval import RetrieveRequest, RetrieveResult
+from memoryd.rpc import call
+from memoryd.schemas.events import ChatEvent, ChatMessage
+from memoryd.schemas.retrieval import RetrieveRequest, RetrieveResult
+from memoryd.subjects import EXTRACT_CONSUMER, JOBS_STREAM
 from shared.settings.cache import announce_change
 from shared.settings.memory import GLOBAL_OWNER, MemorySettings
 from shared.settings.store import put_values
-from shared.subjects import EXTRACT_CONSUMER, JOBS_STREAM
 from shared.tokens import estimate_tokens
 
 LIMIT = 20

@@ -40,10 +40,10 @@ from bench import synth
 from bench.harness import ServiceStack, cpu_delta, embedded_servers
 from bench.report import environment, markdown_table, render_peak_rss
 from bench.sleep_owners import measure, owner_name, render_owners, seed_owners
-from shared.bus.rpc_client import call
+from memoryd.rpc import call
+from memoryd.schemas.ops import SleepRunRequest
 from shared.db.memories import content_hash
 from shared.db.pool import create_pool
-from shared.schemas.ops import SleepRunRequest
 from shared.settings.env import PgConfig
 from shared.vectors.pgvector import PgVectorStore
 from tests.support.fake_llm import FakeLlm

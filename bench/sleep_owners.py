@@ -24,9 +24,9 @@ import numpy as np
 from pgvector import Vector
 
 from bench.report import markdown_table
-from shared.bus.rpc_client import call
+from memoryd.rpc import call
+from memoryd.schemas.ops import SleepRunRequest
 from shared.db.memories import content_hash
-from shared.schemas.ops import SleepRunRequest
 
 Log = Callable[[str], None]
 DIM = 384

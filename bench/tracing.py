@@ -25,8 +25,8 @@ from bench import synth
 from bench.harness import ServiceStack
 from bench.latency import LIMIT, _summary, active_signature, drive, embed_texts, load, scenarios
 from bench.report import environment, markdown_table
-from shared.bus.rpc_client import call
-from shared.schemas.retrieval import RetrieveRequest
+from memoryd.rpc import call
+from memoryd.schemas.retrieval import RetrieveRequest
 from tests.support.otlp import OtlpCollector
 
 MODES = ("off", "on")

@@ -1,11 +1,13 @@
 """memoryd: long-term memory for LLM applications.
 
-``from memoryd import MemoryClient`` is what an application needs (see ``memoryd.client``);
-the typed errors it raises are here too. Importing this package loads no server dependency.
+``from memoryd import MemoryClient`` is what an application needs (see ``memoryd.client``); the
+wire contract it speaks (``memoryd.schemas``, ``memoryd.subjects``) and every typed error it raises
+(``memoryd.errors``) are here too. This package imports nothing of the server: an install without
+the ``server`` extra is a complete client.
 """
 
 from memoryd.client import MemoryClient
-from shared.errors import (
+from memoryd.errors import (
     BudgetExceeded,
     ConfigError,
     Conflict,
@@ -13,6 +15,10 @@ from shared.errors import (
     Forbidden,
     MemorydError,
     NotFound,
+    QuotaExceeded,
+    RateLimited,
+    RemoteError,
+    SecretUnavailable,
     TooLarge,
     ValidationFailed,
 )
@@ -26,6 +32,10 @@ __all__ = [
     "MemoryClient",
     "MemorydError",
     "NotFound",
+    "QuotaExceeded",
+    "RateLimited",
+    "RemoteError",
+    "SecretUnavailable",
     "TooLarge",
     "ValidationFailed",
 ]

@@ -19,8 +19,8 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
-from shared.errors import Forbidden
-from shared.subjects import CHAT_EVENTS, OWNER_BOUND_OPS, owner_events_subject, owner_rpc_subject, rpc_subject
+from memoryd.errors import Forbidden
+from memoryd.subjects import CHAT_EVENTS, OWNER_BOUND_OPS, owner_events_subject, owner_rpc_subject, rpc_subject
 
 from .credentials import Role
 

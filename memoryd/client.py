@@ -13,7 +13,7 @@ subjects, and acting for another owner raises ``Forbidden``.
 
 ``publish_chat`` validates the event as the service will, refuses oversize ones
 (``TooLarge``) and publishes to JetStream with a ``Nats-Msg-Id`` made of the owner, the
-event id and a digest of the event (``shared.subjects.chat_msg_id``), so a retried publish
+event id and a digest of the event (``memoryd.subjects.chat_msg_id``), so a retried publish
 is stored once and no other owner's id can suppress it. Every other call is an RPC that
 returns the result Struct or raises the typed error (``NotFound``, ``ValidationFailed``,
 ``Forbidden``, ...).
@@ -37,17 +37,17 @@ import msgspec
 import nats.errors
 from nats.aio.client import Client
 
+from memoryd import tracing
 from memoryd.access import Access, PermissionWatch
+from memoryd.codec import decode, encode
+from memoryd.connect import NatsEndpoint, connect
 from memoryd.credentials import Role, resolve
-from shared.bus.connect import connect
-from shared.bus.rpc_client import call
-from shared.codec import decode, encode
-from shared.errors import DependencyDown, TooLarge, ValidationFailed
-from shared.observability import tracing
-from shared.schemas import HEALTH_OP, RpcOp
-from shared.schemas.base import MAX_PAYLOAD_BYTES
-from shared.schemas.events import ChatEvent, ChatMessage
-from shared.schemas.memory import (
+from memoryd.errors import DependencyDown, TooLarge, ValidationFailed
+from memoryd.rpc import call
+from memoryd.schemas import HEALTH_OP, RpcOp
+from memoryd.schemas.base import MAX_PAYLOAD_BYTES
+from memoryd.schemas.events import ChatEvent, ChatMessage
+from memoryd.schemas.memory import (
     ImportLineError,
     MemoryClearRequest,
     MemoryClearResult,
@@ -69,7 +69,7 @@ from shared.schemas.memory import (
     MemoryUpdateRequest,
     MemoryUpdateResult,
 )
-from shared.schemas.ops import (
+from memoryd.schemas.ops import (
     CleanupRequest,
     CleanupResult,
     EngineStatusRequest,
@@ -79,9 +79,8 @@ from shared.schemas.ops import (
     SummarizeRequest,
     SummarizeResult,
 )
-from shared.schemas.retrieval import InjectRequest, InjectResult, RetrieveRequest, RetrieveResult
-from shared.settings.env import NatsConfig
-from shared.subjects import MSG_ID_HEADER, chat_msg_id, rpc_subject
+from memoryd.schemas.retrieval import InjectRequest, InjectResult, RetrieveRequest, RetrieveResult
+from memoryd.subjects import MSG_ID_HEADER, chat_msg_id, rpc_subject
 
 #: Imports are sent in requests of at most this many bytes of lines (well under the payload limit).
 IMPORT_CHUNK_BYTES = 2 * 1024 * 1024
@@ -151,7 +150,7 @@ class MemoryClient:
         )
         watch = PermissionWatch()
         nc = await connect(
-            NatsConfig(url=creds.url, user=creds.user, password=creds.password),
+            NatsEndpoint(url=creds.url, user=creds.user, password=creds.password),
             name,
             reconnect_forever=False,
             on_error=watch.on_error,

@@ -11,7 +11,7 @@
 
 A credentials file is JSON ``{"url", "user", "password", "inbox_prefix", "owners"}``:
 ``owners`` absent or null is the application role (acts for any owner it serves); a list
-binds the user to those owners (owner-bound subjects, see ``shared/subjects.py``).
+binds the user to those owners (owner-bound subjects, see ``memoryd/subjects.py``).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 import msgspec
 
-from shared.errors import ConfigError
-from shared.nats_auth import CLIENT_ROLE, OPERATOR_ROLE, inbox_prefix
+from memoryd.errors import ConfigError
+from memoryd.subjects import CLIENT_ROLE, OPERATOR_ROLE, inbox_prefix
 
 #: The credentials file ``memoryd up`` writes for applications, in its data directory.
 CLIENT_CREDENTIALS_FILE = "client.json"

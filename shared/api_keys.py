@@ -23,9 +23,10 @@ from nats.js.api import KeyValueConfig
 from nats.js.errors import KeyNotFoundError, NotFoundError
 from nats.js.kv import KeyValue
 
+from memoryd.errors import NotFound, ValidationFailed
+from memoryd.schemas.base import Owner
+
 from .bus.kv_keys import all_keys
-from .errors import NotFound, ValidationFailed
-from .schemas.base import Owner
 
 API_KEYS_BUCKET = "MEM_API_KEYS"
 KEY_PREFIX = "mk_"

@@ -25,9 +25,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
-from .nats_auth import CLIENT_ROLE, OPERATOR_ROLE, SERVICE_ROLES, bound_client_permissions, role_permissions
-from .schemas import HEALTH_OP, RPC_OPS
-from .subjects import (
+from memoryd.schemas import HEALTH_OP, RPC_OPS
+from memoryd.subjects import (
     ACTIVITY_BUCKET,
     ACTIVITY_PREFIX,
     CHAT_EVENTS,
@@ -43,6 +42,8 @@ from .subjects import (
     SETTINGS_CHANGED,
     SLEEP_JOBS,
 )
+
+from .nats_auth import CLIENT_ROLE, OPERATOR_ROLE, SERVICE_ROLES, bound_client_permissions, role_permissions
 
 Action = Literal["publish", "subscribe", "request"]
 Scope = Literal["own", "other", "global"]

@@ -7,7 +7,7 @@ command, so ``preload()`` (run by the ``services`` package before any service mo
 nats-py and structlog with those packages hidden and marks httpx's command-line module as
 absent: a service process carries none of them unless it uses one itself (the gateway's chat
 proxy imports aiohttp on its own). A ``ws://`` or ``wss://`` NATS URL gets the WebSocket
-transport back at connect (``websocket_transport``).
+transport back at connect (``memoryd.connect.websocket_transport``).
 """
 
 from __future__ import annotations
@@ -47,13 +47,3 @@ def preload() -> None:
         if library not in sys.modules:
             with hidden(*extras):
                 importlib.import_module(library)
-
-
-def websocket_transport(url: str) -> None:
-    """Give nats-py its WebSocket transport back when ``url`` (comma-separated servers) names a
-    ``ws://`` or ``wss://`` server; ImportError when aiohttp is not installed."""
-    if not any(server.strip().lower().startswith(("ws://", "wss://")) for server in url.split(",")):
-        return
-    transport = importlib.import_module("nats.aio.transport")
-    if getattr(transport, "aiohttp", None) is None:
-        setattr(transport, "aiohttp", importlib.import_module("aiohttp"))  # noqa: B010 (a module global)

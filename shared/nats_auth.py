@@ -19,9 +19,9 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memoryd.subjects import CLIENT_ROLE, OPERATOR_ROLE, inbox_prefix
+
 SERVICE_ROLES = ("ingest", "extract", "embed", "retrieve", "sleep", "gateway")
-CLIENT_ROLE = "client"
-OPERATOR_ROLE = "operator"
 
 _JS = ["$JS.API.>", "$JS.ACK.>", "$JS.FC.>", "$SRV.>", "mem.v1.dlq.>"]
 _SERVICE_SUB = ["$SRV.>", "mem.v1.rpc.health", "mem.v1.settings.changed"]
@@ -29,11 +29,6 @@ CLIENT_RPC_OPS = ("retrieve", "inject", "memory.*", "health")
 #: bcrypt work factor of the hashes in auth.conf: nats-server checks one per connection
 #: (measured ~0.4 s at 11 on this 2-vCPU machine under load, half that at 10).
 BCRYPT_COST = 10
-
-
-def inbox_prefix(user: str) -> str:
-    """Each user's private reply-subject prefix (``_INBOX.<user>``)."""
-    return f"_INBOX.{user}"
 
 
 def _service(name: str, publish: list[str], subscribe: list[str]) -> dict[str, object]:

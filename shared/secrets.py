@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from shared.errors import ConfigError, SecretUnavailable
+from memoryd.errors import ConfigError, SecretUnavailable
 from shared.settings.env import SecretsConfig
 
 if TYPE_CHECKING:

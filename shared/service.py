@@ -26,17 +26,17 @@ import msgspec
 from nats.aio.client import Client
 from nats.js import JetStreamContext
 
+from memoryd.connect import connect
+from memoryd.errors import ConfigError
+from memoryd.schemas.ops import HealthResult
 from shared.settings.env import ServiceConfig, load_service_config
 
 from . import __version__, native_heap
-from .bus.connect import connect
 from .bus.provision import ensure_streams
 from .bus.rpc import RpcServer
-from .errors import ConfigError
+from .observability.exporter import setup as setup_tracing
 from .observability.logging import configure, get_logger, redact_text
 from .observability.metrics import UP, Collector, serve_metrics, service_registry
-from .observability.tracing import setup as setup_tracing
-from .schemas.ops import HealthResult
 from .secrets import Keyring
 
 log = get_logger(__name__)

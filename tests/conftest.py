@@ -11,9 +11,9 @@ import asyncpg
 import pytest
 from nats.aio.client import Client
 
+from memoryd.connect import connect
 from memoryd.local.nats import EmbeddedNats
 from memoryd.local.postgres import EmbeddedPostgres
-from shared.bus.connect import connect
 from shared.db.pool import create_pool
 from shared.settings.env import NatsConfig, PgConfig, ServiceConfig
 from tests.support.stack import fresh_database, service_config

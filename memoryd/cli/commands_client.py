@@ -30,9 +30,9 @@ from memoryd.cli.common import (
     with_client,
 )
 from memoryd.client import MemoryClient
-from shared.errors import ValidationFailed
-from shared.schemas.base import MEMORY_STATES, MEMORY_TYPES, Role
-from shared.schemas.memory import MemoryImportResult, MemoryRecord
+from memoryd.errors import ValidationFailed
+from memoryd.schemas.base import MEMORY_STATES, MEMORY_TYPES, Role
+from memoryd.schemas.memory import MemoryImportResult, MemoryRecord
 
 ROLES: tuple[str, ...] = Role.__args__  # type: ignore[attr-defined]
 

@@ -19,15 +19,18 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
 import click
 
 from memoryd.cli.common import CONTEXT_SETTINGS, data_dir
 from memoryd.credentials import ClientCredentials, split_url, write_file
-from shared.errors import ConfigError
-from shared.nats_auth import Credentials, inbox_prefix
+from memoryd.errors import ConfigError
+from memoryd.subjects import inbox_prefix
+
+if TYPE_CHECKING:
+    from shared.nats_auth import Credentials
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -38,6 +41,7 @@ def _data_dir_option(f: F) -> F:
 
 def _load(where: Path) -> Credentials:
     from memoryd.local.up import credentials_file
+    from shared.nats_auth import Credentials
 
     if not credentials_file(where).exists():
         raise ConfigError("--data-dir", f"no credentials in {where}: run `memoryd up` there first")

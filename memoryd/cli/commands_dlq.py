@@ -32,7 +32,7 @@ _WIRE_HELP = "print the result as it came over the wire"
 
 
 async def _call(nats_url: str | None, data_dir: str | None, op: str, request: Any, timeout: float) -> Any:
-    from shared.bus.rpc_client import call
+    from memoryd.rpc import call
 
     nc = await nats_connection(nats_url, data_dir)
     try:
@@ -74,7 +74,7 @@ def list_(
     stage: str | None, limit: int, as_json: bool, timeout: float, nats_url: str | None, data_dir: str | None
 ) -> int:
     """Dead letters, oldest first."""
-    from shared.schemas.dlq import DlqListRequest, DlqListResult
+    from memoryd.schemas.dlq import DlqListRequest, DlqListResult
 
     async def go() -> int:
         result: DlqListResult = await _call(
@@ -113,7 +113,7 @@ def list_(
 @nats_options
 def show(seq: int, as_json: bool, timeout: float, nats_url: str | None, data_dir: str | None) -> int:
     """One dead letter: where it failed, why, and the original message."""
-    from shared.schemas.dlq import DlqShowRequest, DlqShowResult
+    from memoryd.schemas.dlq import DlqShowRequest, DlqShowResult
 
     async def go() -> int:
         result: DlqShowResult = await _call(nats_url, data_dir, "show", DlqShowRequest(seq=seq), timeout)
@@ -146,7 +146,7 @@ def replay(
 
     Each letter leaves the DLQ once JetStream has acknowledged it again.
     """
-    from shared.schemas.dlq import DlqReplayRequest, DlqReplayResult
+    from memoryd.schemas.dlq import DlqReplayRequest, DlqReplayResult
 
     request = DlqReplayRequest(**_select(seqs, stage, all_))
 
@@ -178,7 +178,7 @@ def drop(
     data_dir: str | None,
 ) -> int:
     """Delete dead letters for good."""
-    from shared.schemas.dlq import DlqDropRequest, DlqDropResult
+    from memoryd.schemas.dlq import DlqDropRequest, DlqDropResult
 
     request = DlqDropRequest(**_select(seqs, stage, all_))
 

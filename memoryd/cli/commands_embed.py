@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from memoryd.cli.common import CONTEXT_SETTINGS, nats_connection, nats_options, progress, run
-from shared.schemas.ops import ReindexRequest, ReindexResult
+from memoryd.schemas.ops import ReindexRequest, ReindexResult
 
 
 def _done(result: ReindexResult, owner: str | None, switching: bool) -> bool:
@@ -60,7 +60,7 @@ def reindex(
 
     Queues the jobs, then shows a progress bar until nothing is pending.
     """
-    from shared.bus.rpc_client import call
+    from memoryd.rpc import call
 
     async def go(nc: Any) -> int:
         async def ask(dry_run: bool) -> ReindexResult:

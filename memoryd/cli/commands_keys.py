@@ -12,22 +12,24 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from memoryd.cli.common import CONTEXT_SETTINGS, data_dir, nats_options, quiet_logs, resolve_nats_url, run
-from shared.api_keys import KeyStore, Role, new_key, open_bucket
-from shared.errors import ConfigError
+from memoryd.errors import ConfigError
+
+if TYPE_CHECKING:
+    from shared.api_keys import KeyStore, Role
 
 
 async def _store(nats_url: str | None, data_dir_flag: str | None) -> tuple[KeyStore, Any]:
-    from shared.bus.connect import connect
-    from shared.settings.env import NatsConfig
+    from memoryd.connect import NatsEndpoint, connect
+    from shared.api_keys import KeyStore, open_bucket
 
     quiet_logs()
     url = resolve_nats_url(nats_url, data_dir_flag)
-    nc = await connect(NatsConfig(url=url), "memoryd-keys", reconnect_forever=False)
+    nc = await connect(NatsEndpoint(url=url), "memoryd-keys", reconnect_forever=False)
     return KeyStore(await open_bucket(nc.jetstream())), nc
 
 
@@ -54,6 +56,8 @@ def create(
     """
     if not operator and not owner:
         raise ConfigError("--owner", "give the owner this key acts for, or --operator")
+    from shared.api_keys import new_key
+
     role: Role = "operator" if operator else "owner"
     token, record = new_key(role, owner, name=name, upstream_url=upstream)
 

@@ -30,7 +30,7 @@ from memoryd.cli.common import (
     with_client,
 )
 from memoryd.client import MemoryClient
-from shared.schemas.memory import DeletionReceipt
+from memoryd.schemas.memory import DeletionReceipt
 
 #: Candidate ids listed by a dry run before "... and N more".
 SHOWN_IDS = 50

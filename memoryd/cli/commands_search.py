@@ -25,7 +25,7 @@ from memoryd.cli.common import (
     with_client,
 )
 from memoryd.client import MemoryClient
-from shared.schemas.retrieval import RetrieveResult
+from memoryd.schemas.retrieval import RetrieveResult
 
 STRATEGIES = ("exact", "recent", "semantic", "hybrid")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from memoryd.cli.common import CONTEXT_SETTINGS
-from shared.errors import ConfigError
+from memoryd.errors import ConfigError
 
 
 @click.group("secrets", context_settings=CONTEXT_SETTINGS)

@@ -135,7 +135,7 @@ def migrate(dsn: str | None) -> int:
 @click.option("--out", default="deploy/schemas", show_default=True, metavar="DIR")
 def schemas(out: str) -> int:
     """Export the JSON Schemas of every wire message."""
-    from shared.codec import export_json_schemas
+    from memoryd.codec import export_json_schemas
 
     written = export_json_schemas(Path(out))
     print(f"wrote {len(written)} schemas to {out}")

@@ -28,15 +28,16 @@ from memoryd.cli.common import (
     with_client,
 )
 from memoryd.client import MemoryClient
-from shared.bus.rpc_client import call
-from shared.errors import ValidationFailed
-from shared.schemas.ops import SettingsGetRequest, SettingsPutRequest
-from shared.settings.memory import text_setting_names
+from memoryd.errors import ValidationFailed
+from memoryd.rpc import call
+from memoryd.schemas.ops import SettingsGetRequest, SettingsPutRequest
 
 _OWNER_HELP = "an owner's override (default: the global value)"
 
 
 def parse_value(text: str, key: str | None = None) -> Any:
+    from shared.settings.memory import text_setting_names
+
     if key is not None and text != "null" and key in text_setting_names():
         return text
     try:

@@ -25,7 +25,7 @@ from memoryd.cli.common import (
     run,
     table,
 )
-from shared.schemas.ops import SleepRunRecord
+from memoryd.schemas.ops import SleepRunRecord
 
 _PHASE_ORDER = (
     "conflict_resolution",
@@ -93,8 +93,8 @@ def sleep() -> None:
 @nats_options
 def run_(owner: str, wait: bool, timeout: float, as_json: bool, nats_url: str | None, data_dir: str | None) -> int:
     """Queue a consolidation run for an owner."""
-    from shared.bus.rpc_client import call
-    from shared.schemas.ops import SleepRunRequest, SleepRunResult
+    from memoryd.rpc import call
+    from memoryd.schemas.ops import SleepRunRequest, SleepRunResult
 
     async def go() -> int:
         nc = await nats_connection(nats_url, data_dir)
@@ -127,8 +127,8 @@ def run_(owner: str, wait: bool, timeout: float, as_json: bool, nats_url: str | 
 @nats_options
 def status(owner: str | None, limit: int, as_json: bool, nats_url: str | None, data_dir: str | None) -> int:
     """Recorded runs, newest first."""
-    from shared.bus.rpc_client import call
-    from shared.schemas.ops import SleepStatusRequest, SleepStatusResult
+    from memoryd.rpc import call
+    from memoryd.schemas.ops import SleepStatusRequest, SleepStatusResult
 
     async def go() -> int:
         nc = await nats_connection(nats_url, data_dir)

@@ -35,8 +35,8 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from shared.codec import encode
-from shared.errors import ConfigError
+from memoryd.codec import encode
+from memoryd.errors import ConfigError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -108,10 +108,16 @@ def run(coro: Coroutine[Any, Any, int | None]) -> int:
 
 def quiet_logs() -> None:
     """Library logs at error level on stderr: stdout stays the command's output."""
-    from shared.observability.logging import configure
-    from shared.settings.env import LogConfig
+    import logging
 
-    configure("cli", LogConfig(level="error", format="console"))
+    import structlog
+
+    logging.getLogger().setLevel(logging.ERROR)  # no handler: logging's last resort writes to the current stderr
+    structlog.configure(
+        wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR),
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        cache_logger_on_first_use=False,
+    )
 
 
 def with_client(
@@ -147,12 +153,11 @@ def with_client(
 
 async def nats_connection(nats_url: str | None, data_dir_flag: str | None) -> Any:
     """A plain NATS connection for the operator commands (``ConfigError`` when nothing answers)."""
-    from shared.bus.connect import connect
-    from shared.settings.env import NatsConfig
+    from memoryd.connect import NatsEndpoint, connect
 
     quiet_logs()
     url = resolve_nats_url(nats_url, data_dir_flag)
-    return await connect(NatsConfig(url=url), "memoryd-cli", reconnect_forever=False)
+    return await connect(NatsEndpoint(url=url), "memoryd-cli", reconnect_forever=False)
 
 
 # --- output ----------------------------------------------------------------------------------

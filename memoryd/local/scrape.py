@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from memoryd.errors import ConfigError
 from memoryd.local.process import port_in_use
-from shared.errors import ConfigError
 
 TARGETS_FILE = "prometheus-targets.json"
 DEFAULT_METRICS_PORT = 9464

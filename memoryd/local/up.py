@@ -33,14 +33,15 @@ import asyncpg
 import nats
 
 from memoryd.credentials import ClientCredentials, client_credentials_file, write_file
+from memoryd.errors import ConfigError
 from memoryd.local.nats import EmbeddedNats
 from memoryd.local.postgres import EmbeddedPostgres
 from memoryd.local.scrape import metrics_ports, write_targets
 from memoryd.local.supervisor import Supervisor, child_env
+from memoryd.redact import redact_text
+from memoryd.subjects import CLIENT_ROLE, OPERATOR_ROLE, inbox_prefix
 from shared.db.migrate import migrate
-from shared.errors import ConfigError
-from shared.nats_auth import CLIENT_ROLE, OPERATOR_ROLE, Credentials, inbox_prefix, render_authorization
-from shared.observability.logging import redact_text
+from shared.nats_auth import Credentials, render_authorization
 from shared.secrets import KEY_ENV, KEY_FILE_ENV, generate_key
 
 SERVICES = ("ingest", "extract", "embed", "retrieve", "sleep", "gateway")

@@ -21,10 +21,10 @@ from collections.abc import Mapping
 
 import msgspec
 
+from memoryd.schemas import RPC_OPS, EmbedJob
 from services.embed.engine_switch import EngineSwitch, locations, source_info, startup_engine
 from shared.bus.consumer import PullConsumer, consumer_spec
 from shared.observability.metrics import CONSUMER, EMBED_BATCH, EMBED_CACHE, EMBED_SECONDS, EMBED_SKIPPED, EMBED_TEXTS
-from shared.schemas import RPC_OPS, EmbedJob
 from shared.service import ServiceContext
 from shared.settings.engine import EMBED_ENV_PREFIX
 from shared.settings.env import DATA_ENV_PREFIX, DataConfig, load

@@ -26,11 +26,11 @@ from typing import Any
 
 import asyncpg
 
+from memoryd.errors import ConfigError, ValidationFailed
 from services.embed.handlers import Jobs, Queries
 from services.embed.reindex import Signatures
 from services.embed.settings import EmbedSettings
 from services.embed.sources import EmbedSource, Inference, build_source, source_for_signature
-from shared.errors import ConfigError, ValidationFailed
 from shared.observability.logging import get_logger
 from shared.settings.engine import EngineChoice, qdrant_location, usable_engine
 from shared.settings.env import QdrantConfig, ServiceConfig

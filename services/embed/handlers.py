@@ -24,15 +24,15 @@ from collections.abc import Sequence
 import asyncpg
 from nats.js import JetStreamContext
 
+from memoryd import tracing
+from memoryd.codec import encode
+from memoryd.schemas import EmbedJob
+from memoryd.schemas.retrieval import EmbedRequest, EmbedResult
+from memoryd.subjects import EMBED_JOBS
 from services.embed.adapters import postgres as db
 from shared.bus.consumer import JobContext
-from shared.codec import encode
-from shared.observability import tracing
 from shared.observability.logging import get_logger
 from shared.observability.metrics import EMBED_CACHE, EMBED_SKIPPED, EMBED_TEXTS
-from shared.schemas import EmbedJob
-from shared.schemas.retrieval import EmbedRequest, EmbedResult
-from shared.subjects import EMBED_JOBS
 from shared.vectors.cache import Vector, VectorCache
 from shared.vectors.pgvector import mark_embedded
 from shared.vectors.port import VectorItem, VectorStore

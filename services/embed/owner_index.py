@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 import asyncpg
 from cachetools import TTLCache
 
-from shared.errors import MemorydError
+from memoryd.errors import MemorydError
 from shared.observability.logging import get_logger
 from shared.vectors.pgvector import PgVectorStore
 from shared.vectors.port import VectorStore

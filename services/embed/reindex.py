@@ -38,14 +38,14 @@ from typing import Any
 import asyncpg
 from nats.js import JetStreamContext
 
+from memoryd.codec import encode
+from memoryd.errors import Conflict
+from memoryd.schemas import EmbedJob
+from memoryd.schemas.ops import ReindexRequest, ReindexResult
+from memoryd.subjects import EMBED_JOBS, MSG_ID_HEADER
 from services.embed.adapters import postgres as db
-from shared.codec import encode
-from shared.errors import Conflict
 from shared.observability.logging import get_logger
-from shared.schemas import EmbedJob
-from shared.schemas.ops import ReindexRequest, ReindexResult
 from shared.settings.engine import reattached
-from shared.subjects import EMBED_JOBS, MSG_ID_HEADER
 from shared.vectors.port import VectorStore
 
 from .logic import MetaAction, meta_action, reindex_msg_id

@@ -30,7 +30,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from shared.errors import ConfigError, DependencyDown, MemorydError
+from memoryd.errors import ConfigError, DependencyDown, MemorydError
 from shared.observability.logging import get_logger
 from shared.observability.metrics import EMBED_BATCH, EMBED_SECONDS
 

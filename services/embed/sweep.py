@@ -16,8 +16,8 @@ import contextlib
 
 from nats.js import JetStreamContext
 
+from memoryd.subjects import EMBED_CONSUMER, JOBS_STREAM
 from shared.observability.logging import get_logger
-from shared.subjects import EMBED_CONSUMER, JOBS_STREAM
 
 from .reindex import Signatures
 

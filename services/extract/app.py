@@ -14,12 +14,12 @@ from typing import Annotated
 
 import msgspec
 
+from memoryd.schemas import ExtractJob
 from services.extract.adapters.llm import LlmExtractor
 from services.extract.logic.llm_facts import MAX_INPUT_BYTES
 from shared.bus.consumer import JobContext, PullConsumer, consumer_spec
 from shared.llm import LlmClient
 from shared.observability.metrics import CONSUMER, EXTRACT_LLM_SKIPPED, FACTS, LLM
-from shared.schemas import ExtractJob
 from shared.service import ServiceContext
 from shared.settings.cache import SettingsCache
 from shared.settings.env import load

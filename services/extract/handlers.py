@@ -30,21 +30,21 @@ import nats.errors
 import structlog
 from nats.js import JetStreamContext
 
+from memoryd import tracing
+from memoryd.codec import encode
+from memoryd.errors import DependencyDown
+from memoryd.schemas import EmbedJob, ExtractJob
+from memoryd.schemas.events import Turn
+from memoryd.subjects import EMBED_JOBS, MSG_ID_HEADER, embed_msg_id
 from services.extract.adapters import postgres as store
 from services.extract.adapters.llm import LlmExtractor
 from services.extract.logic.entities import Entity, extract_entities
 from services.extract.logic.llm_facts import ValidFact
 from services.extract.logic.quota import admit
 from services.extract.logic.rules import Fact, extract_facts, fact_metadata
-from shared.codec import encode
-from shared.errors import DependencyDown
-from shared.observability import tracing
 from shared.observability.logging import get_logger
 from shared.observability.metrics import FACTS
-from shared.schemas import EmbedJob, ExtractJob
-from shared.schemas.events import Turn
 from shared.settings.memory import MemorySettings
-from shared.subjects import EMBED_JOBS, MSG_ID_HEADER, embed_msg_id
 
 log = get_logger(__name__)
 

@@ -20,9 +20,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from memoryd.errors import ConfigError
 from shared import __version__
 from shared.api_keys import KeyStore, open_bucket
-from shared.errors import ConfigError
 from shared.service import ServiceContext
 from shared.settings.env import load
 

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import msgspec
 
-from shared.schemas.base import MAX_PAYLOAD_BYTES
+from memoryd.schemas.base import MAX_PAYLOAD_BYTES
 from shared.settings.env import LlmConfig, Port
 
 Seconds = Annotated[float, msgspec.Meta(gt=0)]

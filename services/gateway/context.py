@@ -8,8 +8,8 @@ from typing import Any
 from nats.aio.client import Client
 from nats.js import JetStreamContext
 
-from shared.bus.rpc_client import call
-from shared.schemas import RpcOp
+from memoryd.rpc import call
+from memoryd.schemas import RpcOp
 
 from .adapters.keys import KeyCache
 from .adapters.upstream import Upstream

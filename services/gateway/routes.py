@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from shared.schemas import memory as m
-from shared.schemas import ops as o
-from shared.schemas import retrieval as r
+from memoryd.schemas import memory as m
+from memoryd.schemas import ops as o
+from memoryd.schemas import retrieval as r
 
 from . import schemas as g
 from .studio import schemas as studio

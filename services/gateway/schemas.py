@@ -7,9 +7,9 @@ from typing import Annotated, Any
 
 import msgspec
 
-from shared.schemas.base import MAX_MESSAGES_PER_EVENT, SessionId
-from shared.schemas.events import ChatMessage, EventId
-from shared.schemas.ops import HealthResult, SleepRunRecord
+from memoryd.schemas.base import MAX_MESSAGES_PER_EVENT, SessionId
+from memoryd.schemas.events import ChatMessage, EventId
+from memoryd.schemas.ops import HealthResult, SleepRunRecord
 
 
 class ServicesHealth(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import uvicorn
 from starlette.types import ASGIApp
 
-from shared.errors import ConfigError
+from memoryd.errors import ConfigError
 
 
 class _Server(uvicorn.Server):

@@ -17,11 +17,11 @@ from typing import Any
 
 import msgspec
 
-from shared.bus.connect import connect
-from shared.bus.rpc_client import call
-from shared.errors import ConfigError
+from memoryd.connect import connect
+from memoryd.errors import ConfigError
+from memoryd.rpc import call
+from memoryd.schemas.base import Owner
 from shared.observability.logging import configure
-from shared.schemas.base import Owner
 from shared.settings.env import LogConfig, NatsConfig
 
 from .handlers.mcp import build_mcp

@@ -15,6 +15,8 @@ from typing import Annotated
 
 import msgspec
 
+from memoryd.schemas import RPC_OPS
+from memoryd.schemas.events import ChatEvent
 from services.ingest.adapters.nats import Publisher, purge_dead_letters
 from services.ingest.adapters.stores import MemoryStores
 from services.ingest.handlers.chat import ChatIngestor
@@ -27,8 +29,6 @@ from shared.bus.consumer import PullConsumer, consumer_spec
 from shared.bus.provision import ensure_activity_bucket
 from shared.llm import LlmClient
 from shared.observability.metrics import CONSUMER, DLQ_REPLAYED, EVENTS, LLM, TURNS
-from shared.schemas import RPC_OPS
-from shared.schemas.events import ChatEvent
 from shared.service import ServiceContext
 from shared.settings.cache import SettingsCache
 from shared.settings.engine import EMBED_ENV_PREFIX, EmbeddingConfig, EngineChoice

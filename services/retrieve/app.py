@@ -17,6 +17,7 @@ from collections.abc import Mapping
 
 import msgspec
 
+from memoryd.schemas import RPC_OPS
 from services.retrieve.adapters.postgres_touch import Toucher
 from services.retrieve.adapters.reads import ReadAnnouncer
 from services.retrieve.logic import injection
@@ -25,7 +26,6 @@ from shared.bus.provision import ensure_activity_bucket
 from shared.db.pool import create_pool
 from shared.llm import LlmClient
 from shared.observability.metrics import LLM, QUEUE_LAG, RETRIEVE_FALLBACKS, RETRIEVE_RESULTS, RETRIEVE_SECONDS
-from shared.schemas import RPC_OPS
 from shared.service import ServiceContext
 from shared.settings.cache import SettingsCache
 from shared.settings.env import load, refuse_retired

@@ -34,6 +34,8 @@ import msgspec
 from nats.aio.client import Client
 from nats.errors import TimeoutError as NatsTimeout
 
+from memoryd.errors import DependencyDown, MemorydError, RateLimited, ValidationFailed
+from memoryd.schemas.retrieval import EmbedResult, RetrieveRequest, RetrieveResult, Tier, TierReport
 from services.retrieve.adapters import postgres as tiers
 from services.retrieve.adapters.postgres_stats import read_term_stats
 from services.retrieve.adapters.postgres_touch import Toucher
@@ -65,11 +67,9 @@ from services.retrieve.logic.plan import (
     store_mismatch,
 )
 from services.retrieve.logic.plan import tier_of as credit_tier
-from shared.errors import DependencyDown, MemorydError, RateLimited, ValidationFailed
 from shared.observability.logging import get_logger
 from shared.observability.metrics import RETRIEVE_FALLBACKS, RETRIEVE_RESULTS, RETRIEVE_SECONDS
 from shared.ratelimit import RateLimiter
-from shared.schemas.retrieval import EmbedResult, RetrieveRequest, RetrieveResult, Tier, TierReport
 from shared.settings.memory import MemorySettings
 from shared.vectors.port import VectorStore
 

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 import msgspec
 from nats.js import JetStreamContext
 
+from memoryd.schemas.base import MAX_QUERY_CHARS
+from memoryd.schemas.events import ChatMessage
+from memoryd.schemas.ops import EngineStatusRequest, EngineStatusResult
+from memoryd.schemas.retrieval import InjectRequest, InjectResult, RetrieveRequest, RetrieveResult
 from services.retrieve.logic import injection
-from shared.schemas.base import MAX_QUERY_CHARS
-from shared.schemas.events import ChatMessage
-from shared.schemas.ops import EngineStatusRequest, EngineStatusResult
-from shared.schemas.retrieval import InjectRequest, InjectResult, RetrieveRequest, RetrieveResult
 
 from .adapters.reads import ReadAnnouncer
 from .engine import Engine

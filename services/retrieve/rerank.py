@@ -17,10 +17,10 @@ from typing import Annotated
 
 import msgspec
 
+from memoryd.errors import BudgetExceeded, DependencyDown, MemorydError
 from services.retrieve.logic import rerank as rerank_logic
 from services.retrieve.logic.fusion import Fused
 from services.retrieve.logic.plan import MemoryRow
-from shared.errors import BudgetExceeded, DependencyDown, MemorydError
 from shared.llm import LlmClient
 from shared.observability.logging import get_logger
 from shared.observability.metrics import RETRIEVE_FALLBACKS

@@ -19,13 +19,13 @@ from typing import Any
 
 from nats.js import JetStreamContext
 
+from memoryd.errors import MemorydError
+from memoryd.schemas.ops import EngineStatusRequest, EngineStatusResult
+from memoryd.schemas.retrieval import RetrieveRequest
+from memoryd.subjects import EMBED_CONSUMER, EXTRACT_CONSUMER, JOBS_STREAM
 from services.retrieve.adapters.postgres import KEYWORD_TIER_DESCRIPTION, embed_query
 from shared.db import memories
-from shared.errors import MemorydError
 from shared.observability.metrics import QUEUE_LAG
-from shared.schemas.ops import EngineStatusRequest, EngineStatusResult
-from shared.schemas.retrieval import RetrieveRequest
-from shared.subjects import EMBED_CONSUMER, EXTRACT_CONSUMER, JOBS_STREAM
 from shared.vectors.port import VectorStore
 
 from .engine import Engine

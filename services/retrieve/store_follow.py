@@ -25,10 +25,10 @@ import contextlib
 from collections.abc import Coroutine, Mapping
 from typing import Any, cast
 
+from memoryd.errors import DependencyDown
 from services.retrieve.engine import Engine
 from services.retrieve.logic.breaker import Breaker
 from services.retrieve.status import store_check
-from shared.errors import DependencyDown
 from shared.service import ServiceContext
 from shared.settings.engine import qdrant_location, reattached
 from shared.vectors.open_stores import LiveStores

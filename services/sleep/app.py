@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from threadpoolctl import threadpool_limits
 
+from memoryd.schemas import RPC_OPS
 from services.sleep.adapters.activity_kv import ActivityReader
 from services.sleep.config import SleepServiceConfig
 from services.sleep.context import Deps
@@ -21,7 +22,6 @@ from services.sleep.scheduler import Scheduler
 from shared.bus.provision import ensure_activity_bucket
 from shared.llm import LlmClient
 from shared.observability.metrics import CONSUMER, LLM, SLEEP_RUNS
-from shared.schemas import RPC_OPS
 from shared.service import ServiceContext
 from shared.settings.env import load
 from shared.settings.global_row import open_global_row

@@ -26,16 +26,16 @@ import msgspec
 import nats.errors
 from nats.js import JetStreamContext
 
+from memoryd.codec import encode
+from memoryd.errors import BudgetExceeded, DependencyDown
+from memoryd.schemas.events import EmbedJob
+from memoryd.subjects import EMBED_JOBS, MSG_ID_HEADER, embed_msg_id
 from services.sleep.adapters.activity_kv import ActivityReader, LiveActivity
 from services.sleep.config import SleepServiceConfig
 from services.sleep.logic.schedule import should_abort
 from services.sleep.logic.settings import SleepSettings
-from shared.codec import encode
-from shared.errors import BudgetExceeded, DependencyDown
 from shared.llm import LlmBadReply, LlmClient, LlmNotConfigured, LlmUnavailable
 from shared.observability.logging import get_logger
-from shared.schemas.events import EmbedJob
-from shared.subjects import EMBED_JOBS, MSG_ID_HEADER, embed_msg_id
 from shared.vectors.pgvector import PgVectorStore
 from shared.vectors.port import VectorStore
 

@@ -15,13 +15,13 @@ from datetime import UTC, datetime
 
 import asyncpg
 
+from memoryd.errors import NotFound, ValidationFailed
+from memoryd.schemas.events import SleepRun
+from memoryd.schemas.ops import SleepRunRecord, SleepRunRequest, SleepRunResult, SleepStatusRequest, SleepStatusResult
 from services.sleep import jobs, runner
 from services.sleep.adapters import postgres as store
 from services.sleep.context import Deps
 from shared.bus.consumer import JobContext
-from shared.errors import NotFound, ValidationFailed
-from shared.schemas.events import SleepRun
-from shared.schemas.ops import SleepRunRecord, SleepRunRequest, SleepRunResult, SleepStatusRequest, SleepStatusResult
 
 MODE_OFF = (
     "sleepModeEnabled is false for this owner: this run was queued because it was asked for by hand;"

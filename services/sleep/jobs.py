@@ -17,13 +17,13 @@ import asyncpg
 import nats.errors
 from nats.js import JetStreamContext
 
+from memoryd import tracing
+from memoryd.codec import encode
+from memoryd.errors import DependencyDown
+from memoryd.schemas.events import SleepRun
+from memoryd.subjects import MSG_ID_HEADER, SLEEP_JOBS
 from services.sleep.adapters import postgres as store
 from services.sleep.logic.schedule import sleep_msg_id
-from shared.codec import encode
-from shared.errors import DependencyDown
-from shared.observability import tracing
-from shared.schemas.events import SleepRun
-from shared.subjects import MSG_ID_HEADER, SLEEP_JOBS
 
 SCHEDULED_NAMESPACE: Final = uuid.UUID("5a6c3f0e-2b1d-4e8a-9c47-6d2f1b3e8a90")
 

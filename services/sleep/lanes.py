@@ -34,12 +34,12 @@ from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from nats.js.errors import BadRequestError
 
+from memoryd.errors import MemorydError
+from memoryd.schemas.events import SleepRun
 from services.sleep.adapters import postgres as store
 from services.sleep.config import SleepServiceConfig
 from shared.bus.consumer import ConsumerSpec, JobContext, PullConsumer, consumer_config, consumer_spec
-from shared.errors import MemorydError
 from shared.observability.logging import get_logger
-from shared.schemas.events import SleepRun
 from shared.settings.env import NatsConfig
 from shared.settings.memory import GLOBAL_OWNER
 

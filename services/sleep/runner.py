@@ -35,6 +35,8 @@ import asyncpg
 import msgspec
 import structlog
 
+from memoryd.errors import DependencyDown, ValidationFailed
+from memoryd.schemas.events import SleepRun
 from services.sleep.adapters import activity_kv as activity
 from services.sleep.adapters import postgres as store
 from services.sleep.context import Deps, RunAborted, RunContext, WorkerStopping
@@ -52,10 +54,8 @@ from services.sleep.receipt import (
     run_counters,
     run_receipt,
 )
-from shared.errors import DependencyDown, ValidationFailed
 from shared.observability.logging import get_logger
 from shared.observability.metrics import SLEEP_RUNS
-from shared.schemas.events import SleepRun
 
 log = get_logger(__name__)
 

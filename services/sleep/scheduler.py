@@ -15,12 +15,12 @@ import asyncio
 import contextlib
 from datetime import UTC, datetime
 
+from memoryd.errors import MemorydError
 from services.sleep import jobs
 from services.sleep.adapters import postgres as store
 from services.sleep.adapters.activity_kv import newer
 from services.sleep.context import Deps
 from services.sleep.logic.schedule import consecutive_failures, due_slot, interval_start, is_due, slot_start
-from shared.errors import MemorydError
 from shared.observability.logging import get_logger
 
 log = get_logger(__name__)

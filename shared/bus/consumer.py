@@ -38,15 +38,16 @@ from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-from .. import subjects as s
-from ..codec import decode, encode
-from ..errors import MemorydError, RateLimited, TooLarge, ValidationFailed
-from ..observability import tracing
+from memoryd import subjects as s
+from memoryd import tracing
+from memoryd.codec import decode, encode
+from memoryd.errors import MemorydError, RateLimited, TooLarge, ValidationFailed
+from memoryd.schemas import DeadLetter
+from memoryd.subjects import dlq_subject
+
 from ..observability.logging import get_logger
 from ..observability.metrics import DLQ_MESSAGES, JOB_SECONDS, JOBS, QUEUE_LAG
-from ..schemas import DeadLetter
 from ..settings.env import NatsConfig
-from ..subjects import dlq_subject
 from .age import AgeWatch
 from .transient import is_transient
 

@@ -25,9 +25,9 @@ from nats.js.api import (
 from nats.js.errors import BadRequestError, NotFoundError
 from nats.js.kv import KeyValue
 
+from memoryd import subjects as s
 from shared.settings.env import NatsConfig
 
-from .. import subjects as s
 from .consumer import consumer_config, consumer_spec
 
 DAY = 86_400.0

@@ -29,13 +29,14 @@ from nats.micro import add_service
 from nats.micro.request import Request
 from nats.micro.service import Service
 
-from ..codec import decode, encode
-from ..errors import DependencyDown, Forbidden, MemorydError, RateLimited
-from ..observability import tracing
+from memoryd import tracing
+from memoryd.codec import decode, encode
+from memoryd.errors import DependencyDown, Forbidden, MemorydError, RateLimited
+from memoryd.schemas import HEALTH_OP, RpcError, RpcOp
+from memoryd.subjects import OWNER_BOUND_OPS, REQUEST_ID_HEADER, rpc_subject
+
 from ..observability.logging import get_logger
 from ..observability.metrics import RPC_REQUESTS, RPC_SECONDS
-from ..schemas import HEALTH_OP, RpcError, RpcOp
-from ..subjects import OWNER_BOUND_OPS, REQUEST_ID_HEADER, rpc_subject
 from .transient import is_transient
 
 log = get_logger(__name__)

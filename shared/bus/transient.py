@@ -27,7 +27,7 @@ import asyncpg
 from nats.errors import Error as NatsError
 from nats.errors import TimeoutError as NatsTimeout
 
-from ..errors import DependencyDown
+from memoryd.errors import DependencyDown
 
 TRANSIENT_TYPES: tuple[type[BaseException], ...] = (
     DependencyDown,

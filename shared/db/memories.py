@@ -16,8 +16,9 @@ from typing import Any, TypeAlias
 
 import asyncpg
 
-from ..errors import Forbidden, QuotaExceeded
-from ..schemas.memory import DeletionReceipt, MemoryRecord
+from memoryd.errors import Forbidden, QuotaExceeded
+from memoryd.schemas.memory import DeletionReceipt, MemoryRecord
+
 from .derived import remove_derived
 
 #: The columns of a full ``MemoryRecord``, in SELECT form.

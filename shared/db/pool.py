@@ -10,9 +10,9 @@ from typing import Any
 import asyncpg
 from pgvector.asyncpg import register_vector
 
+from memoryd.errors import ConfigError
 from shared.settings.env import PgConfig
 
-from ..errors import ConfigError
 from ..vectors import pgvector_sql as vector_sql
 
 

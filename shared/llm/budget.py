@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from ..errors import BudgetExceeded
+from memoryd.errors import BudgetExceeded
 
 #: ``status`` values written to ``llm_audit_logs``.
 STATUS_OK = "ok"

@@ -31,9 +31,9 @@ import httpx
 import msgspec
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, wait_fixed
 
+from memoryd.errors import BudgetExceeded
 from shared.settings.env import LlmConfig
 
-from ..errors import BudgetExceeded
 from ..observability.logging import get_logger
 from ..observability.metrics import LLM_CALLS, LLM_TOKENS
 from ..tokens import estimate_tokens

@@ -1,8 +1,8 @@
-"""The errors of the LLM client, placed in the one error tree of ``shared.errors``.
+"""The errors of the LLM client, placed in the one error tree of ``memoryd.errors``.
 
     MemorydError
     ├── LlmBadReply          502  the endpoint answered, but not with what was asked for
-    ├── BudgetExceeded       429  (shared.errors) the owner's daily token budget is spent
+    ├── BudgetExceeded       429  (memoryd.errors) the owner's daily token budget is spent
     └── DependencyDown       503
         ├── LlmUnavailable        network error, timeout, 5xx, 429 or another HTTP error
         └── LlmNotConfigured      no ``MEMORYD_LLM_BASE_URL`` / ``MEMORYD_LLM_MODEL``
@@ -13,7 +13,7 @@ subclasses from here and carry on without the LLM.
 
 from __future__ import annotations
 
-from ..errors import DependencyDown, MemorydError
+from memoryd.errors import DependencyDown, MemorydError
 
 
 class LlmBadReply(MemorydError):

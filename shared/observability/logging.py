@@ -18,21 +18,13 @@ from typing import Any
 
 import structlog
 
+from memoryd.redact import REDACTED, redact_text
+from memoryd.tracing import add_trace_ids
 from shared.settings.env import LogConfig
 
-from .tracing import add_trace_ids
-
-_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)[^@\s/]+@")
-_BEARER = re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]+")
 _SECRET_NAME = re.compile(
     r"(?i)^(?:.*[_a-z])?(?:password|passwd|secret|api_?key|apikey|authorization|credentials?|access_token|auth_token|token)$"
 )
-REDACTED = "***"
-
-
-def redact_text(text: str) -> str:
-    """``text`` with URL passwords and bearer tokens replaced by ``***``."""
-    return _BEARER.sub(r"\1 " + REDACTED, _URL_PASSWORD.sub(r"\g<head>" + REDACTED + "@", text))
 
 
 def _redact(value: Any, depth: int = 0) -> Any:

@@ -27,7 +27,7 @@ from prometheus_client import (
 )
 from prometheus_client.registry import Collector
 
-from ..errors import ConfigError
+from memoryd.errors import ConfigError
 
 _LAT = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 

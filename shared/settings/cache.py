@@ -19,9 +19,9 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
+from memoryd.subjects import SETTINGS_CHANGED
 from shared.settings.memory import GLOBAL_OWNER, MemorySettings
 from shared.settings.store import effective_settings
-from shared.subjects import SETTINGS_CHANGED
 
 Loader = Callable[[str], Awaitable[MemorySettings]]
 

@@ -21,7 +21,7 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from shared.errors import ValidationFailed
+from memoryd.errors import ValidationFailed
 from shared.settings.env import QdrantConfig
 
 EmbeddingSource = Literal["auto", "local", "remote"]

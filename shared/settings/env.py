@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 
-from shared.errors import ConfigError
+from memoryd.errors import ConfigError
 
 Port = Annotated[int, msgspec.Meta(ge=0, le=65535)]
 PositiveInt = Annotated[int, msgspec.Meta(ge=1)]

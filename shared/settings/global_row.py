@@ -15,7 +15,7 @@ from typing import Any
 
 import asyncpg
 
-from shared.errors import SecretUnavailable
+from memoryd.errors import SecretUnavailable
 from shared.observability.logging import get_logger
 from shared.secrets import Keyring, is_sealed
 from shared.service import ServiceContext

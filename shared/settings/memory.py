@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 
-from shared.errors import ValidationFailed
+from memoryd.errors import ValidationFailed
 from shared.settings.engine import ENGINE_KEYS, EngineValues, global_only, parse_engine_values
 from shared.settings.sleep import SleepSettings
 

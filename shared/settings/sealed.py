@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from shared.errors import SecretUnavailable
+from memoryd.errors import SecretUnavailable
 from shared.secrets import Keyring, is_sealed, sealed_key_id
 from shared.settings.engine import REDACTED, SECRET_KEYS
 

@@ -23,11 +23,11 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
+from memoryd.subjects import SETTINGS_CHANGED
 from shared.observability.logging import get_logger
 from shared.service import ServiceContext
 from shared.settings.memory import GLOBAL_OWNER
 from shared.settings.store import read_values
-from shared.subjects import SETTINGS_CHANGED
 
 log = get_logger(__name__)
 

@@ -16,8 +16,9 @@ from typing import Any, get_args
 import numpy as np
 from numpy.typing import NDArray
 
-from ..errors import ValidationFailed
-from ..schemas.base import MemoryScope, MemoryState, MemoryType
+from memoryd.errors import ValidationFailed
+from memoryd.schemas.base import MemoryScope, MemoryState, MemoryType
+
 from .port import Pair, VectorItem
 
 MAX_DIM = 16_000  # pgvector's limit for the vector type

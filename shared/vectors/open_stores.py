@@ -19,7 +19,7 @@ from typing import Any
 import asyncpg
 import msgspec
 
-from shared.errors import ValidationFailed
+from memoryd.errors import ValidationFailed
 from shared.observability.logging import get_logger
 from shared.settings.engine import qdrant_in_use
 from shared.settings.env import QdrantConfig, ServiceConfig

@@ -58,7 +58,8 @@ from cachetools import TTLCache
 from msgspec import UNSET, UnsetType
 from pgvector import Vector
 
-from ..errors import DependencyDown, ValidationFailed
+from memoryd.errors import DependencyDown, ValidationFailed
+
 from ..observability.logging import get_logger
 from . import pgvector_sql as sql
 from .bulk_pairs import CLUSTER_SIZE, bulk_pairs

@@ -27,7 +27,8 @@ from msgspec import UNSET, UnsetType
 from qdrant_client import AsyncQdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from ..errors import DependencyDown
+from memoryd.errors import DependencyDown
+
 from . import qdrant_filters as qf
 from .common import (
     as_uuid,

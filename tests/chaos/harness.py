@@ -33,11 +33,11 @@ import nats
 from nats.aio.client import Client
 
 from bench.report import environment
-from shared.bus.rpc_client import call
-from shared.codec import encode
-from shared.schemas import HEALTH_OP, ChatEvent, ChatMessage
-from shared.schemas.ops import HealthRequest
-from shared.subjects import ALL_STREAM_SUBJECTS, CHAT_EVENTS, MSG_ID_HEADER
+from memoryd.codec import encode
+from memoryd.rpc import call
+from memoryd.schemas import HEALTH_OP, ChatEvent, ChatMessage
+from memoryd.schemas.ops import HealthRequest
+from memoryd.subjects import ALL_STREAM_SUBJECTS, CHAT_EVENTS, MSG_ID_HEADER
 
 from .faults import Fault, cluster_plan, single_plan
 from .load import SearchLoad, SleepLoad, window_stats

@@ -28,9 +28,9 @@ from nats.aio.client import Client
 from nats.errors import Error as NatsError
 
 from memoryd.client import MemoryClient
-from shared.bus.rpc_client import call
-from shared.errors import DependencyDown, MemorydError
-from shared.schemas.ops import SleepRunRequest
+from memoryd.errors import DependencyDown, MemorydError
+from memoryd.rpc import call
+from memoryd.schemas.ops import SleepRunRequest
 
 NUMBER = re.compile(r"\b(\d+)\b")
 

@@ -14,9 +14,9 @@ import asyncpg
 import msgspec
 import nats
 
-from shared.schemas import ChatEvent
-from shared.schemas.events import DeadLetter
-from shared.subjects import (
+from memoryd.schemas import ChatEvent
+from memoryd.schemas.events import DeadLetter
+from memoryd.subjects import (
     DLQ_STREAM,
     EMBED_CONSUMER,
     EVENTS_STREAM,

@@ -18,11 +18,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from memoryd.errors import ConfigError
 from memoryd.local.nats import EmbeddedNats
 from memoryd.local.postgres import EmbeddedPostgres
 from memoryd.local.supervisor import Child, Supervisor, child_env
 from memoryd.local.up import apply_migrations, ensure_database
-from shared.errors import ConfigError
 from tests.support.fake_llm import FakeLlm
 
 from .cluster import NatsCluster

@@ -13,8 +13,8 @@ import uuid
 import pytest
 
 from memoryd import Forbidden, MemoryClient
-from shared.bus.rpc_client import call
-from shared.schemas.retrieval import RetrieveRequest
+from memoryd.rpc import call
+from memoryd.schemas.retrieval import RetrieveRequest
 from tests.support.up import RunningUp, clean_env, memoryd_cli
 
 pytestmark = pytest.mark.slow

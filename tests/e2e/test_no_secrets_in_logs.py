@@ -26,8 +26,8 @@ from urllib.parse import quote
 import pytest
 
 from memoryd import MemoryClient
+from memoryd.errors import MemorydError
 from memoryd.local.process import free_port
-from shared.errors import MemorydError
 from tests.support.up import clean_env, memoryd_cli, start_up
 
 pytestmark = pytest.mark.slow

@@ -76,9 +76,9 @@ def _stop(proc: subprocess.Popen[str], children: list[psutil.Process]) -> int:
 async def _check_services(nats_url: str) -> None:
     import nats
 
-    from shared.bus.rpc_client import call
-    from shared.schemas import HEALTH_OP
-    from shared.schemas.ops import HealthRequest
+    from memoryd.rpc import call
+    from memoryd.schemas import HEALTH_OP
+    from memoryd.schemas.ops import HealthRequest
 
     nc = await nats.connect(nats_url)
     try:
@@ -99,7 +99,7 @@ async def _check_client_permissions(client_url: str, bare_url: str) -> None:
 
     import nats
 
-    from shared.bus.connect import connect
+    from memoryd.connect import connect
     from shared.settings.env import NatsConfig
 
     errors: list[str] = []

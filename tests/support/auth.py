@@ -17,9 +17,9 @@ from pathlib import Path
 from nats.aio.client import Client
 
 from memoryd.client import MemoryClient
+from memoryd.connect import connect
 from memoryd.local.nats import EmbeddedNats
 from memoryd.local.up import credentials_file, nats_dir, write_nats_auth
-from shared.bus.connect import connect
 from shared.nats_auth import Credentials
 from shared.service import ServiceContext
 from shared.settings.env import NatsConfig, ServiceConfig

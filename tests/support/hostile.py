@@ -20,8 +20,8 @@ from typing import Any
 import msgspec
 from hypothesis import strategies as st
 
+from memoryd.schemas.base import MAX_CONTENT_CHARS, MAX_KEY_LEN, MAX_OWNER_LEN, MAX_PAYLOAD_BYTES, MAX_QUERY_CHARS
 from services.ingest.logic.chat import MAX_EVENT_METADATA_BYTES, MAX_MEMORY_METADATA_BYTES
-from shared.schemas.base import MAX_CONTENT_CHARS, MAX_KEY_LEN, MAX_OWNER_LEN, MAX_PAYLOAD_BYTES, MAX_QUERY_CHARS
 
 UNICODE_EDGES = [
     "\x00",
@@ -81,7 +81,7 @@ def deep_objects(depth: int) -> bytes:
     return b'{"a":' * depth + b"1" + b"}" * depth
 
 
-#: Depths around and far past the decoder's cap (shared.schemas.depth.MAX_JSON_DEPTH = 64)
+#: Depths around and far past the decoder's cap (memoryd.schemas.depth.MAX_JSON_DEPTH = 64)
 #: and msgspec's own recursion limit, which raises RecursionError.
 DEEP = (60, 65, 1_000, 100_000, 1_000_000)
 _HOLE = "__hostile_hole__"

@@ -1,12 +1,15 @@
 """The import boundaries of the codebase, checked on the AST in one place.
 
-- ``memoryd`` (what users import) and ``services/*`` depend on ``shared``; ``shared`` imports
-  neither ``services`` nor ``memoryd``, by statement or by a module name in a string;
+- arrows point one way, ``services`` -> ``shared`` -> ``memoryd``: the public package imports
+  nothing of the server (but for ``memoryd.local``, the embedded stack behind ``memoryd up``,
+  which only server commands import when they run); ``shared`` imports no ``services`` and, of
+  ``memoryd``, only the contract (never the command line or the embedded stack);
 - no service imports another service (services talk only over NATS);
 - there is no import cycle among the installed modules;
 - pure decision modules (``logic.py``, ``logic/``, ``receipt.py``) import no I/O: only the
   standard library, msgspec, other pure modules and the pure shared settings;
-- importing the client and the wire schemas loads none of the server's dependencies;
+- importing the client and the wire schemas loads none of the server's dependencies, and works
+  with ``shared`` and ``services`` unimportable;
 - every module says in a docstring what lives there.
 """
 
@@ -27,9 +30,9 @@ INSTALLED = ("memoryd", "shared", "services")
 SERVICES = sorted(p.name for p in (ROOT / "services").iterdir() if (p / "__init__.py").exists())
 #: Shared modules (and packages) that are pure data and rules, usable from pure logic.
 PURE_SHARED = (
-    "shared.schemas",
-    "shared.subjects",
-    "shared.errors",
+    "memoryd.schemas",
+    "memoryd.subjects",
+    "memoryd.errors",
     "shared.tokens",
     "shared.settings.sleep",
     "shared.quoting",
@@ -66,23 +69,26 @@ def _is_type_checking(node: ast.If) -> bool:
     return isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
 
 
-def _import_nodes(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+def _import_nodes(tree: ast.AST, *, lazy: bool) -> Iterator[ast.Import | ast.ImportFrom]:
     for node in ast.iter_child_nodes(tree):
         if isinstance(node, ast.If) and _is_type_checking(node):
+            continue
+        if not lazy and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             continue
         if isinstance(node, ast.Import | ast.ImportFrom):
             yield node
         else:
-            yield from _import_nodes(node)
+            yield from _import_nodes(node, lazy=lazy)
 
 
 @cache
-def imports(name: str) -> frozenset[str]:
-    """Absolute names this module imports (``from a import b`` yields ``a.b`` when that is a module)."""
+def imports(name: str, *, lazy: bool = True) -> frozenset[str]:
+    """Absolute names this module imports (``from a import b`` yields ``a.b`` when that is a module);
+    with ``lazy=False`` only what importing the module imports (not the imports inside functions)."""
     path = modules()[name]
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in _import_nodes(ast.parse(path.read_text(), filename=str(path))):
+    for node in _import_nodes(ast.parse(path.read_text(), filename=str(path)), lazy=lazy):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
             continue
@@ -113,8 +119,14 @@ def test_a_service_imports_no_other_service(service: str) -> None:
     assert bad == []
 
 
-@pytest.mark.parametrize("forbidden", ["services", "memoryd"])
-def test_shared_imports_neither_services_nor_memoryd(forbidden: str) -> None:
+#: The server's part of the public package: only server commands import it, when they run.
+MEMORYD_SERVER = ("memoryd.local",)
+#: What of ``memoryd`` the server may not import: the command line and the embedded stack sit on top.
+MEMORYD_TOP = ("memoryd.cli", "memoryd.local", "memoryd.__main__")
+
+
+@pytest.mark.parametrize("forbidden", ["services", *MEMORYD_TOP])
+def test_shared_imports_neither_services_nor_the_command_line(forbidden: str) -> None:
     shared = [m for m in modules() if _within(m, "shared")]
     by_statement = [f"{m} imports {n}" for m in shared for n in imports(m) if _within(n, forbidden)]
     by_string = [
@@ -129,8 +141,25 @@ def test_shared_imports_neither_services_nor_memoryd(forbidden: str) -> None:
     assert (by_statement, by_string) == ([], [])
 
 
-def test_services_do_not_import_memoryd() -> None:
-    bad = [f"{m} imports {n}" for m in modules() if _within(m, "services") for n in imports(m) if _within(n, "memoryd")]
+def test_services_import_only_the_contract_of_memoryd() -> None:
+    bad = [
+        f"{m} imports {n}"
+        for m in modules()
+        if _within(m, "services")
+        for n in imports(m)
+        if any(_within(n, top) for top in MEMORYD_TOP)
+    ]
+    assert bad == []
+
+
+def test_memoryd_imports_nothing_of_the_server_at_module_level() -> None:
+    public = [m for m in modules() if _within(m, "memoryd") and not any(_within(m, s) for s in MEMORYD_SERVER)]
+    bad = [
+        f"{m} imports {n}"
+        for m in public
+        for n in imports(m, lazy=False)
+        if _within(n, "shared") or _within(n, "services")
+    ]
     assert bad == []
 
 
@@ -198,8 +227,24 @@ def test_every_module_has_a_docstring() -> None:
 
 def test_the_client_and_schemas_load_no_server_dependency() -> None:
     code = (
-        "import sys, memoryd, memoryd.client, shared.schemas, shared.subjects, shared.codec;"
+        "import sys, memoryd, memoryd.client, memoryd.schemas, memoryd.subjects, memoryd.codec;"
         f"print(sorted(m for m in {SERVER_ONLY!r} if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_public_package_stands_without_shared_and_services() -> None:
+    """An application with packages of its own named ``shared`` or ``services`` must not break the client."""
+    code = (
+        "import sys; sys.modules['shared'] = None; sys.modules['services'] = None\n"
+        "import memoryd\n"
+        "from memoryd import MemoryClient, MemorydError, RateLimited, QuotaExceeded, SecretUnavailable, RemoteError\n"
+        "from memoryd.cli.main import main\n"
+        "rc = main(['--help'])\n"
+        "print('ok', rc, MemoryClient.__name__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().endswith("ok 0 MemoryClient")
+    assert "memoryd up" in out.stdout  # the help text listed the commands

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+from memoryd.errors import Forbidden, ValidationFailed
 from services.gateway.logic.auth import acting_owner, bearer_token
 from services.gateway.logic.chat import SseText, apply_memory, content_text, last_user_text, truthy, turns
 from services.gateway.logic.openapi import document
 from services.gateway.logic.problem import field_path, problem
 from services.gateway.routes import ROUTES
 from shared.api_keys import matches, new_key, parse_key
-from shared.errors import Forbidden, ValidationFailed
 
 
 def test_owner_keys_act_only_for_their_owner() -> None:

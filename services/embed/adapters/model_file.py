@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from shared.errors import ConfigError
+from memoryd.errors import ConfigError
 
 
 class ModelIntegrityError(ConfigError):

@@ -24,9 +24,9 @@ import numpy.typing as npt
 import onnxruntime as ort
 from tokenizers import Tokenizer
 
+from memoryd.errors import ConfigError
 from services.embed.adapters.model_file import ModelIntegrityError, read_verified
 from services.embed.logic import signature
-from shared.errors import ConfigError
 
 MODEL_NAME: Final = "all-MiniLM-L6-v2"
 DIM: Final = 384

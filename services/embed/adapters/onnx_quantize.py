@@ -20,8 +20,8 @@ from pathlib import Path
 import onnxruntime as ort
 import structlog
 
+from memoryd.errors import ConfigError
 from services.embed.adapters.model_file import ModelIntegrityError, sha256_file
-from shared.errors import ConfigError
 
 log = structlog.get_logger(__name__)
 

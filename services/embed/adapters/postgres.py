@@ -17,8 +17,8 @@ from typing import Any, TypeAlias
 
 import asyncpg
 
+from memoryd.schemas import EmbedJob
 from services.embed.logic import MemoryState
-from shared.schemas import EmbedJob
 
 Conn: TypeAlias = asyncpg.Connection | asyncpg.Pool
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from memoryd.errors import BudgetExceeded
 from services.extract.logic.llm_facts import (
     MAX_FACTS,
     MAX_INPUT_BYTES,
@@ -21,7 +22,6 @@ from services.extract.logic.llm_facts import (
     build_messages,
     validate_reply,
 )
-from shared.errors import BudgetExceeded
 from shared.llm import LlmBadReply, LlmClient, LlmNotConfigured, LlmUnavailable
 from shared.observability.logging import get_logger
 from shared.observability.metrics import EXTRACT_LLM_SKIPPED, FACTS

@@ -18,10 +18,10 @@ from typing import Any
 
 import asyncpg
 
+from memoryd.errors import Forbidden
 from services.extract.logic.entities import Entity
 from services.extract.logic.quota import Holding
 from shared.db import memories
-from shared.errors import Forbidden
 
 _KIND_RANK = {"thing": 0, "person": 1, "tech": 2}
 

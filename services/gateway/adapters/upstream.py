@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 
-from shared.errors import DependencyDown
+from memoryd.errors import DependencyDown
 
 
 class UpstreamResponse:

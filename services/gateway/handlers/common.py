@@ -16,8 +16,8 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
+from memoryd.errors import MemorydError, TooLarge, ValidationFailed
 from shared.api_keys import ApiKeyRecord
-from shared.errors import MemorydError, TooLarge, ValidationFailed
 from shared.observability.logging import get_logger
 
 from ..context import Gateway

@@ -14,10 +14,10 @@ import msgspec
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from shared.errors import MemorydError
-from shared.schemas.base import MemoryType
-from shared.schemas.memory import MemoryClearRequest, MemoryCreateRequest, MemoryDeleteRequest, MemoryListRequest
-from shared.schemas.retrieval import RetrieveRequest
+from memoryd.errors import MemorydError
+from memoryd.schemas.base import MemoryType
+from memoryd.schemas.memory import MemoryClearRequest, MemoryCreateRequest, MemoryDeleteRequest, MemoryListRequest
+from memoryd.schemas.retrieval import RetrieveRequest
 
 Call = Callable[[str, Any], Awaitable[Any]]
 #: The owner a tool call acts for (raises ``MemorydError`` for a missing or wrong key).

@@ -21,13 +21,13 @@ from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from memoryd.errors import DependencyDown, ValidationFailed
+from memoryd.schemas.base import MAX_QUERY_CHARS
+from memoryd.schemas.events import ChatEvent, ChatMessage
+from memoryd.schemas.retrieval import InjectRequest, InjectResult
+from memoryd.subjects import NO_MEMORY_HEADER
 from shared.api_keys import ApiKeyRecord
-from shared.errors import DependencyDown, ValidationFailed
 from shared.observability.logging import get_logger
-from shared.schemas.base import MAX_QUERY_CHARS
-from shared.schemas.events import ChatEvent, ChatMessage
-from shared.schemas.retrieval import InjectRequest, InjectResult
-from shared.subjects import NO_MEMORY_HEADER
 
 from ..context import Gateway
 from ..logic.auth import acting_owner

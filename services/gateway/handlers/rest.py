@@ -8,8 +8,8 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
+from memoryd.errors import Forbidden
 from shared.api_keys import ApiKeyRecord
-from shared.errors import Forbidden
 
 from ..context import Gateway
 from ..logic.auth import acting_owner, require_operator

@@ -12,15 +12,15 @@ import nats.errors
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from shared.codec import decode, encode
-from shared.errors import DependencyDown, MemorydError
+from memoryd import tracing
+from memoryd.codec import decode, encode
+from memoryd.errors import DependencyDown, MemorydError
+from memoryd.schemas import HEALTH_OP
+from memoryd.schemas.events import ChatEvent
+from memoryd.schemas.memory import MemoryExportRequest, MemoryExportResult
+from memoryd.schemas.ops import HealthRequest, HealthResult, SleepStatusRequest, SleepStatusResult
+from memoryd.subjects import CHAT_EVENTS, MSG_ID_HEADER, rpc_subject
 from shared.nats_auth import SERVICE_ROLES
-from shared.observability import tracing
-from shared.schemas import HEALTH_OP
-from shared.schemas.events import ChatEvent
-from shared.schemas.memory import MemoryExportRequest, MemoryExportResult
-from shared.schemas.ops import HealthRequest, HealthResult, SleepStatusRequest, SleepStatusResult
-from shared.subjects import CHAT_EVENTS, MSG_ID_HEADER, rpc_subject
 
 from ..context import Gateway
 from ..routes import BY_NAME, NDJSON

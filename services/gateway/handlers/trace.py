@@ -2,7 +2,7 @@
 
 An incoming W3C ``traceparent``/``tracestate`` header makes the span a child of the caller's
 trace (a browser, an application, a proxy in front); every RPC and chat event the request
-leads to carries the span's context on in its NATS headers (``shared.observability.tracing``).
+leads to carries the span's context on in its NATS headers (``memoryd.tracing``).
 The span is named by the route template (``POST /v1/search``, ``GET /v1/memories/{id}``), never
 the raw path, so ids do not become span names.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from shared.observability import tracing
+from memoryd import tracing
 
 _WANTED = (tracing.TRACEPARENT.encode(), tracing.TRACESTATE.encode())
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from shared.errors import Forbidden, MemorydError, ValidationFailed
+from memoryd.errors import Forbidden, MemorydError, ValidationFailed
 
 OWNER_HEADER = "x-memory-owner"
 

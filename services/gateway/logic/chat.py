@@ -12,8 +12,8 @@ from typing import Any
 
 import msgspec
 
-from shared.schemas.base import MAX_MESSAGE_CHARS, MAX_MESSAGES_PER_EVENT
-from shared.schemas.events import ChatMessage
+from memoryd.schemas.base import MAX_MESSAGE_CHARS, MAX_MESSAGES_PER_EVENT
+from memoryd.schemas.events import ChatMessage
 
 TRUTHY = frozenset({"true", "1", "yes"})
 _ROLES = frozenset({"system", "user", "assistant", "tool", "developer", "function"})

@@ -17,7 +17,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from shared.subjects import (
+from memoryd.subjects import (
     EMBED_CONSUMER,
     EVENTS_STREAM,
     EXTRACT_CONSUMER,

@@ -17,9 +17,9 @@ import msgspec
 from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
 
-from shared.codec import decode
-from shared.schemas import DeadLetter
-from shared.subjects import DLQ_PREFIX, DLQ_STREAM, MSG_ID_HEADER, dlq_subject
+from memoryd.codec import decode
+from memoryd.schemas import DeadLetter
+from memoryd.subjects import DLQ_PREFIX, DLQ_STREAM, MSG_ID_HEADER, dlq_subject
 
 _CUT_MARK = "bytes cut to"
 

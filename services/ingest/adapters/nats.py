@@ -21,13 +21,11 @@ from nats.aio.client import Client
 from nats.js import JetStreamContext
 from nats.js.kv import KeyValue
 
-from services.ingest.logic.chat import ActivityThrottle, extract_jobs
-from shared.codec import decode, encode
-from shared.errors import DependencyDown, MemorydError
-from shared.observability import tracing
-from shared.observability.logging import get_logger
-from shared.schemas.events import Activity, ChatEvent, DeadLetter, EmbedJob, Turn
-from shared.subjects import (
+from memoryd import tracing
+from memoryd.codec import decode, encode
+from memoryd.errors import DependencyDown, MemorydError
+from memoryd.schemas.events import Activity, ChatEvent, DeadLetter, EmbedJob, Turn
+from memoryd.subjects import (
     DLQ_STREAM,
     EMBED_JOBS,
     EXTRACT_JOBS,
@@ -36,6 +34,8 @@ from shared.subjects import (
     activity_subject,
     embed_msg_id,
 )
+from services.ingest.logic.chat import ActivityThrottle, extract_jobs
+from shared.observability.logging import get_logger
 
 log = get_logger(__name__)
 

@@ -13,12 +13,12 @@ from typing import Any, Literal
 
 import asyncpg
 
+from memoryd.errors import Forbidden
+from memoryd.schemas.memory import MemoryRecord
 from services.ingest.logic.chat import GLOBAL_REFUSED, like_pattern, utc
 from services.ingest.logic.imports import import_id, record_differs
 from shared.db import memories
 from shared.db.memories import COLUMNS, content_hash, to_record
-from shared.errors import Forbidden
-from shared.schemas.memory import MemoryRecord
 
 
 # --- list ------------------------------------------------------------------------------------

@@ -19,10 +19,10 @@ from collections.abc import Awaitable, Callable, Sequence
 import asyncpg
 import msgspec
 
+from memoryd.errors import DependencyDown
+from memoryd.schemas.memory import DeletionReceipt, MemoryRecord
 from shared.db import memories
-from shared.errors import DependencyDown
 from shared.observability.logging import get_logger
-from shared.schemas.memory import DeletionReceipt, MemoryRecord
 from shared.vectors.pgvector import PgVectorStore
 from shared.vectors.port import VectorStore
 

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 import asyncpg
 import structlog
 
+from memoryd.errors import QuotaExceeded, RateLimited
+from memoryd.schemas.events import ChatEvent, Turn
 from services.ingest.adapters.nats import Embed, Publisher
 from services.ingest.logic.chat import (
     PlannedTurn,
@@ -44,11 +46,9 @@ from services.ingest.logic.chat import (
 )
 from shared.bus.consumer import JobContext
 from shared.db import memories
-from shared.errors import QuotaExceeded, RateLimited
 from shared.observability.logging import get_logger
 from shared.observability.metrics import EVENTS, TURNS
 from shared.ratelimit import RateLimiter
-from shared.schemas.events import ChatEvent, Turn
 from shared.settings.cache import SettingsCache
 from shared.settings.memory import MemorySettings
 

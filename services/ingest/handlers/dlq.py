@@ -9,10 +9,8 @@ from __future__ import annotations
 
 from nats.js import JetStreamContext
 
-from shared.errors import NotFound, ValidationFailed
-from shared.observability.logging import get_logger
-from shared.observability.metrics import DLQ_REPLAYED
-from shared.schemas.dlq import (
+from memoryd.errors import NotFound, ValidationFailed
+from memoryd.schemas.dlq import (
     DlqDropRequest,
     DlqDropResult,
     DlqEntry,
@@ -24,6 +22,8 @@ from shared.schemas.dlq import (
     DlqShowRequest,
     DlqShowResult,
 )
+from shared.observability.logging import get_logger
+from shared.observability.metrics import DLQ_REPLAYED
 
 from ..adapters.dlq import DlqStore, Letter, payload_ids
 

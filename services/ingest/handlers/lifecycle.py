@@ -16,6 +16,13 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import msgspec
 
+from memoryd.errors import Conflict, Forbidden, NotFound
+from memoryd.schemas.memory import (
+    DeletionReceipt,
+    MemoryRestoreRequest,
+    MemoryRestoreResult,
+)
+from memoryd.schemas.ops import CleanupRequest, CleanupResult, SummarizeRequest, SummarizeResult
 from services.ingest.adapters import retention
 from services.ingest.adapters.nats import Embed, Publisher
 from services.ingest.adapters.stores import MemoryStores
@@ -29,15 +36,8 @@ from services.ingest.logic.lifecycle import (
     tokens_of,
 )
 from shared.db import memories
-from shared.errors import Conflict, Forbidden, NotFound
 from shared.llm import LlmClient
 from shared.observability.logging import get_logger
-from shared.schemas.memory import (
-    DeletionReceipt,
-    MemoryRestoreRequest,
-    MemoryRestoreResult,
-)
-from shared.schemas.ops import CleanupRequest, CleanupResult, SummarizeRequest, SummarizeResult
 from shared.settings.memory import GLOBAL_OWNER, MemorySettings
 from shared.vectors.port import VectorStore
 

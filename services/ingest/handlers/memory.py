@@ -17,24 +17,9 @@ from datetime import UTC, datetime
 import asyncpg
 import msgspec
 
-from services.ingest.adapters import postgres as crud
-from services.ingest.adapters.nats import Embed, Publisher
-from services.ingest.adapters.stores import MemoryStores
-from services.ingest.logic.chat import (
-    GLOBAL_REFUSED,
-    MAX_MEMORY_METADATA_BYTES,
-    check_expiry,
-    check_metadata,
-    check_text,
-    hit_rate,
-    page_offset,
-)
-from services.ingest.logic.imports import parse_import
-from shared.bus.rpc import RpcServer
-from shared.db import memories
-from shared.errors import Forbidden, NotFound, ValidationFailed
-from shared.schemas import RPC_OPS
-from shared.schemas.memory import (
+from memoryd.errors import Forbidden, NotFound, ValidationFailed
+from memoryd.schemas import RPC_OPS
+from memoryd.schemas.memory import (
     DeletionReceipt,
     ImportLineError,
     MemoryClearRequest,
@@ -57,6 +42,21 @@ from shared.schemas.memory import (
     MemoryUpdateRequest,
     MemoryUpdateResult,
 )
+from services.ingest.adapters import postgres as crud
+from services.ingest.adapters.nats import Embed, Publisher
+from services.ingest.adapters.stores import MemoryStores
+from services.ingest.logic.chat import (
+    GLOBAL_REFUSED,
+    MAX_MEMORY_METADATA_BYTES,
+    check_expiry,
+    check_metadata,
+    check_text,
+    hit_rate,
+    page_offset,
+)
+from services.ingest.logic.imports import parse_import
+from shared.bus.rpc import RpcServer
+from shared.db import memories
 from shared.settings.memory import MemorySettings
 from shared.tokens import estimate_tokens
 

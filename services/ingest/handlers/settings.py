@@ -20,9 +20,9 @@ from typing import Any
 import asyncpg
 from nats.aio.client import Client
 
-from shared.errors import ValidationFailed
+from memoryd.errors import ValidationFailed
+from memoryd.schemas.ops import SettingsGetRequest, SettingsGetResult, SettingsPutRequest, SettingsPutResult
 from shared.observability.logging import get_logger
-from shared.schemas.ops import SettingsGetRequest, SettingsGetResult, SettingsPutRequest, SettingsPutResult
 from shared.secrets import Keyring
 from shared.settings.cache import announce_change
 from shared.settings.engine import (

@@ -16,10 +16,10 @@ from typing import Any
 
 import msgspec
 
-from shared.errors import Forbidden, TooLarge, ValidationFailed
-from shared.schemas.base import MAX_CONTENT_CHARS, Role
-from shared.schemas.events import ChatEvent, ExtractJob, Turn, other_parts
-from shared.subjects import CHAT_EVENTS, NO_MEMORY_HEADER
+from memoryd.errors import Forbidden, TooLarge, ValidationFailed
+from memoryd.schemas.base import MAX_CONTENT_CHARS, Role
+from memoryd.schemas.events import ChatEvent, ExtractJob, Turn, other_parts
+from memoryd.subjects import CHAT_EVENTS, NO_MEMORY_HEADER
 
 #: Header values that opt a request out of memory (case-insensitive).
 NO_MEMORY_VALUES = frozenset({"true", "1", "yes"})

@@ -12,6 +12,9 @@ from datetime import datetime
 
 import msgspec
 
+from memoryd.schemas.base import MAX_CONTENT_CHARS, MAX_KEY_LEN, MEMORY_TYPES
+from memoryd.schemas.depth import MAX_JSON_DEPTH, json_depth_exceeds
+from memoryd.schemas.memory import ImportLineError, MemoryRecord
 from services.ingest.logic.chat import (
     GLOBAL_REFUSED,
     MAX_CLOCK_SKEW,
@@ -19,9 +22,6 @@ from services.ingest.logic.chat import (
     find_nul,
     utc,
 )
-from shared.schemas.base import MAX_CONTENT_CHARS, MAX_KEY_LEN, MEMORY_TYPES
-from shared.schemas.depth import MAX_JSON_DEPTH, json_depth_exceeds
-from shared.schemas.memory import ImportLineError, MemoryRecord
 
 #: Namespace of the ids given to imported records whose id belongs to another owner.
 IMPORT_NAMESPACE = uuid.UUID("6d656d6f-7279-6400-8000-696d706f7274")

@@ -17,6 +17,8 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 from nats.aio.client import Client
 
+from memoryd.rpc import call
+from memoryd.schemas.retrieval import EmbedRequest, EmbedResult
 from services.retrieve.logic import bm25 as bm25_logic
 from services.retrieve.logic.bm25 import (
     NO_MATCH,
@@ -38,8 +40,6 @@ from services.retrieve.logic.lexemes import (
     widen_again,
 )
 from services.retrieve.logic.plan import MemoryRow
-from shared.bus.rpc_client import call
-from shared.schemas.retrieval import EmbedRequest, EmbedResult
 from shared.vectors.port import VectorQuery, VectorStore
 
 TS_CONFIG = "english"

@@ -15,10 +15,10 @@ from datetime import UTC, datetime
 from nats.aio.client import Client
 from nats.js.kv import KeyValue
 
-from shared.codec import encode
+from memoryd.codec import encode
+from memoryd.schemas.events import Activity
+from memoryd.subjects import activity_subject, read_activity_key
 from shared.observability.logging import get_logger
-from shared.schemas.events import Activity
-from shared.subjects import activity_subject, read_activity_key
 
 log = get_logger(__name__)
 

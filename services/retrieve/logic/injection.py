@@ -13,8 +13,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from memoryd.schemas.events import TEXT_PART_TYPES
 from shared.quoting import DATA_NOTICE, data_block
-from shared.schemas.events import TEXT_PART_TYPES
 
 Placement = Literal["system", "user", "none"]
 

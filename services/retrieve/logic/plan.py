@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from memoryd.errors import DependencyDown, MemorydError, ValidationFailed
+from memoryd.schemas.retrieval import RetrievedMemory, Tier
 from services.retrieve.logic.fusion import (
     Fused,
     RankedList,
@@ -28,8 +30,6 @@ from services.retrieve.logic.fusion import (
     temporal_gains,
 )
 from services.retrieve.logic.time_cues import asks_when
-from shared.errors import DependencyDown, MemorydError, ValidationFailed
-from shared.schemas.retrieval import RetrievedMemory, Tier
 from shared.tokens import estimate_tokens
 
 #: Fallback reason codes: the ``reason`` label of ``memoryd_retrieve_fallbacks_total`` and the

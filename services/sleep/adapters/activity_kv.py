@@ -21,12 +21,12 @@ from nats.aio.msg import Msg
 from nats.js.errors import KeyDeletedError, KeyNotFoundError
 from nats.js.kv import KeyValue
 
+from memoryd.codec import decode
+from memoryd.errors import MemorydError
+from memoryd.schemas.events import Activity
+from memoryd.subjects import READ_KEY_PREFIX, activity_key, activity_subject, owner_of_activity_key, read_activity_key
 from shared.bus.kv_keys import all_keys
-from shared.codec import decode
-from shared.errors import MemorydError
 from shared.observability.logging import get_logger
-from shared.schemas.events import Activity
-from shared.subjects import READ_KEY_PREFIX, activity_key, activity_subject, owner_of_activity_key, read_activity_key
 
 log = get_logger(__name__)
 

@@ -18,12 +18,12 @@ from typing import Any, Final
 
 import asyncpg
 
+from memoryd.errors import ValidationFailed
+from memoryd.schemas.ops import SleepRunRecord
 from services.sleep.logic.schedule import INTERRUPTED, RunMark
 from services.sleep.logic.settings import SleepSettings
 from services.sleep.receipt import RUN_STATUSES
 from shared.db.memories import Conn
-from shared.errors import ValidationFailed
-from shared.schemas.ops import SleepRunRecord
 from shared.settings.memory import GLOBAL_OWNER, effective_sleep
 from shared.settings.store import read_values
 

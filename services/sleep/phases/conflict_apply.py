@@ -18,6 +18,7 @@ from typing import Any
 
 import asyncpg
 
+from memoryd.schemas.base import MAX_CONTENT_CHARS
 from services.sleep.context import Embed, RunContext
 from services.sleep.logic.conflict_decisions import (
     ArchivePlan,
@@ -34,7 +35,6 @@ from services.sleep.logic.conflict_decisions import (
 from services.sleep.logic.conflict_pairs import PairKey
 from shared.db import memories
 from shared.observability.logging import get_logger
-from shared.schemas.base import MAX_CONTENT_CHARS
 
 log = get_logger(__name__)
 

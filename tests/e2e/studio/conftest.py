@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
+from memoryd.connect import connect
 from memoryd.local.nats import EmbeddedNats
 from shared.api_keys import KeyStore, new_key, open_bucket
-from shared.bus.connect import connect
 from shared.settings.env import NatsConfig, ServiceConfig
 from tests.support.stack import run_services, service_config
 

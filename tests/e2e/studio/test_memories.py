@@ -13,9 +13,9 @@ from typing import Any
 import asyncpg
 from playwright.async_api import Page, expect
 
-from shared.codec import encode
+from memoryd.codec import encode
+from memoryd.schemas import MemoryRecord
 from shared.db.memories import content_hash
-from shared.schemas import MemoryRecord
 
 from .conftest import PHONE, Stack, unique
 from .helpers import rest, sign_in

@@ -18,10 +18,10 @@ from nats.js import JetStreamContext
 from prometheus_client import REGISTRY
 
 from bench.embed import scrape as scrape  # the metrics-page reader, re-exported for the tests
-from shared.codec import encode
+from memoryd.codec import encode
+from memoryd.schemas import EmbedJob, MemoryRecord
+from memoryd.subjects import EMBED_CONSUMER, EMBED_JOBS, JOBS_STREAM
 from shared.db import memories
-from shared.schemas import EmbedJob, MemoryRecord
-from shared.subjects import EMBED_CONSUMER, EMBED_JOBS, JOBS_STREAM
 
 SIG = "local:all-MiniLM-L6-v2:384"
 SIG_INT8 = "local:all-MiniLM-L6-v2:384:dynamic-int8"

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from nats.aio.client import Client
 
+from memoryd.schemas import EmbedJob
 from services.embed.adapters import LocalEmbedder
 from shared.db import memories
-from shared.schemas import EmbedJob
 from shared.settings.env import ServiceConfig
 from tests.support.stack import run_services
 

@@ -14,7 +14,7 @@ import asyncpg
 from nats.aio.client import Client
 
 from memoryd.local.nats import EmbeddedNats
-from shared.subjects import EMBED_CONSUMER, JOBS_STREAM
+from memoryd.subjects import EMBED_CONSUMER, JOBS_STREAM
 
 from .helpers import (
     ROOT,

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from nats.aio.client import Client
 
-from shared.bus.rpc_client import call
-from shared.errors import DependencyDown
-from shared.schemas import HEALTH_OP
-from shared.schemas.ops import HealthRequest
-from shared.schemas.retrieval import EmbedRequest, EmbedResult
+from memoryd.errors import DependencyDown
+from memoryd.rpc import call
+from memoryd.schemas import HEALTH_OP
+from memoryd.schemas.ops import HealthRequest
+from memoryd.schemas.retrieval import EmbedRequest, EmbedResult
 from shared.settings.env import ServiceConfig
 from tests.support.fake_llm import FakeLlm
 from tests.support.stack import run_services

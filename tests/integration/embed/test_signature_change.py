@@ -12,11 +12,11 @@ import pytest
 from nats.aio.client import Client
 
 from memoryd.local.nats import EmbeddedNats
+from memoryd.rpc import call
+from memoryd.schemas import HEALTH_OP
+from memoryd.schemas.ops import HealthRequest, ReindexRequest, ReindexResult
+from memoryd.schemas.retrieval import EmbedRequest, EmbedResult
 from services.embed.adapters import LocalEmbedder
-from shared.bus.rpc_client import call
-from shared.schemas import HEALTH_OP
-from shared.schemas.ops import HealthRequest, ReindexRequest, ReindexResult
-from shared.schemas.retrieval import EmbedRequest, EmbedResult
 from shared.settings.env import ServiceConfig
 from tests.support.stack import run_services
 

@@ -12,11 +12,11 @@ import asyncpg
 from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
 
-from shared.codec import decode, encode
+from memoryd.codec import decode, encode
+from memoryd.schemas import EmbedJob, ExtractJob
+from memoryd.schemas.events import Turn
+from memoryd.subjects import EMBED_JOBS, EXTRACT_CONSUMER, EXTRACT_JOBS, JOBS_STREAM, MSG_ID_HEADER
 from shared.db import memories
-from shared.schemas import EmbedJob, ExtractJob
-from shared.schemas.events import Turn
-from shared.subjects import EMBED_JOBS, EXTRACT_CONSUMER, EXTRACT_JOBS, JOBS_STREAM, MSG_ID_HEADER
 
 TEXT = "I prefer TypeScript. I'll use Postgres for this project. I always commit before pushing. I don't like Python."
 FOUR_KEYS = {

@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncpg
 from nats.aio.client import Client
 
+from memoryd.schemas.events import Turn
 from shared.observability.metrics import FACTS
-from shared.schemas.events import Turn
 from shared.settings.env import ServiceConfig
 from shared.settings.store import put_values
 from tests.support.stack import run_services

@@ -7,7 +7,7 @@ from typing import Any
 import asyncpg
 from nats.aio.client import Client
 
-from shared.schemas.events import Turn
+from memoryd.schemas.events import Turn
 from shared.settings.env import ServiceConfig
 from tests.support.fake_llm import FakeLlm
 from tests.support.stack import run_services, service_config

@@ -9,8 +9,8 @@ import asyncpg
 import msgspec
 from nats.aio.client import Client
 
+from memoryd.schemas.events import Turn
 from shared.db import memories
-from shared.schemas.events import Turn
 from shared.settings.cache import announce_change
 from shared.settings.env import ServiceConfig
 from shared.settings.store import put_values

@@ -14,15 +14,13 @@ from typing import Any
 
 import msgspec
 
-from shared.codec import decode
-from shared.schemas import RPC_OPS, ChatEvent, ChatMessage, EmbedJob, ExtractJob, SleepRun, Wire, dlq
-from shared.schemas import memory as m
-from shared.schemas import ops as o
-from shared.schemas import retrieval as r
-from shared.schemas.events import Activity, Turn
-from shared.settings.memory import MemorySettings
-from shared.settings.sleep import SleepSettings
-from shared.subjects import (
+from memoryd.codec import decode
+from memoryd.schemas import RPC_OPS, ChatEvent, ChatMessage, EmbedJob, ExtractJob, SleepRun, Wire, dlq
+from memoryd.schemas import memory as m
+from memoryd.schemas import ops as o
+from memoryd.schemas import retrieval as r
+from memoryd.schemas.events import Activity, Turn
+from memoryd.subjects import (
     CHAT_EVENTS,
     EMBED_CONSUMER,
     EMBED_JOBS,
@@ -36,6 +34,8 @@ from shared.subjects import (
     SLEEP_STREAM,
     owner_events_subject,
 )
+from shared.settings.memory import MemorySettings
+from shared.settings.sleep import SleepSettings
 
 OWNER = "fuzz-owner"
 CLEAR_OWNER = "fuzz-clear"  # what memory.clear may wipe: nobody else's seeds

@@ -40,9 +40,9 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 
-from shared.codec import decode, decode_reply
-from shared.schemas import DeadLetter, RpcError, RpcOp
-from shared.subjects import (
+from memoryd.codec import decode, decode_reply
+from memoryd.schemas import DeadLetter, RpcError, RpcOp
+from memoryd.subjects import (
     DLQ_PREFIX,
     DLQ_STREAM,
     EMBED_CONSUMER,

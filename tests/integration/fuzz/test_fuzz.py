@@ -28,21 +28,19 @@ from hypothesis import strategies as st
 from nats.errors import MaxPayloadError
 
 from memoryd.client import MemoryClient
+from memoryd.codec import decode, encode
+from memoryd.connect import connect
+from memoryd.errors import MemorydError, ValidationFailed
 from memoryd.local.nats import MAX_PAYLOAD as NATS_MAX_PAYLOAD
 from memoryd.local.nats import EmbeddedNats
-from shared.bus.connect import connect
-from shared.bus.rpc import RpcServer
-from shared.bus.rpc_client import call
-from shared.codec import decode, encode
-from shared.errors import MemorydError, ValidationFailed
-from shared.schemas import HEALTH_OP, RPC_OPS, ChatEvent, ChatMessage, DeadLetter, RpcError, RpcOp
-from shared.schemas.base import Owner
-from shared.schemas.events import Activity
-from shared.schemas.memory import MemoryGetRequest, MemoryGetResult, MemoryListRequest
-from shared.schemas.ops import HealthRequest, SettingsPutRequest
-from shared.schemas.retrieval import RetrieveRequest
-from shared.settings.env import NatsConfig
-from shared.subjects import (
+from memoryd.rpc import call
+from memoryd.schemas import HEALTH_OP, RPC_OPS, ChatEvent, ChatMessage, DeadLetter, RpcError, RpcOp
+from memoryd.schemas.base import Owner
+from memoryd.schemas.events import Activity
+from memoryd.schemas.memory import MemoryGetRequest, MemoryGetResult, MemoryListRequest
+from memoryd.schemas.ops import HealthRequest, SettingsPutRequest
+from memoryd.schemas.retrieval import RetrieveRequest
+from memoryd.subjects import (
     ACTIVITY_BUCKET,
     DLQ_STREAM,
     EVENTS_STREAM,
@@ -58,6 +56,8 @@ from shared.subjects import (
     owner_rpc_subject,
     rpc_subject,
 )
+from shared.bus.rpc import RpcServer
+from shared.settings.env import NatsConfig
 from tests.support.fake_llm import FakeLlm
 from tests.support.hostile import UNICODE_EDGES, hostile_payloads, padded_to, subject_tokens
 from tests.support.stack import run_services, service_config

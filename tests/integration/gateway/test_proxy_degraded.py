@@ -9,9 +9,9 @@ from pathlib import Path
 import openai
 import pytest
 
+from memoryd.connect import connect
 from memoryd.local.nats import EmbeddedNats
 from shared.api_keys import KeyStore, new_key, open_bucket
-from shared.bus.connect import connect
 from shared.settings.env import NatsConfig
 from tests.support.fake_llm import FakeLlm
 from tests.support.stack import run_services, service_config

@@ -15,12 +15,12 @@ from nats.aio.client import Client
 from nats.errors import TimeoutError as NatsTimeout
 
 from memoryd.client import MemoryClient
+from memoryd.codec import decode, encode
 from memoryd.local.nats import EmbeddedNats
-from shared.codec import decode, encode
-from shared.schemas import ChatEvent, ChatMessage, DeadLetter, EmbedJob, ExtractJob
+from memoryd.schemas import ChatEvent, ChatMessage, DeadLetter, EmbedJob, ExtractJob
+from memoryd.subjects import CHAT_EVENTS, DLQ_STREAM, EMBED_JOBS, EXTRACT_JOBS, JOBS_STREAM, dlq_subject
 from shared.service import ServiceContext
 from shared.settings.env import ServiceConfig
-from shared.subjects import CHAT_EVENTS, DLQ_STREAM, EMBED_JOBS, EXTRACT_JOBS, JOBS_STREAM, dlq_subject
 from tests.support.stack import run_services, service_config
 
 

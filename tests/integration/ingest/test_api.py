@@ -12,8 +12,8 @@ import pytest
 from nats.aio.client import Client
 
 from memoryd.client import MemoryClient
-from shared.errors import NotFound
-from shared.schemas import MemoryRecord
+from memoryd.errors import NotFound
+from memoryd.schemas import MemoryRecord
 from shared.service import ServiceContext
 
 from .conftest import JobTap, snapshot

@@ -11,11 +11,11 @@ import pytest
 from nats.aio.client import Client
 
 from memoryd.client import MemoryClient
-from shared.bus.rpc_client import raise_for
-from shared.codec import decode_reply
-from shared.errors import MemorydError, NotFound, TooLarge, ValidationFailed
-from shared.schemas import ChatEvent, RpcError
-from shared.schemas.memory import MemoryCreateResult
+from memoryd.codec import decode_reply
+from memoryd.errors import MemorydError, NotFound, TooLarge, ValidationFailed
+from memoryd.rpc import raise_for
+from memoryd.schemas import ChatEvent, RpcError
+from memoryd.schemas.memory import MemoryCreateResult
 from shared.service import ServiceContext
 
 from .conftest import chat, dead_letters, eventually, publish, snapshot, turns, wait_event
@@ -226,7 +226,7 @@ async def test_metacharacters_are_stored_and_searched_literally(client: MemoryCl
 
 def test_bad_event_fixtures_are_really_bad() -> None:
     """Each payload above fails the event decoder on its own (not by accident of the test)."""
-    from shared.codec import decode
+    from memoryd.codec import decode
 
     for name, (payload, _) in BAD_EVENTS.items():
         with pytest.raises((ValidationFailed, TooLarge)):

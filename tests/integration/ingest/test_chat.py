@@ -9,13 +9,13 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 from nats.aio.client import Client
 
-from shared.codec import decode
+from memoryd.codec import decode
+from memoryd.schemas import Activity, ChatEvent, ChatMessage
+from memoryd.subjects import ACTIVITY_BUCKET, activity_key, activity_subject
 from shared.observability.metrics import EVENTS
-from shared.schemas import Activity, ChatEvent, ChatMessage
 from shared.service import ServiceContext
 from shared.settings.cache import announce_change
 from shared.settings.store import put_values
-from shared.subjects import ACTIVITY_BUCKET, activity_key, activity_subject
 
 from .conftest import JobTap, chat, eventually, publish, turns, wait_event
 

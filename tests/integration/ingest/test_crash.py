@@ -20,8 +20,8 @@ import pytest
 from nats.aio.client import Client
 
 from memoryd.local.nats import EmbeddedNats
+from memoryd.subjects import EVENTS_STREAM, INGEST_CONSUMER, JOBS_STREAM
 from shared.settings.env import ServiceConfig
-from shared.subjects import EVENTS_STREAM, INGEST_CONSUMER, JOBS_STREAM
 from tests.support.stack import run_services, service_config
 
 from .conftest import JobTap, chat, event_row, eventually, publish, turns, wait_event

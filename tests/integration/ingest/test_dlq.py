@@ -18,12 +18,12 @@ import pytest
 from nats.aio.client import Client
 
 from memoryd.cli.main import cli, run_cli
+from memoryd.codec import encode
+from memoryd.errors import NotFound, ValidationFailed
 from memoryd.local.nats import EmbeddedNats
-from shared.bus.rpc_client import call
-from shared.codec import encode
-from shared.errors import NotFound, ValidationFailed
-from shared.schemas import DeadLetter
-from shared.schemas.dlq import (
+from memoryd.rpc import call
+from memoryd.schemas import DeadLetter
+from memoryd.schemas.dlq import (
     DlqDropRequest,
     DlqDropResult,
     DlqListRequest,
@@ -33,8 +33,8 @@ from shared.schemas.dlq import (
     DlqShowRequest,
     DlqShowResult,
 )
+from memoryd.subjects import CHAT_EVENTS, DLQ_STREAM, dlq_subject
 from shared.service import ServiceContext
-from shared.subjects import CHAT_EVENTS, DLQ_STREAM, dlq_subject
 
 from .conftest import chat, dead_letters, event_row, eventually, publish, turns, wait_event
 

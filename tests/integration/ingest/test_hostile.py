@@ -13,19 +13,19 @@ import pytest
 from nats.aio.client import Client
 
 from memoryd.client import MemoryClient
-from services.ingest.logic.chat import MAX_EVENT_METADATA_BYTES
-from shared.bus.rpc_client import call
-from shared.codec import encode
-from shared.errors import Forbidden
-from shared.schemas.memory import (
+from memoryd.codec import encode
+from memoryd.errors import Forbidden
+from memoryd.rpc import call
+from memoryd.schemas.memory import (
     MemoryCreateRequest,
     MemoryDeleteRequest,
     MemoryImportRequest,
     MemoryRestoreRequest,
     MemoryUpdateRequest,
 )
+from memoryd.subjects import chat_msg_id
+from services.ingest.logic.chat import MAX_EVENT_METADATA_BYTES
 from shared.service import ServiceContext
-from shared.subjects import chat_msg_id
 
 from .conftest import chat, dead_letters, eventually, publish, turns, wait_event
 

@@ -13,11 +13,11 @@ import pytest
 from nats.aio.client import Client
 
 from memoryd.client import MemoryClient
-from shared.bus.rpc_client import call
-from shared.codec import encode
-from shared.errors import QuotaExceeded, RateLimited
-from shared.schemas.ops import CleanupRequest
-from shared.schemas.retrieval import RetrieveRequest
+from memoryd.codec import encode
+from memoryd.errors import QuotaExceeded, RateLimited
+from memoryd.rpc import call
+from memoryd.schemas.ops import CleanupRequest
+from memoryd.schemas.retrieval import RetrieveRequest
 from shared.service import ServiceContext
 from shared.settings.env import ServiceConfig
 from shared.settings.memory import GLOBAL_OWNER

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncpg
 from nats.aio.client import Client
 
-from shared.codec import encode
+from memoryd.codec import encode
+from memoryd.subjects import owner_events_subject
 from shared.service import ServiceContext
-from shared.subjects import owner_events_subject
 
 from .conftest import chat, dead_letters, eventually, turns, wait_event
 

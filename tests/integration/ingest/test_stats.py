@@ -6,8 +6,8 @@ import asyncpg
 from nats.aio.client import Client
 
 from memoryd.client import MemoryClient
-from shared.bus.rpc_client import call
-from shared.schemas.memory import MemoryListRequest, MemoryListResult, MemoryStatsRequest, MemoryStatsResult
+from memoryd.rpc import call
+from memoryd.schemas.memory import MemoryListRequest, MemoryListResult, MemoryStatsRequest, MemoryStatsResult
 
 
 async def test_stats_count_by_type_state_and_source(

@@ -13,8 +13,8 @@ from typing import Literal
 
 import msgspec
 
+from memoryd.errors import Conflict, Forbidden, MemorydError, NotFound
 from services.ingest.logic.imports import import_id
-from shared.errors import Conflict, Forbidden, MemorydError, NotFound
 
 from .helpers import CANARY
 

@@ -31,16 +31,15 @@ from nats.aio.client import Client
 from nats.js import JetStreamContext
 from nats.js.errors import APIError, NotFoundError
 
+from memoryd.codec import decode, encode
 from memoryd.local.nats import EmbeddedNats
-from shared.bus.rpc_client import call
-from shared.codec import decode, encode
-from shared.schemas import ChatEvent, ChatMessage, EmbedJob
-from shared.schemas.events import DeadLetter
-from shared.schemas.memory import MemoryCreateRequest
-from shared.schemas.ops import EngineStatusRequest, EngineStatusResult
-from shared.schemas.retrieval import RetrieveRequest, RetrieveResult
-from shared.settings.env import ServiceConfig
-from shared.subjects import (
+from memoryd.rpc import call
+from memoryd.schemas import ChatEvent, ChatMessage, EmbedJob
+from memoryd.schemas.events import DeadLetter
+from memoryd.schemas.memory import MemoryCreateRequest
+from memoryd.schemas.ops import EngineStatusRequest, EngineStatusResult
+from memoryd.schemas.retrieval import RetrieveRequest, RetrieveResult
+from memoryd.subjects import (
     CHAT_EVENTS,
     DLQ_STREAM,
     EMBED_CONSUMER,
@@ -51,6 +50,7 @@ from shared.subjects import (
     JOBS_STREAM,
     MSG_ID_HEADER,
 )
+from shared.settings.env import ServiceConfig
 from tests.support.stack import run_services, service_config
 
 from .helpers import eventually

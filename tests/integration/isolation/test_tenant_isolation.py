@@ -50,24 +50,24 @@ from hypothesis import strategies as st
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
-from services.retrieve.adapters.postgres import Visibility, keyword_search
-from services.sleep.adapters import conflict_store
-from services.sleep.phases import demotion
-from shared.bus.rpc_client import call
-from shared.codec import decode, encode
-from shared.errors import Forbidden, NotFound
-from shared.schemas import ChatEvent, ChatMessage, EmbedJob
-from shared.schemas.memory import (
+from memoryd.codec import decode, encode
+from memoryd.errors import Forbidden, NotFound
+from memoryd.rpc import call
+from memoryd.schemas import ChatEvent, ChatMessage, EmbedJob
+from memoryd.schemas.memory import (
     MemoryCreateRequest,
     MemoryExportRequest,
     MemoryGetRequest,
     MemoryListRequest,
     MemoryRecord,
 )
-from shared.schemas.ops import ReindexRequest, ReindexResult
-from shared.schemas.retrieval import InjectRequest, InjectResult, RetrieveRequest, RetrieveResult
+from memoryd.schemas.ops import ReindexRequest, ReindexResult
+from memoryd.schemas.retrieval import InjectRequest, InjectResult, RetrieveRequest, RetrieveResult
+from memoryd.subjects import CHAT_EVENTS, EMBED_JOBS, MSG_ID_HEADER, owner_rpc_subject
+from services.retrieve.adapters.postgres import Visibility, keyword_search
+from services.sleep.adapters import conflict_store
+from services.sleep.phases import demotion
 from shared.settings.env import ServiceConfig
-from shared.subjects import CHAT_EVENTS, EMBED_JOBS, MSG_ID_HEADER, owner_rpc_subject
 from shared.vectors.pgvector import PgVectorStore
 from shared.vectors.port import VectorHit, VectorQuery, VectorStore
 from shared.vectors.qdrant import QdrantStore

@@ -40,10 +40,10 @@ from hypothesis import strategies as st
 from nats.aio.client import Client
 
 from memoryd.client import MemoryClient
-from shared.bus.rpc_client import call
-from shared.errors import Forbidden, MemorydError, NotFound, QuotaExceeded
-from shared.schemas import ChatMessage
-from shared.schemas.memory import (
+from memoryd.errors import Forbidden, MemorydError, NotFound, QuotaExceeded
+from memoryd.rpc import call
+from memoryd.schemas import ChatMessage
+from memoryd.schemas.memory import (
     MemoryClearRequest,
     MemoryCreateRequest,
     MemoryDeleteRequest,
@@ -55,9 +55,9 @@ from shared.schemas.memory import (
     MemoryRestoreRequest,
     MemoryUpdateRequest,
 )
-from shared.schemas.ops import SettingsPutRequest
-from shared.schemas.retrieval import InjectRequest, RetrieveRequest
-from shared.subjects import owner_rpc_subject
+from memoryd.schemas.ops import SettingsPutRequest
+from memoryd.schemas.retrieval import InjectRequest, RetrieveRequest
+from memoryd.subjects import owner_rpc_subject
 from tests.support.auth import AuthBus, run_as_roles, start_auth_bus
 
 from .helpers import CANARY, property_settings, tenant_user

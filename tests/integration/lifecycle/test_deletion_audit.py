@@ -14,14 +14,14 @@ import pytest
 from nats.aio.client import Client
 from qdrant_client import AsyncQdrantClient
 
+from memoryd.codec import encode
+from memoryd.schemas import DeadLetter
+from memoryd.subjects import DLQ_STREAM, dlq_subject
 from services.ingest.adapters.nats import purge_dead_letters
 from services.ingest.adapters.stores import MemoryStores
 from shared.bus.provision import ensure_streams
-from shared.codec import encode
 from shared.db import memories
-from shared.schemas import DeadLetter
 from shared.settings.env import NatsConfig
-from shared.subjects import DLQ_STREAM, dlq_subject
 from shared.vectors.pgvector import PgVectorStore
 from shared.vectors.port import VectorItem
 from shared.vectors.qdrant import QdrantStore

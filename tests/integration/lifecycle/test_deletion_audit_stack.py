@@ -31,21 +31,21 @@ import pytest
 from nats.aio.client import Client
 from nats.js.errors import NotFoundError
 
+from memoryd.codec import encode
 from memoryd.local.nats import EmbeddedNats
-from shared.bus.provision import ensure_streams
-from shared.bus.rpc_client import call
-from shared.codec import encode
-from shared.observability.logging import configure
-from shared.schemas import ChatEvent, ChatMessage
-from shared.schemas.memory import (
+from memoryd.rpc import call
+from memoryd.schemas import ChatEvent, ChatMessage
+from memoryd.schemas.memory import (
     MemoryClearRequest,
     MemoryCreateRequest,
     MemoryDeleteRequest,
     MemoryExportRequest,
 )
-from shared.schemas.ops import SleepRunRequest, SummarizeRequest
+from memoryd.schemas.ops import SleepRunRequest, SummarizeRequest
+from memoryd.subjects import CHAT_EVENTS, DLQ_STREAM, MSG_ID_HEADER, chat_msg_id
+from shared.bus.provision import ensure_streams
+from shared.observability.logging import configure
 from shared.settings.env import LogConfig, NatsConfig, ServiceConfig
-from shared.subjects import CHAT_EVENTS, DLQ_STREAM, MSG_ID_HEADER, chat_msg_id
 from shared.vectors.registry import open_stores
 from tests.support.fake_llm import FakeLlm
 from tests.support.stack import run_services, service_config

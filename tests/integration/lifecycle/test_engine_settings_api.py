@@ -12,10 +12,10 @@ import asyncpg
 import pytest
 from nats.aio.client import Client
 
+from memoryd.errors import ValidationFailed
 from memoryd.local.nats import EmbeddedNats
-from shared.bus.rpc_client import call
-from shared.errors import ValidationFailed
-from shared.schemas.ops import SettingsGetRequest, SettingsPutRequest
+from memoryd.rpc import call
+from memoryd.schemas.ops import SettingsGetRequest, SettingsPutRequest
 from shared.service import ServiceContext
 from shared.settings.env import ServiceConfig
 from shared.settings.memory import GLOBAL_OWNER

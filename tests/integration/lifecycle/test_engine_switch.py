@@ -25,16 +25,16 @@ import pytest
 from nats.aio.client import Client
 
 from memoryd.local.nats import EmbeddedNats
-from shared.bus.rpc_client import call
-from shared.schemas import HEALTH_OP
-from shared.schemas.ops import (
+from memoryd.rpc import call
+from memoryd.schemas import HEALTH_OP
+from memoryd.schemas.ops import (
     EngineStatusRequest,
     EngineStatusResult,
     HealthRequest,
     ReindexRequest,
     SettingsPutRequest,
 )
-from shared.schemas.retrieval import EmbedRequest, EmbedResult, RetrieveRequest, RetrieveResult
+from memoryd.schemas.retrieval import EmbedRequest, EmbedResult, RetrieveRequest, RetrieveResult
 from shared.settings.cache import announce_change
 from shared.settings.store import put_values
 from shared.vectors.registry import open_stores

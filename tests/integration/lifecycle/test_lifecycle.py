@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 from nats.aio.client import Client
 
+from memoryd.errors import Conflict, Forbidden
 from memoryd.local.nats import EmbeddedNats
-from shared.bus.rpc_client import call
+from memoryd.rpc import call
+from memoryd.schemas.memory import MemoryCreateRequest, MemoryGetRequest, MemoryRestoreRequest
+from memoryd.schemas.ops import CleanupRequest, SummarizeRequest
 from shared.db import memories
-from shared.errors import Conflict, Forbidden
-from shared.schemas.memory import MemoryCreateRequest, MemoryGetRequest, MemoryRestoreRequest
-from shared.schemas.ops import CleanupRequest, SummarizeRequest
 from shared.service import ServiceContext
 from shared.settings.env import ServiceConfig
 from shared.vectors.port import VectorItem
@@ -131,7 +131,7 @@ async def test_summarize_dry_run_then_real_run_then_restore(
     assert restored.memory.needs_reindex
     with pytest.raises(Conflict):
         await call(nc, "memory.restore", MemoryRestoreRequest(owner=owner, id=old[0]))
-    from shared.errors import NotFound
+    from memoryd.errors import NotFound
 
     with pytest.raises(NotFound):  # another owner cannot restore it
         await call(nc, "memory.restore", MemoryRestoreRequest(owner=_owner(), id=old[1]))

@@ -11,11 +11,11 @@ import asyncpg
 import pytest
 from nats.aio.client import Client
 
-from shared.bus.rpc_client import call
+from memoryd.errors import ValidationFailed
+from memoryd.rpc import call
+from memoryd.schemas.ops import SettingsGetRequest, SettingsPutRequest
+from memoryd.schemas.retrieval import RetrieveRequest
 from shared.db import memories
-from shared.errors import ValidationFailed
-from shared.schemas.ops import SettingsGetRequest, SettingsPutRequest
-from shared.schemas.retrieval import RetrieveRequest
 from shared.service import ServiceContext
 from shared.settings.env import ServiceConfig
 from tests.support.stack import run_services

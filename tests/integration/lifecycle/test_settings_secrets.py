@@ -11,10 +11,10 @@ import asyncpg
 import pytest
 from nats.aio.client import Client
 
+from memoryd.errors import SecretUnavailable
 from memoryd.local.nats import EmbeddedNats
-from shared.bus.rpc_client import call
-from shared.errors import SecretUnavailable
-from shared.schemas.ops import SettingsGetRequest, SettingsPutRequest
+from memoryd.rpc import call
+from memoryd.schemas.ops import SettingsGetRequest, SettingsPutRequest
 from shared.secrets import generate_key, is_sealed
 from shared.service import _health
 from shared.settings.env import ServiceConfig

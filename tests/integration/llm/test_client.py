@@ -13,7 +13,7 @@ import msgspec
 import pytest
 from prometheus_client import REGISTRY
 
-from shared.errors import BudgetExceeded, DependencyDown
+from memoryd.errors import BudgetExceeded, DependencyDown
 from shared.llm import LlmBadReply, LlmClient, LlmNotConfigured, LlmUnavailable
 from shared.llm.reply import estimate_prompt_tokens
 from shared.settings.env import LlmConfig

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memoryd.client import MemoryClient
-from shared.errors import ConfigError
+from memoryd.errors import ConfigError
 from tests.support.auth import start_auth_bus
 
 

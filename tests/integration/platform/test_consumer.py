@@ -8,13 +8,13 @@ from datetime import UTC, datetime
 from nats.aio.client import Client
 from nats.js.api import StreamConfig
 
+from memoryd.codec import decode, encode
+from memoryd.errors import DependencyDown
+from memoryd.schemas import DeadLetter, EmbedJob
+from memoryd.subjects import DLQ_STREAM, EMBED_JOBS, JOBS_STREAM, dlq_subject
 from shared.bus.consumer import ConsumerSpec, JobContext, PullConsumer, backoff_s
 from shared.bus.provision import ensure_streams
-from shared.codec import decode, encode
-from shared.errors import DependencyDown
-from shared.schemas import DeadLetter, EmbedJob
 from shared.settings.env import NatsConfig
-from shared.subjects import DLQ_STREAM, EMBED_JOBS, JOBS_STREAM, dlq_subject
 
 MEM = "00000000-0000-0000-0000-0000000000{:02d}"
 

@@ -8,13 +8,13 @@ import json
 import pytest
 from nats.aio.client import Client
 
+from memoryd.codec import decode_reply
+from memoryd.errors import NotFound, RemoteError, TooLarge, ValidationFailed
+from memoryd.rpc import call
+from memoryd.schemas import RPC_OPS
+from memoryd.schemas.memory import MemoryGetRequest, MemoryGetResult
+from memoryd.schemas.ops import RpcError
 from shared.bus.rpc import ERROR_CODE_HEADER, ERROR_HEADER, RpcServer
-from shared.bus.rpc_client import RemoteError, call
-from shared.codec import decode_reply
-from shared.errors import NotFound, TooLarge, ValidationFailed
-from shared.schemas import RPC_OPS
-from shared.schemas.memory import MemoryGetRequest, MemoryGetResult
-from shared.schemas.ops import RpcError
 
 OP = RPC_OPS["memory.get"]
 MEM_ID = "00000000-0000-0000-0000-000000000001"
@@ -52,7 +52,7 @@ async def test_garbage_gets_400(nc: Client, payload: bytes) -> None:
 
 
 async def _raw_call(nc: Client, payload: bytes) -> None:
-    from shared.bus.rpc_client import raise_for
+    from memoryd.rpc import raise_for
 
     msg = await nc.request("mem.v1.rpc.memory.get", payload, timeout=2)
     reply = decode_reply(msg.data, MemoryGetResult)
@@ -129,14 +129,14 @@ async def test_micro_discovery_and_stats(nc: Client) -> None:
 
 
 def _encode(msg: object) -> bytes:
-    from shared.codec import encode
+    from memoryd.codec import encode
 
     return encode(msg)
 
 
 async def test_owner_bound_subject_rejects_another_owner(nc: Client) -> None:
-    from shared.errors import Forbidden
-    from shared.subjects import owner_rpc_subject
+    from memoryd.errors import Forbidden
+    from memoryd.subjects import owner_rpc_subject
 
     async def handler(req: MemoryGetRequest) -> MemoryGetResult:
         raise NotFound(f"looked up for {req.owner}")

@@ -7,8 +7,8 @@ import asyncio
 import asyncpg
 from nats.aio.client import Client
 
+from memoryd.connect import connect
 from memoryd.local.nats import EmbeddedNats
-from shared.bus.connect import connect
 from shared.settings.cache import SettingsCache, announce_change
 from shared.settings.env import NatsConfig
 from shared.settings.store import put_values

@@ -8,8 +8,8 @@ import asyncpg
 import numpy as np
 import pytest
 
+from memoryd.errors import ValidationFailed
 from shared.db.migrate import migrate, migration_files
-from shared.errors import ValidationFailed
 from shared.settings.store import effective_settings, put_values, read_values
 
 TABLES = {

@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 from nats.aio.client import Client
 
+from memoryd.schemas import RPC_OPS
+from memoryd.schemas.retrieval import EmbedRequest, EmbedResult
 from shared.bus.rpc import RpcServer
 from shared.db import memories
-from shared.schemas import RPC_OPS
-from shared.schemas.retrieval import EmbedRequest, EmbedResult
 from shared.service import ServiceContext
 from shared.settings.env import ServiceConfig
 from shared.vectors.pgvector import PgVectorStore

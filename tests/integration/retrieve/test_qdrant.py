@@ -16,8 +16,8 @@ import pytest
 from nats.aio.client import Client
 
 from memoryd.local.nats import EmbeddedNats
-from shared.bus.rpc_client import call
-from shared.schemas.retrieval import RetrieveRequest, RetrieveResult
+from memoryd.rpc import call
+from memoryd.schemas.retrieval import RetrieveRequest, RetrieveResult
 from shared.settings.env import ServiceConfig
 from shared.vectors.port import VectorItem
 from shared.vectors.qdrant import QdrantStore

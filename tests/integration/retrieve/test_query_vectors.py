@@ -9,8 +9,8 @@ import pytest
 from nats.aio.client import Client
 from prometheus_client import REGISTRY
 
-from shared.bus.rpc_client import call
-from shared.schemas.retrieval import RetrieveRequest, RetrieveResult
+from memoryd.rpc import call
+from memoryd.schemas.retrieval import RetrieveRequest, RetrieveResult
 from shared.service import ServiceContext
 from shared.settings.env import ServiceConfig
 from tests.support.stack import run_services

@@ -13,9 +13,9 @@ import asyncpg
 import pytest
 from nats.aio.client import Client
 
-from shared.bus.rpc_client import call
-from shared.schemas.ops import EngineStatusRequest
-from shared.schemas.retrieval import RetrieveRequest, RetrieveResult
+from memoryd.rpc import call
+from memoryd.schemas.ops import EngineStatusRequest
+from memoryd.schemas.retrieval import RetrieveRequest, RetrieveResult
 from shared.settings.env import ServiceConfig
 from shared.settings.store import put_values
 from tests.support.fake_llm import FakeLlm

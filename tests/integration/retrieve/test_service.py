@@ -13,13 +13,13 @@ import msgspec
 import pytest
 from nats.aio.client import Client
 
+from memoryd.codec import decode_reply
+from memoryd.rpc import call
+from memoryd.schemas import HEALTH_OP
+from memoryd.schemas.events import ChatMessage
+from memoryd.schemas.ops import EngineStatusRequest, EngineStatusResult, HealthRequest, HealthResult, RpcError
+from memoryd.schemas.retrieval import InjectRequest, InjectResult, RetrieveRequest, RetrieveResult
 from services.retrieve.logic.injection import format_memory_context
-from shared.bus.rpc_client import call
-from shared.codec import decode_reply
-from shared.schemas import HEALTH_OP
-from shared.schemas.events import ChatMessage
-from shared.schemas.ops import EngineStatusRequest, EngineStatusResult, HealthRequest, HealthResult, RpcError
-from shared.schemas.retrieval import InjectRequest, InjectResult, RetrieveRequest, RetrieveResult
 from shared.service import ServiceContext
 
 from .conftest import SIG, ScriptedEmbed, owner, put, unit

@@ -9,8 +9,8 @@ import asyncpg
 import pytest
 from nats.aio.client import Client
 
-from shared.bus.rpc_client import call
-from shared.schemas.retrieval import RetrieveRequest, RetrieveResult
+from memoryd.rpc import call
+from memoryd.schemas.retrieval import RetrieveRequest, RetrieveResult
 from shared.service import ServiceContext
 from shared.settings.store import put_values
 

@@ -8,14 +8,14 @@ import asyncio
 import asyncpg
 from nats.aio.client import Client
 
-from shared.bus.rpc_client import call
-from shared.codec import encode
+from memoryd.codec import encode
+from memoryd.rpc import call
+from memoryd.schemas import EmbedJob
+from memoryd.schemas.ops import EngineStatusRequest, EngineStatusResult
+from memoryd.schemas.retrieval import RetrieveRequest, RetrieveResult
+from memoryd.subjects import EMBED_JOBS
 from shared.db import memories
-from shared.schemas import EmbedJob
-from shared.schemas.ops import EngineStatusRequest, EngineStatusResult
-from shared.schemas.retrieval import RetrieveRequest, RetrieveResult
 from shared.settings.env import ServiceConfig
-from shared.subjects import EMBED_JOBS
 from tests.support.stack import run_services
 
 from .conftest import owner

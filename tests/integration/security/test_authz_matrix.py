@@ -35,20 +35,15 @@ from nats.aio.subscription import Subscription
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 
+from memoryd.codec import decode, encode
+from memoryd.connect import connect
 from memoryd.local.nats import EmbeddedNats
 from memoryd.local.up import credentials_file, nats_dir, write_nats_auth
-from shared import authz
-from shared.authz import Case, Outcome
-from shared.bus.connect import connect
-from shared.codec import decode, encode
-from shared.db.memories import content_hash
-from shared.nats_auth import OPERATOR_ROLE, Credentials
-from shared.schemas import ChatEvent, ChatMessage, Wire, dlq
-from shared.schemas import memory as m
-from shared.schemas import ops as o
-from shared.schemas import retrieval as r
-from shared.settings.env import NatsConfig
-from shared.subjects import (
+from memoryd.schemas import ChatEvent, ChatMessage, Wire, dlq
+from memoryd.schemas import memory as m
+from memoryd.schemas import ops as o
+from memoryd.schemas import retrieval as r
+from memoryd.subjects import (
     EMBED_CONSUMER,
     EVENTS_STREAM,
     EXTRACT_CONSUMER,
@@ -60,6 +55,11 @@ from shared.subjects import (
     chat_msg_id,
     rpc_subject,
 )
+from shared import authz
+from shared.authz import Case, Outcome
+from shared.db.memories import content_hash
+from shared.nats_auth import OPERATOR_ROLE, Credentials
+from shared.settings.env import NatsConfig
 from tests.support.digest import changed_tables, digest, digest_query
 from tests.support.stack import run_services, service_config
 

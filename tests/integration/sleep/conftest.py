@@ -23,9 +23,9 @@ import numpy as np
 import pytest
 
 from memoryd.local.nats import EmbeddedNats
-from shared.bus.rpc_client import call
+from memoryd.rpc import call
+from memoryd.schemas.ops import SleepRunRecord, SleepRunRequest
 from shared.db import memories
-from shared.schemas.ops import SleepRunRecord, SleepRunRequest
 from shared.service import ServiceContext
 from shared.settings.env import ServiceConfig
 from tests.support.fake_llm import FakeLlm

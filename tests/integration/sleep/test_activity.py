@@ -12,15 +12,15 @@ from typing import Any
 import asyncpg
 from nats.aio.client import Client
 
+from memoryd.codec import decode, encode
 from memoryd.local.nats import EmbeddedNats
+from memoryd.rpc import call
+from memoryd.schemas.events import Activity
+from memoryd.schemas.ops import SleepRunRequest
+from memoryd.schemas.retrieval import RetrieveRequest
+from memoryd.subjects import activity_key, activity_subject, read_activity_key
 from services.sleep import jobs
 from shared.bus.provision import ensure_activity_bucket
-from shared.bus.rpc_client import call
-from shared.codec import decode, encode
-from shared.schemas.events import Activity
-from shared.schemas.ops import SleepRunRequest
-from shared.schemas.retrieval import RetrieveRequest
-from shared.subjects import activity_key, activity_subject, read_activity_key
 from tests.support.stack import run_services
 
 from .conftest import SleepLlm, add_memory, put_settings, sleep_config, sleep_service

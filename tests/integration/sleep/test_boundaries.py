@@ -12,11 +12,11 @@ from typing import Any
 import asyncpg
 from nats.aio.client import Client
 
+from memoryd.codec import encode
 from memoryd.local.nats import EmbeddedNats
+from memoryd.schemas.events import Activity
+from memoryd.subjects import activity_key, activity_subject
 from shared.bus.provision import ensure_activity_bucket
-from shared.codec import encode
-from shared.schemas.events import Activity
-from shared.subjects import activity_key, activity_subject
 
 from .conftest import (
     SleepLlm,
@@ -121,9 +121,9 @@ async def test_owner_activity_aborts_the_run_at_the_next_boundary(
 async def test_a_stopping_worker_requeues_its_run_and_another_finishes_it(
     nats_server: EmbeddedNats, pg_dsn: str, pool: asyncpg.Pool, nc: Client, llm: SleepLlm
 ) -> None:
+    from memoryd.rpc import call
+    from memoryd.schemas.ops import SleepRunRequest
     from services.sleep import app
-    from shared.bus.rpc_client import call
-    from shared.schemas.ops import SleepRunRequest
     from shared.service import serve
 
     await seed_pair(pool, "o1", 0, "a", "b")
@@ -162,7 +162,7 @@ async def test_a_stopping_worker_requeues_its_run_and_another_finishes_it(
 
 async def _eventually(make: Any, attempts: int = 100) -> Any:
     """Retry an RPC until the service answers (it is still starting)."""
-    from shared.errors import DependencyDown
+    from memoryd.errors import DependencyDown
 
     for _ in range(attempts):
         try:

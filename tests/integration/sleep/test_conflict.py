@@ -13,7 +13,7 @@ import asyncpg
 from nats.aio.client import Client
 
 from memoryd.local.nats import EmbeddedNats
-from shared.subjects import JOBS_STREAM
+from memoryd.subjects import JOBS_STREAM
 
 from .conftest import DIM, SleepLlm, add_memory, memory_row, put_settings, run_sleep, sleep_service, states
 

@@ -10,6 +10,8 @@ import msgspec
 from nats.aio.client import Client
 
 from memoryd.local.nats import EmbeddedNats
+from memoryd.rpc import call
+from memoryd.schemas.ops import SleepStatusRequest
 from services.sleep.receipt import (
     AffectiveResult,
     ConflictResult,
@@ -18,9 +20,7 @@ from services.sleep.receipt import (
     RelationResult,
     parse_receipt,
 )
-from shared.bus.rpc_client import call
 from shared.observability.metrics import SLEEP_RUNS
-from shared.schemas.ops import SleepStatusRequest
 
 from .conftest import add_memory, memory_row, put_settings, run_sleep, sleep_service
 

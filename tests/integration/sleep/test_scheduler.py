@@ -12,6 +12,7 @@ import pytest
 from nats.aio.client import Client
 
 from memoryd.local.nats import EmbeddedNats
+from memoryd.subjects import SLEEP_STREAM, activity_key
 from services.sleep import jobs
 from services.sleep.adapters.activity_kv import ActivityReader
 from services.sleep.config import SleepServiceConfig
@@ -19,7 +20,6 @@ from services.sleep.context import Deps
 from services.sleep.scheduler import Scheduler
 from shared.bus.provision import ensure_activity_bucket, ensure_streams
 from shared.settings.env import NatsConfig
-from shared.subjects import SLEEP_STREAM, activity_key
 from shared.vectors.pgvector import PgVectorStore
 
 from .conftest import add_memory, put_settings, run_sleep, sleep_service

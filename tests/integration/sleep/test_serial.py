@@ -31,11 +31,11 @@ import pytest
 from nats.aio.client import Client
 
 from memoryd.local.nats import EmbeddedNats
+from memoryd.rpc import call
+from memoryd.schemas.ops import SleepRunRequest
+from memoryd.subjects import SLEEP_CONSUMER, SLEEP_STREAM
 from services.sleep import app, runner
-from shared.bus.rpc_client import call
-from shared.schemas.ops import SleepRunRequest
 from shared.service import ServiceContext, serve
-from shared.subjects import SLEEP_CONSUMER, SLEEP_STREAM
 
 from .conftest import SleepLlm, add_memory, put_settings, sleep_config
 

@@ -11,8 +11,8 @@ import asyncpg
 from nats.aio.client import Client
 
 from memoryd.local.nats import EmbeddedNats
-from shared.bus.rpc_client import call
-from shared.schemas.ops import SleepRunRequest
+from memoryd.rpc import call
+from memoryd.schemas.ops import SleepRunRequest
 
 from .conftest import (
     SleepLlm,

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from qdrant_client import AsyncQdrantClient
 
-from shared.errors import ValidationFailed
+from memoryd.errors import ValidationFailed
 from shared.vectors.common import exact_pairs
 from shared.vectors.pgvector import PgVectorStore
 from shared.vectors.port import VectorItem, VectorQuery, VectorStore

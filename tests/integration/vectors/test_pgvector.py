@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from pgvector import Vector
 
+from memoryd.errors import ValidationFailed
 from services.ingest.adapters.stores import MemoryStores
 from shared.db import memories
 from shared.db.pool import init_connection
-from shared.errors import ValidationFailed
 from shared.vectors import pgvector_sql as sql
 from shared.vectors.pgvector import PgVectorStore, mark_embedded
 from shared.vectors.port import VectorItem, VectorQuery

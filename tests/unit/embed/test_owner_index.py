@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from memoryd.errors import DependencyDown
 from services.embed.owner_index import OwnerIndexes
-from shared.errors import DependencyDown
 from shared.vectors.pgvector import PgVectorStore
 
 

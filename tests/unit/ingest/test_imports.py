@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import msgspec
 
+from memoryd.schemas import MemoryRecord
 from services.ingest.logic import imports as logic
-from shared.schemas import MemoryRecord
 
 WHEN = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 NOW = datetime(2026, 6, 1, tzinfo=UTC)

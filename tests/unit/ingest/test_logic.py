@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta, timezone
 import msgspec
 import pytest
 
+from memoryd.errors import ValidationFailed
+from memoryd.schemas import ChatEvent, ChatMessage, Turn
 from services.ingest.logic import chat as logic
-from shared.errors import ValidationFailed
-from shared.schemas import ChatEvent, ChatMessage, Turn
 from shared.tokens import estimate_tokens
 
 WHEN = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -129,7 +129,7 @@ def test_turn_metadata_keeps_the_applications_metadata_under_ours() -> None:
 def test_owner_bound_event_subject_must_match_the_owner() -> None:
     import pytest
 
-    from shared.errors import Forbidden
+    from memoryd.errors import Forbidden
 
     logic.check_subject_owner("mem.v1.events.chat", "alice")  # unbound: any owner
     logic.check_subject_owner("mem.v1.events.chat.alice", "alice")

@@ -11,7 +11,7 @@ import pytest
 
 from memoryd.access import Access, Denied, PermissionWatch
 from memoryd.credentials import ClientCredentials, read_file, resolve, split_url, write_file
-from shared.errors import ConfigError, Forbidden
+from memoryd.errors import ConfigError, Forbidden
 
 
 def test_split_url_takes_the_credentials_out_of_every_server() -> None:

@@ -9,10 +9,10 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from shared.codec import decode, encode, export_json_schemas, wire_types
-from shared.errors import ConfigError, TooLarge, ValidationFailed
-from shared.schemas import RPC_OPS, ChatEvent, ChatMessage
-from shared.schemas.base import snake_name, wire_tag
+from memoryd.codec import decode, encode, export_json_schemas, wire_types
+from memoryd.errors import ConfigError, TooLarge, ValidationFailed
+from memoryd.schemas import RPC_OPS, ChatEvent, ChatMessage
+from memoryd.schemas.base import snake_name, wire_tag
 from shared.settings.env import load_service_config
 
 ROOT = Path(__file__).resolve().parents[3]

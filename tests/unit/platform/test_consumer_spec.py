@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from memoryd.subjects import EMBED_JOBS, EVENTS_STREAM, JOBS_STREAM, SLEEP_STREAM
 from shared.bus.consumer import STAGES, consumer_config, consumer_spec
 from shared.settings.env import NatsConfig
-from shared.subjects import EMBED_JOBS, EVENTS_STREAM, JOBS_STREAM, SLEEP_STREAM
 
 
 def test_each_stage_reads_its_own_stream_and_subject() -> None:

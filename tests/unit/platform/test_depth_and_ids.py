@@ -7,11 +7,11 @@ import time
 import msgspec
 import pytest
 
-from shared.codec import decode
-from shared.errors import ValidationFailed
-from shared.schemas import ChatEvent
-from shared.schemas.depth import MAX_JSON_DEPTH, json_depth_exceeds
-from shared.subjects import chat_msg_id
+from memoryd.codec import decode
+from memoryd.errors import ValidationFailed
+from memoryd.schemas import ChatEvent
+from memoryd.schemas.depth import MAX_JSON_DEPTH, json_depth_exceeds
+from memoryd.subjects import chat_msg_id
 
 EVENT = b'{"type":"mem.v1.chat_event","event_id":"e","owner":"o","occurred_at":"2026-01-01T00:00:00Z",'
 EVENT += b'"messages":[{"role":"user","content":"x"}],"metadata":{"a":%s}}'

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from memoryd.cli.commands_settings import parse_value
+from memoryd.errors import ValidationFailed
 from services.embed.settings import EmbedSettings
-from shared.errors import ValidationFailed
 from shared.settings.engine import (
     REDACTED,
     EmbeddingConfig,

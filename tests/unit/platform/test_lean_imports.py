@@ -36,7 +36,7 @@ def test_services_load_nats_and_structlog_without_their_extras_which_stay_import
 def test_a_websocket_url_gets_the_transport_back() -> None:
     code = (
         "import services, nats.aio.transport as tr\n"
-        "from shared.lean_imports import websocket_transport\n"
+        "from memoryd.connect import websocket_transport\n"
         "websocket_transport('nats://a:4222'); print(tr.aiohttp is None)\n"
         "websocket_transport('nats://a:4222, WSS://b:443'); print(tr.aiohttp is not None)\n"
     )

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from shared.observability.logging import REDACTED, redact, redact_text
+from memoryd.redact import REDACTED, redact_text
+from shared.observability.logging import redact
 
 
 def test_url_passwords_and_bearer_tokens_are_redacted() -> None:

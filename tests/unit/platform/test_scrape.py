@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from memoryd.errors import ConfigError
 from memoryd.local.scrape import TARGETS_FILE, file_sd_groups, metrics_ports, write_targets
-from shared.errors import ConfigError
 from tests.support.ports import free_port_base
 
 ROOT = Path(__file__).resolve().parents[3]

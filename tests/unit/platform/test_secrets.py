@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.errors import ConfigError, SecretUnavailable
+from memoryd.errors import ConfigError, SecretUnavailable
 from shared.secrets import Keyring, generate_key, is_sealed, key_id, sealed_key_id
 from shared.settings.env import SecretsConfig, load_service_config
 from shared.settings.sealed import mask_sealed, needs_reseal, open_values, seal_values

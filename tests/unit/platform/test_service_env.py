@@ -7,7 +7,7 @@ import importlib
 import msgspec
 import pytest
 
-from shared.errors import ConfigError
+from memoryd.errors import ConfigError
 from shared.service import main
 
 SERVICES = ("embed", "extract", "ingest", "retrieve", "sleep")

@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from shared.errors import ValidationFailed
+from memoryd.errors import ValidationFailed
 from shared.settings.cache import SettingsCache
 from shared.settings.memory import GLOBAL_OWNER, MemorySettings, validate, validate_update
 

@@ -24,8 +24,9 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
+from memoryd import tracing
 from services.gateway.handlers.trace import TraceContext
-from shared.observability import tracing
+from shared.observability import exporter
 from shared.settings.env import TracingConfig, load
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -110,7 +111,7 @@ def test_export_is_configured_only_by_an_endpoint() -> None:
         return load(TracingConfig, "OTEL_", env)
 
     assert cfg().traces_url is None
-    assert tracing.setup("ingest", cfg()) is None  # no SDK, no exporter thread
+    assert exporter.setup("ingest", cfg()) is None  # no SDK, no exporter thread
     assert cfg(OTEL_EXPORTER_OTLP_ENDPOINT="http://c:4318/").traces_url == "http://c:4318/v1/traces"
     assert (
         cfg(OTEL_EXPORTER_OTLP_ENDPOINT="http://c:4318", OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="http://t/x").traces_url
@@ -143,7 +144,7 @@ def test_service_log_lines_carry_the_trace_id() -> None:
     code = textwrap.dedent(
         f"""
         from shared.observability.logging import configure, get_logger
-        from shared.observability import tracing
+        from memoryd import tracing
         from shared.settings.env import LogConfig
         configure("ingest", LogConfig())
         log = get_logger("t")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncpg
 import pytest
 
+from memoryd.errors import DependencyDown, ValidationFailed
 from shared.bus.transient import is_transient, transient_sqlstate
-from shared.errors import DependencyDown, ValidationFailed
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from memoryd.errors import DependencyDown, ValidationFailed
 from services.retrieve.logic.breaker import Breaker
 from services.retrieve.logic.fusion import Fused, Strategy
 from services.retrieve.logic.plan import (
@@ -20,7 +21,6 @@ from services.retrieve.logic.plan import (
     store_mismatch,
     tier_of,
 )
-from shared.errors import DependencyDown, ValidationFailed
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

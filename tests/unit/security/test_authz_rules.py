@@ -44,7 +44,7 @@ def test_covers_follows_nats_subject_rules(pattern: str, subject: str, covered: 
 
 def test_every_rpc_op_and_family_is_in_the_matrix() -> None:
     cases = authz.cases()
-    from shared.schemas import RPC_OPS
+    from memoryd.schemas import RPC_OPS
 
     assert {c.op for c in cases if c.family == "rpc"} >= set(RPC_OPS) | {"health"}
     assert {c.family for c in cases} == {

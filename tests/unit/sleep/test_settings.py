@@ -3,8 +3,8 @@
 import msgspec
 import pytest
 
+from memoryd.errors import ValidationFailed
 from services.sleep.logic.settings import SleepSettings, strictness_threshold
-from shared.errors import ValidationFailed
 from shared.settings.memory import effective_sleep
 
 DEFAULTS = {

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import dlq as d
-from . import memory as m
-from . import ops as o
-from . import retrieval as r
-from .base import Wire
+from memoryd.schemas import dlq as d
+from memoryd.schemas import memory as m
+from memoryd.schemas import ops as o
+from memoryd.schemas import retrieval as r
+from memoryd.schemas.base import Wire
 
 
 @dataclass(frozen=True)

@@ -9,22 +9,20 @@ stored with the message), so every process continues the same trace:
   be published or requested; ``span(name, kind, headers=...)`` starts a span whose parent is
   the context in ``headers`` (or the current span when there is none). ``shared.bus`` does
   both for every RPC and every consumed job; the publish sites call ``inject``.
-- ``setup(service, cfg)`` installs the OpenTelemetry SDK with a batching OTLP/HTTP exporter
-  (``service.name`` = ``memoryd-<service>``) only when an endpoint is configured
-  (``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``..._TRACES_ENDPOINT``). Without one nothing is
-  recorded and no exporter thread runs: the API's no-op spans still carry an incoming
-  context on, so propagation costs a header parse and a header write per hop.
+- a service installs the SDK and its exporter (``shared.observability.exporter``) only when an
+  endpoint is configured; without one the API's no-op spans still carry an incoming context on,
+  so propagation costs a header parse and a header write per hop.
 - ``add_trace_ids`` is a structlog processor: a line written inside a span carries
   ``trace_id`` and ``span_id`` (hex, as trace backends show them).
 
 Only the OpenTelemetry API is imported here (a base dependency of the client: pure Python,
-no threads); the SDK and exporter are imported by ``setup`` alone.
+no threads).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from functools import cache
 from typing import Any
 
@@ -32,8 +30,6 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
-
-from shared.settings.env import TracingConfig
 
 TRACEPARENT = "traceparent"
 TRACESTATE = "tracestate"
@@ -52,7 +48,6 @@ __all__ = [
     "extract",
     "inject",
     "mark_error",
-    "setup",
     "span",
 ]
 
@@ -117,22 +112,3 @@ def add_trace_ids(_logger: Any, _method: str, event: MutableMapping[str, Any]) -
         event.setdefault("trace_id", ids[0])
         event.setdefault("span_id", ids[1])
     return event
-
-
-def setup(service: str, cfg: TracingConfig, version: str = "") -> Callable[[], None] | None:
-    """Install the SDK exporting this process's spans over OTLP/HTTP, when ``cfg`` has an endpoint;
-    return the function that flushes and stops it (None: nothing installed, nothing to stop)."""
-    url = cfg.traces_url
-    if url is None:
-        return None
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.resources import SERVICE_NAME, SERVICE_VERSION, Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor
-
-    # OTEL_RESOURCE_ATTRIBUTES is honoured; the service name is always the process's own
-    resource = Resource.create({SERVICE_NAME: f"memoryd-{service}", SERVICE_VERSION: version})
-    provider = TracerProvider(resource=resource)  # sampler from OTEL_TRACES_SAMPLER (default: parent, else all)
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=url)))
-    trace.set_tracer_provider(provider)
-    return provider.shutdown

@@ -12,8 +12,9 @@ from nats.aio.client import Client
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 
-from ..codec import decode_reply, encode
-from ..errors import (
+from memoryd import tracing
+from memoryd.codec import decode_reply, encode
+from memoryd.errors import (
     BudgetExceeded,
     Conflict,
     DependencyDown,
@@ -22,13 +23,13 @@ from ..errors import (
     NotFound,
     QuotaExceeded,
     RateLimited,
+    RemoteError,
     SecretUnavailable,
     TooLarge,
     ValidationFailed,
 )
-from ..observability import tracing
-from ..schemas import RPC_OPS, RpcError, RpcOp
-from ..subjects import REQUEST_ID_HEADER, rpc_subject
+from memoryd.schemas import RPC_OPS, RpcError, RpcOp
+from memoryd.subjects import REQUEST_ID_HEADER, rpc_subject
 
 T = TypeVar("T")
 
@@ -41,14 +42,6 @@ _BY_CODE: dict[int, type[MemorydError]] = {
     429: BudgetExceeded,
     503: DependencyDown,
 }
-
-
-class RemoteError(MemorydError):
-    """A 500 from a service; ``error_id`` finds the full error in its log."""
-
-    def __init__(self, description: str, error_id: str | None) -> None:
-        super().__init__(f"{description} (error_id={error_id})")
-        self.error_id = error_id
 
 
 def raise_for(err: RpcError) -> None:

@@ -144,3 +144,13 @@ ALL_STREAM_SUBJECTS: dict[str, tuple[str, ...]] = {
     SLEEP_STREAM: (SLEEP_JOBS,),
     DLQ_STREAM: DLQ_SUBJECTS,
 }
+
+
+#: The NATS users ``memoryd up`` creates for applications and for the operator.
+CLIENT_ROLE = "client"
+OPERATOR_ROLE = "operator"
+
+
+def inbox_prefix(user: str) -> str:
+    """Each user's private reply-subject prefix (``_INBOX.<user>``)."""
+    return f"_INBOX.{user}"

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from .base import (
+from memoryd.schemas.base import (
     MAX_MESSAGE_CHARS,
     MAX_MESSAGES_PER_EVENT,
     MemoryId,

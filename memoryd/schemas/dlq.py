@@ -14,7 +14,7 @@ from typing import Annotated
 
 import msgspec
 
-from .base import Wire
+from memoryd.schemas.base import Wire
 
 Seq = Annotated[int, msgspec.Meta(ge=1)]
 Seqs = Annotated[list[Seq], msgspec.Meta(max_length=10_000)]

@@ -16,12 +16,12 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from .errors import TooLarge, ValidationFailed
-from .schemas import RPC_OPS, Wire
-from .schemas.base import MAX_PAYLOAD_BYTES
-from .schemas.depth import MAX_JSON_DEPTH, json_depth_exceeds
-from .schemas.events import Activity, ChatEvent, DeadLetter, EmbedJob, ExtractJob, SleepRun
-from .schemas.ops import HealthRequest, HealthResult, RpcError
+from memoryd.errors import TooLarge, ValidationFailed
+from memoryd.schemas import RPC_OPS, Wire
+from memoryd.schemas.base import MAX_PAYLOAD_BYTES
+from memoryd.schemas.depth import MAX_JSON_DEPTH, json_depth_exceeds
+from memoryd.schemas.events import Activity, ChatEvent, DeadLetter, EmbedJob, ExtractJob, SleepRun
+from memoryd.schemas.ops import HealthRequest, HealthResult, RpcError
 
 T = TypeVar("T")
 

@@ -1,7 +1,7 @@
 """How deep a JSON document nests, measured without parsing it (pure, linear, in C).
 
 msgspec raises ``RecursionError`` on deeply nested JSON (a ``dict`` field holding 100,000
-nested lists is enough), so ``shared.codec.decode`` refuses anything nested deeper than
+nested lists is enough), so ``memoryd.codec.decode`` refuses anything nested deeper than
 ``MAX_JSON_DEPTH`` before msgspec sees it; import lines are checked the same way.
 """
 

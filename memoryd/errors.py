@@ -10,8 +10,9 @@
     ├── BudgetExceeded      429  a per-owner budget (e.g. LLM tokens) is spent
     │   ├── RateLimited     429  a per-owner rate (events/s, searches/s) is exceeded; retry_after_s
     │   └── QuotaExceeded   429  a per-owner quota (memories, bytes) is full
-    └── DependencyDown      503  NATS, Postgres, the embedder or the LLM is unreachable
-        └── SecretUnavailable 503  a secret at rest cannot be sealed or opened (no key, the wrong key)
+    ├── DependencyDown      503  NATS, Postgres, the embedder or the LLM is unreachable
+    │   └── SecretUnavailable 503  a secret at rest cannot be sealed or opened (no key, the wrong key)
+    └── RemoteError         500  a service failed; ``error_id`` finds the full error in its log
 
 Only these typed errors travel to callers with their description; anything else
 becomes a 500 with an opaque error id (the traceback goes to the log).
@@ -42,8 +43,15 @@ class ConfigError(MemorydError):
 
 
 class ValidationFailed(MemorydError):
+    """A request or message failed validation; ``field`` is the path of the offending field
+    (``$.messages[0].content``) when one is known."""
+
     code = 400
     err_code = "validation"
+
+    def __init__(self, description: str, field: str | None = None) -> None:
+        super().__init__(description)
+        self.field = field
 
 
 class Forbidden(MemorydError):
@@ -94,3 +102,11 @@ class SecretUnavailable(DependencyDown):
     """A secret stored encrypted cannot be opened (no key, another key, tampered) or sealed (no key)."""
 
     err_code = "secret_unavailable"
+
+
+class RemoteError(MemorydError):
+    """A 500 from a service; ``error_id`` finds the full error in its log."""
+
+    def __init__(self, description: str, error_id: str | None) -> None:
+        super().__init__(f"{description} (error_id={error_id})")
+        self.error_id = error_id

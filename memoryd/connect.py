@@ -1,23 +1,50 @@
-"""Connect to NATS with reconnect/backoff and logging; fail fast when nothing answers."""
+"""Connect to NATS with reconnect/backoff and logging; fail fast when nothing answers.
+
+Used by the client and by every service: ``connect`` takes anything with the four fields of
+``NatsTarget`` (the services pass their ``NatsConfig``).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
+import structlog
 from nats.aio.client import Client
 
-from shared.settings.env import NatsConfig
+from memoryd.errors import ConfigError
+from memoryd.redact import redact_text
+from memoryd.subjects import inbox_prefix as user_inbox
 
-from ..errors import ConfigError
-from ..lean_imports import websocket_transport
-from ..nats_auth import inbox_prefix as user_inbox
-from ..observability.logging import get_logger, redact_text
+log = structlog.get_logger(__name__)
 
-log = get_logger(__name__)
+
+class NatsTarget(Protocol):
+    """Where and as whom to connect."""
+
+    @property
+    def url(self) -> str: ...
+    @property
+    def user(self) -> str | None: ...
+    @property
+    def password(self) -> str | None: ...
+    @property
+    def connect_timeout_s(self) -> float: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class NatsEndpoint:
+    """A ``NatsTarget`` for a client or a command line (a service passes its ``NatsConfig``)."""
+
+    url: str
+    user: str | None = None
+    password: str | None = None
+    connect_timeout_s: float = 3.0
 
 
 def url_user(url: str) -> str | None:
@@ -31,7 +58,7 @@ def url_user(url: str) -> str | None:
 
 
 async def connect(
-    cfg: NatsConfig,
+    cfg: NatsTarget,
     name: str,
     *,
     reconnect_forever: bool = True,
@@ -106,3 +133,14 @@ def connect_failure(exc: Exception, refusals: Sequence[Exception]) -> str:
     if isinstance(exc, TimeoutError) and refusals:
         return said[-2]
     return said[-1]
+
+
+def websocket_transport(url: str) -> None:
+    """Give nats-py its WebSocket transport back when ``url`` (comma-separated servers) names a
+    ``ws://`` or ``wss://`` server (a service imports nats-py without it, ``shared.lean_imports``);
+    ImportError when aiohttp is not installed."""
+    if not any(server.strip().lower().startswith(("ws://", "wss://")) for server in url.split(",")):
+        return
+    transport = importlib.import_module("nats.aio.transport")
+    if getattr(transport, "aiohttp", None) is None:
+        setattr(transport, "aiohttp", importlib.import_module("aiohttp"))  # noqa: B010 (a module global)

@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from .base import Owner, SessionId, Wire
-from .memory import DeletionReceipt
+from memoryd.schemas.base import Owner, SessionId, Wire
+from memoryd.schemas.memory import DeletionReceipt
 
 
 class RpcError(Wire, frozen=True):

@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from .base import MAX_QUERY_CHARS, Limit, MemoryScope, MemoryType, Owner, SessionId, Strategy, Wire
-from .events import ChatMessage
+from memoryd.schemas.base import MAX_QUERY_CHARS, Limit, MemoryScope, MemoryType, Owner, SessionId, Strategy, Wire
+from memoryd.schemas.events import ChatMessage
 
 Tier = Literal["keyword", "pgvector", "qdrant", "recent"]
 MaxTokens = Annotated[int, msgspec.Meta(ge=0, le=16_000)]

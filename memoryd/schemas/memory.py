@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from .base import (
+from memoryd.schemas.base import (
     Content,
     Limit,
     MemoryId,
