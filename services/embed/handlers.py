@@ -13,7 +13,7 @@ the misses: a request that finds an inference slot free leaves at once, those ar
 every slot is busy leave together when one frees (cut by length into calls, `plan_batches`).
 
 A batch uses the source and stores it started with (`SwapGate`): an engine settings change
-swaps them between batches (`Jobs.gate.exclusive()`, see `live.py`), never inside one.
+swaps them between batches (`Jobs.gate.exclusive()`, see `engine_switch.py`), never inside one.
 """
 
 from __future__ import annotations

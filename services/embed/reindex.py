@@ -16,7 +16,7 @@ is `retired`: its vectors are dropped `retire_grace_s` later, once no retrieval 
 still be using them. A change abandoned by reverting the configuration retires the pending
 signature the same way.
 
-The engine settings can change the source and the stores at run time (`live.py`):
+The engine settings can change the source and the stores at run time (`engine_switch.py`):
 `reconfigure` prepares the new signature and stores like a start. A store taken out of use
 (`detach`: Qdrant when `vectorStore=pgvector` or its URL is removed or changed) has its
 collections dropped (best effort) and its row marked `detached`; a store whose row is detached

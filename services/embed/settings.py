@@ -2,7 +2,7 @@
 
 The source, quantization and remote fields are the defaults of the engine settings: the
 global settings row may override them at run time (`shared.settings.engine`, applied by
-`live.py` without a restart).
+`engine_switch.py` without a restart).
 
 Batching: a worker fetches up to `batch_max` jobs per pull and embeds them in one inference
 call; `pipeline` batches are in flight at once (the next batch is fetched and read from

@@ -7,7 +7,7 @@ Health: one check per vector store, and with ``deep=True`` a create -> retrieve 
 round trip. Settings come from ``MEMORYD_RETRIEVE_*`` (``EngineConfig``, read once by
 ``__main__`` through ``load_settings``) and, per owner,
 from the runtime settings (cached, dropped on ``mem.v1.settings.changed``). The vector stores
-follow the engine settings of the global row at run time (``live.py``); the optional LLM
+follow the engine settings of the global row at run time (``store_follow.py``); the optional LLM
 rerank (``rerank.py``, ``MEMORYD_RETRIEVE_RERANK_*``) uses the LLM of ``MEMORYD_LLM_*``.
 """
 

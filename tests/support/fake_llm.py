@@ -1,6 +1,6 @@
 """A scripted OpenAI-compatible HTTP server for tests: chat completions and embeddings.
 
-No LLM is reachable from the test machines (FACTS.md), so tests talk to this server
+No LLM is reachable from the test machines, so tests talk to this server
 over real HTTP on 127.0.0.1, through the same client code production uses::
 
     async with FakeLlm() as llm:

@@ -80,7 +80,7 @@ def session_options(threads: int) -> ort.SessionOptions:
     opts.enable_cpu_mem_arena = True
     opts.enable_mem_pattern = False
     if threads > 1:
-        # Spinning pool threads halve throughput on a 2-vCPU VM (FACTS.md).
+        # Spinning pool threads halve throughput on a 2-vCPU machine.
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return opts
 

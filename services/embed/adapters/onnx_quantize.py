@@ -1,6 +1,6 @@
 """Build the optional dynamic-int8 MiniLM variant once and cache it on disk.
 
-The recipe (FACTS.md, "Embeddings"): let onnxruntime fold the int8-weight graph into plain
+The recipe: let onnxruntime fold the int8-weight graph into plain
 float initializers (`ORT_ENABLE_BASIC` + `optimized_model_filepath`), then
 `quantize_dynamic(per_channel=True, DefaultTensorType=FLOAT)`. It needs the `onnx` package,
 an optional extra; only building needs it, loading a cached file does not.
