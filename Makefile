@@ -5,7 +5,7 @@ BIN    := $(abspath $(VENV))/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: chromium studio-screenshots run test lint chaos chaos-cluster fuzz bench bench-embed bench-quality bench-paraphrase bench-dense-context bench-latency bench-ingest bench-sleep bench-gateway bench-tracing bench-peers bench-docs schemas config-docs deletion-audit authz security-docs nats-conf clean
+.PHONY: chromium studio-screenshots run test lint check chaos chaos-cluster fuzz bench bench-embed bench-quality bench-paraphrase bench-dense-context bench-latency bench-ingest bench-sleep bench-gateway bench-tracing bench-peers bench-docs schemas config-docs deletion-audit authz security-docs nats-conf clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -36,10 +36,17 @@ test: $(STAMP) $(VENV)/bin/docker-compose chromium  ## set up and run the whole 
 	MEMORYD_REQUIRE_COMPOSE=1 $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS); \
 	rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
 
-lint: $(STAMP)
-	$(BIN)/ruff check memoryd shared services bench tests
-	$(BIN)/ruff format --check memoryd shared services bench
-	$(BIN)/mypy memoryd shared services bench
+# what `make lint` (and tests/unit/platform/test_quality_gates.py) checks
+LINTED := memoryd shared services bench
+
+lint: $(STAMP)  ## ruff and mypy over every package
+	$(BIN)/ruff check $(LINTED) tests
+	$(BIN)/ruff format --check $(LINTED)
+	$(BIN)/mypy $(LINTED)
+
+check: lint  ## the inner loop: lint and the unit tests (a couple of minutes); `make test` is the whole suite
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow" tests/unit $(PYTEST_ARGS); \
+	rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
 
 chaos: $(STAMP)  ## the full chaos run: 10k events while services, NATS and PostgreSQL (fsync on) are SIGKILLed, alone and overlapping
 	mkdir -p bench-results && $(BIN)/python -m tests.chaos.harness --events 10000 --json bench-results/chaos.json

@@ -90,7 +90,7 @@ def test_engine_defaults_reset_every_engine_setting() -> None:
 
 
 def _rerank_request(n: int) -> dict[str, Any]:
-    lines = "\n".join(f"[{i}] \"turn {i}\"" for i in range(1, n + 1))
+    lines = "\n".join(f'[{i}] "turn {i}"' for i in range(1, n + 1))
     return {"messages": [{"role": "system", "content": "rank"}, {"role": "user", "content": f"Query: q\n{lines}"}]}
 
 
