@@ -11,7 +11,10 @@ from memoryd.schemas.base import MAX_QUERY_CHARS, Limit, MemoryScope, MemoryType
 from memoryd.schemas.events import ChatMessage
 
 Tier = Literal["keyword", "pgvector", "qdrant", "recent"]
-MaxTokens = Annotated[int, msgspec.Meta(ge=0, le=16_000)]
+#: The largest token budget of one retrieval: requests and the owner's ``maxTokens`` setting alike.
+MAX_TOKENS_LIMIT = 8000
+#: A token budget; 0 retrieves nothing.
+MaxTokens = Annotated[int, msgspec.Meta(ge=0, le=MAX_TOKENS_LIMIT)]
 Query = Annotated[str, msgspec.Meta(max_length=MAX_QUERY_CHARS)]
 
 

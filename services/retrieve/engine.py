@@ -46,7 +46,7 @@ from services.retrieve.logic.fusion import (
     Fused,
     RankedList,
     Strategy,
-    clamp_max_tokens,
+    budget_tokens,
     normalize_query,
     parse_strategy,
     rrf_fuse,
@@ -200,7 +200,7 @@ class Engine:
             ranked,
             rows,
             limit=req.limit,
-            max_tokens=clamp_max_tokens(req.max_tokens, settings.max_tokens),
+            max_tokens=budget_tokens(req.max_tokens, settings.max_tokens),
             tier=lambda f: credit_tier(f, vector_tier, recent=recent_only),
         )
         if memories and not req.dry_run:

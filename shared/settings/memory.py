@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal, TypeVar
 import msgspec
 
 from memoryd.errors import ValidationFailed
+from memoryd.schemas.retrieval import MaxTokens
 from shared.settings.engine import ENGINE_KEYS, EngineValues, global_only, parse_engine_values
 from shared.settings.sleep import SleepSettings
 
@@ -32,8 +33,8 @@ class MemorySettings(msgspec.Struct, frozen=True, kw_only=True, rename="camel", 
     enabled: bool = True
     #: retrieval strategy when a request names none
     strategy: Literal["exact", "recent", "semantic", "hybrid"] = "hybrid"
-    #: token budget of one retrieval's results when a request asks for none (requests are clamped to it)
-    max_tokens: Annotated[int, msgspec.Meta(ge=0, le=16_000)] = 2000
+    #: token budget of one retrieval's results: a request may ask for less, never more (0: nothing is retrieved)
+    max_tokens: MaxTokens = 2000
     #: memories older than this are not retrieved and are removed by the retention cleanup
     retention_days: Annotated[int, msgspec.Meta(ge=1, le=365)] = 365
     #: keep each chat turn as an episodic memory (extraction runs either way)

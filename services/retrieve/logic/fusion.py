@@ -27,9 +27,6 @@ RankedList = Sequence[tuple[str, float]]  # (memory_id, raw score) in rank order
 
 DEFAULT_RRF_K = 60
 DEFAULT_RRF_DEPTH = 20
-MIN_MAX_TOKENS = 1
-MAX_MAX_TOKENS = 8000
-DEFAULT_MAX_TOKENS = 2000
 MAX_QUERY_CHARS = 2000
 
 
@@ -359,10 +356,13 @@ def apply_budget(items: Sequence[T], tokens_of: Callable[[T], int], max_tokens: 
 
     Stops at the first item that does not fit (a smaller item after it is not taken, so the
     result is always a prefix of the ranking). The first item is always returned when there
-    is one, even if it alone exceeds the budget. ``tokens_of`` is called once per item
-    examined; pass precomputed counts (e.g. ``(item, tokens)`` pairs) to avoid recounting.
+    is one, even if it alone exceeds the budget, unless the budget is 0 (nothing is taken).
+    ``tokens_of`` is called once per item examined; pass precomputed counts (e.g.
+    ``(item, tokens)`` pairs) to avoid recounting.
     """
     taken: list[T] = []
+    if max_tokens <= 0:
+        return taken
     used = 0
     for item in items:
         tokens = tokens_of(item)
@@ -375,10 +375,10 @@ def apply_budget(items: Sequence[T], tokens_of: Callable[[T], int], max_tokens: 
     return taken
 
 
-def clamp_max_tokens(value: int | None, default: int = DEFAULT_MAX_TOKENS) -> int:
-    """The request's ``maxTokens`` clamped to 1..8000; None gives ``default`` (also clamped)."""
-    chosen = default if value is None else value
-    return max(MIN_MAX_TOKENS, min(MAX_MAX_TOKENS, chosen))
+def budget_tokens(requested: int | None, owner_cap: int) -> int:
+    """The token budget of one retrieval: the owner's ``maxTokens`` caps what a request asks for
+    (None asks for the cap). The schemas bound both to ``MAX_TOKENS_LIMIT``."""
+    return owner_cap if requested is None else max(0, min(requested, owner_cap))
 
 
 # Runs of characters that are neither whitespace nor C0/C1 controls nor lone surrogates

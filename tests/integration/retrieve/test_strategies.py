@@ -127,9 +127,9 @@ async def test_budget_prefix_and_at_least_one(pool: asyncpg.Pool, nc: Client, re
         await put(pool, who, text, created_at=now - timedelta(minutes=i))
     res = await retrieve(nc, owner=who, strategy="exact", max_tokens=250)
     assert [m.tokens for m in res.memories] == [100, 100] and res.tokens_used == 200  # the 3rd does not fit: stop
-    res = await retrieve(nc, owner=who, strategy="exact", max_tokens=0)  # clamped to 1: still one result
-    assert len(res.memories) == 1 and res.tokens_used == 100
-    res = await retrieve(nc, owner=who, strategy="exact", max_tokens=16_000)  # clamped to 8000
+    res = await retrieve(nc, owner=who, strategy="exact", max_tokens=0)  # a budget of nothing retrieves nothing
+    assert res.memories == [] and res.tokens_used == 0
+    res = await retrieve(nc, owner=who, strategy="exact", max_tokens=8000)  # capped by the owner's 2000
     assert len(res.memories) == 4 and res.tokens_used == 301
     res = await retrieve(nc, owner=who, strategy="exact", limit=2)
     assert len(res.memories) == 2
@@ -138,6 +138,8 @@ async def test_budget_prefix_and_at_least_one(pool: asyncpg.Pool, nc: Client, re
         await put(pool, thrifty, text, created_at=now - timedelta(minutes=i))
     await put_values(pool, thrifty, {"maxTokens": 150})
     res = await retrieve(nc, owner=thrifty, strategy="exact")  # the owner's default budget
+    assert [m.tokens for m in res.memories] == [100]
+    res = await retrieve(nc, owner=thrifty, strategy="exact", max_tokens=8000)  # the owner's setting caps requests
     assert [m.tokens for m in res.memories] == [100]
 
 

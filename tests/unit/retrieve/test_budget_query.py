@@ -14,7 +14,7 @@ from services.retrieve.logic.fusion import (
     Candidate,
     Strategy,
     apply_budget,
-    clamp_max_tokens,
+    budget_tokens,
     keyword_query_is_usable,
     normalize_query,
     parse_strategy,
@@ -109,17 +109,43 @@ def test_apply_budget_properties(tokens: list[int], budget: int) -> None:
 
 
 @pytest.mark.parametrize(
-    ("value", "expected"),
-    [(None, 2000), (0, 1), (-5, 1), (1, 1), (500, 500), (8000, 8000), (8001, 8000), (10**12, 8000)],
+    ("requested", "cap", "expected"),
+    [
+        (None, 2000, 2000),
+        (0, 2000, 0),
+        (-5, 2000, 0),
+        (1, 2000, 1),
+        (500, 2000, 500),
+        (8000, 2000, 2000),
+        (None, 500, 500),
+        (300, 500, 300),
+        (12_000, 500, 500),
+        (None, 0, 0),
+        (100, 0, 0),
+    ],
 )
-def test_clamp_max_tokens(value: int | None, expected: int) -> None:
-    assert clamp_max_tokens(value) == expected
+def test_the_owner_setting_caps_what_a_request_asks_for(requested: int | None, cap: int, expected: int) -> None:
+    assert budget_tokens(requested, cap) == expected
 
 
-def test_clamp_max_tokens_custom_default() -> None:
-    assert clamp_max_tokens(None, default=500) == 500
-    assert clamp_max_tokens(None, default=99_999) == 8000
-    assert clamp_max_tokens(300, default=500) == 300
+def test_a_budget_of_zero_takes_nothing() -> None:
+    assert apply_budget([5, 1], identity, 0) == []
+
+
+def test_one_limit_bounds_requests_and_the_setting() -> None:
+    import msgspec
+
+    from memoryd.codec import decode
+    from memoryd.errors import ValidationFailed
+    from memoryd.schemas.retrieval import MAX_TOKENS_LIMIT, RetrieveRequest
+    from shared.settings.memory import MemorySettings
+
+    ok = decode(b'{"owner":"a","query":"q","max_tokens":%d}' % MAX_TOKENS_LIMIT, RetrieveRequest)
+    assert ok.max_tokens == MAX_TOKENS_LIMIT
+    with pytest.raises(ValidationFailed, match="max_tokens"):  # asking for more is an error, not a silent cut
+        decode(b'{"owner":"a","query":"q","max_tokens":%d}' % (MAX_TOKENS_LIMIT + 1), RetrieveRequest)
+    with pytest.raises(msgspec.ValidationError):
+        msgspec.convert({"maxTokens": MAX_TOKENS_LIMIT + 1}, MemorySettings)
 
 
 # --- queries -------------------------------------------------------------------------------
