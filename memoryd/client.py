@@ -39,7 +39,7 @@ from nats.aio.client import Client
 
 from memoryd import tracing
 from memoryd.access import Access, PermissionWatch
-from memoryd.codec import decode, encode
+from memoryd.codec import decode, encode, validation_failed
 from memoryd.connect import NatsEndpoint, connect
 from memoryd.credentials import Role, resolve
 from memoryd.errors import DependencyDown, TooLarge, ValidationFailed
@@ -94,7 +94,7 @@ def _messages(messages: Sequence[MessageLike]) -> list[ChatMessage]:
         try:
             out.append(m if isinstance(m, ChatMessage) else msgspec.convert(dict(m), ChatMessage))
         except msgspec.ValidationError as exc:
-            raise ValidationFailed(str(exc).replace("`$", f"`$.messages[{i}]")) from exc
+            raise validation_failed(exc, prefix=f"$.messages[{i}]") from exc
     return out
 
 

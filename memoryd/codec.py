@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -26,6 +27,19 @@ from memoryd.schemas.ops import HealthRequest, HealthResult, RpcError
 T = TypeVar("T")
 
 _encoder = msgspec.json.Encoder()
+_AT_PATH = re.compile(r" - at `(\$[^`]*)`$")
+
+
+def validation_failed(exc: msgspec.ValidationError, prefix: str = "") -> ValidationFailed:
+    """``ValidationFailed`` with the offending field's path as data. msgspec names the path only in
+    its message (``... - at `$.messages[0].content```): this is the one place it is read back.
+    ``prefix`` places a nested value's path in its parent (``$.messages[2]``)."""
+    text = str(exc)
+    match = _AT_PATH.search(text)
+    if match is None:
+        return ValidationFailed(text)
+    field = prefix + match.group(1)[1:] if prefix else match.group(1)
+    return ValidationFailed(f"{text[: match.start()]} - at `{field}`", field=field)
 
 
 def encode(msg: Any) -> bytes:
@@ -47,7 +61,7 @@ def decode(data: bytes | str, tp: type[T], *, max_bytes: int = MAX_PAYLOAD_BYTES
     try:
         return _decoder(tp).decode(data)  # type: ignore[arg-type]
     except msgspec.ValidationError as exc:
-        raise ValidationFailed(str(exc)) from exc
+        raise validation_failed(exc) from exc
     except msgspec.DecodeError as exc:
         raise ValidationFailed(f"malformed JSON: {exc}") from exc
     except (RecursionError, MemoryError, ValueError, TypeError) as exc:  # msgspec's own limits

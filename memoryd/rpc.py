@@ -51,6 +51,8 @@ def raise_for(err: RpcError) -> None:
         raise QuotaExceeded(err.description)
     if err.code == 503 and err.err_code == SecretUnavailable.err_code:
         raise SecretUnavailable(err.description)
+    if err.code == 400:
+        raise ValidationFailed(err.description, field=err.field)
     cls = _BY_CODE.get(err.code)
     if cls is not None:
         raise cls(err.description)

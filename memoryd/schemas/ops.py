@@ -24,6 +24,8 @@ class RpcError(Wire, frozen=True):
     error_id: str | None = None
     #: 429 ``rate_limited``: seconds until a request of this owner fits the rate again.
     retry_after_s: float | None = None
+    #: 400 ``validation``: the JSON path of the offending field (``$.messages[0].content``), when known.
+    field: str | None = None
 
 
 class HealthRequest(Wire, frozen=True):

@@ -31,7 +31,7 @@ from nats.micro.service import Service
 
 from memoryd import tracing
 from memoryd.codec import decode, encode
-from memoryd.errors import DependencyDown, Forbidden, MemorydError, RateLimited
+from memoryd.errors import DependencyDown, Forbidden, MemorydError, RateLimited, ValidationFailed
 from memoryd.schemas import HEALTH_OP, RpcError, RpcOp
 from memoryd.subjects import OWNER_BOUND_OPS, REQUEST_ID_HEADER, rpc_subject
 
@@ -52,7 +52,10 @@ def error_reply(exc: BaseException, op: str) -> RpcError:
     """Map an exception to the reply a caller may see."""
     if isinstance(exc, MemorydError) and exc.code != 500:
         retry = round(exc.retry_after_s, 3) if isinstance(exc, RateLimited) else None
-        return RpcError(code=exc.code, err_code=exc.err_code, description=exc.description, retry_after_s=retry)
+        field = exc.field if isinstance(exc, ValidationFailed) else None
+        return RpcError(
+            code=exc.code, err_code=exc.err_code, description=exc.description, retry_after_s=retry, field=field
+        )
     if is_transient(exc):  # e.g. PostgreSQL restarting: the caller may retry, nothing is wrong with the request
         log.warning("rpc.dependency_down", op=op, error=f"{type(exc).__name__}: {exc}"[:500])
         down = DependencyDown("a dependency (PostgreSQL or NATS) is unavailable; retry")

@@ -15,12 +15,12 @@ Structs and their field comments (``python -m services.configuration``).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 
+from memoryd.codec import validation_failed
 from memoryd.errors import ConfigError
 
 Port = Annotated[int, msgspec.Meta(ge=0, le=65535)]
@@ -193,7 +193,6 @@ SERVICE_ENV_PREFIXES: dict[str, str] = {
 }
 
 T = TypeVar("T", bound=msgspec.Struct)
-_PATH = re.compile(r"at `\$\.(\w+)`")
 
 
 def env_name(prefix: str, field: str) -> str:
@@ -214,8 +213,9 @@ def load(cls: type[T], prefix: str, env: Mapping[str, str], overrides: Mapping[s
     try:
         return msgspec.convert(raw, cls, strict=False)
     except msgspec.ValidationError as exc:
-        match = _PATH.search(str(exc))
-        setting = env_name(prefix, match.group(1)) if match else prefix.rstrip("_")
+        failed = validation_failed(exc)
+        name = (failed.field or "").removeprefix("$.")
+        setting = env_name(prefix, name) if name.isidentifier() else prefix.rstrip("_")
         raise ConfigError(setting, str(exc).split(" - at ")[0]) from exc
 
 

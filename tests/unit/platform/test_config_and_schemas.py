@@ -149,3 +149,25 @@ def test_msgspec_structs_are_frozen() -> None:
     with pytest.raises(AttributeError):
         ev.owner = "mallory"  # type: ignore[misc]
     assert msgspec.structs.replace(ev, owner="bob").owner == "bob"
+
+
+def test_a_validation_error_carries_the_field_path_as_data_across_an_rpc() -> None:
+    import pytest as _pytest
+
+    from memoryd.codec import decode, decode_reply, encode
+    from memoryd.errors import ValidationFailed
+    from memoryd.rpc import raise_for
+    from memoryd.schemas.events import ChatEvent
+    from memoryd.schemas.ops import RpcError
+    from shared.bus.rpc import error_reply
+
+    body = b'{"event_id":"e1","owner":"alice","messages":[{"role":"user","content":7}],'
+    body += b'"occurred_at":"2026-01-01T00:00:00Z"}'
+    with _pytest.raises(ValidationFailed) as caught:
+        decode(body, ChatEvent)
+    assert caught.value.field == "$.messages[0].content"
+    reply = decode_reply(encode(error_reply(caught.value, "memory.create")), RpcError)
+    assert isinstance(reply, RpcError) and reply.field == "$.messages[0].content"
+    with _pytest.raises(ValidationFailed) as again:
+        raise_for(reply)
+    assert again.value.field == "$.messages[0].content" and again.value.description == caught.value.description
