@@ -1,6 +1,6 @@
 """LoCoMo data, turn formatting and recall metrics (pure: no I/O beyond reading the file).
 
-The protocol is the one of ``shared/data/locomo/README.md``: every turn is one memory,
+The protocol is the one of ``../shared/data/locomo/README.md`` (beside the checkout): every turn is one memory,
 written as ``"[<session date>] <speaker>: <text>"`` (plus ``" [shares a photo: <caption>]"``);
 every category 1-4 question is a query within its conversation's owner; ``R@k`` is the share
 of a question's evidence turns among the top k results (averaged over questions) and
