@@ -1,23 +1,13 @@
 """The dense-context study's pure part: memory texts, vector configurations, scores and folds.
 
-A *text kind* says what is embedded for a chat turn (``TEXTS``): the turn as stored
-(``plain``: what the embed job embeds today), the turn without its ``"[<date>] <speaker>: "``
-prefix (``raw``), or the turn joined with its previous and/or next stored turns of the same
-session (``prev1`` = turns i-1..i, ``next1`` = i..i+1, ``win1`` = i-1..i+1), each as stored,
-one per line.
-Memories that are not chat turns, or have no session, always embed their content.
-
-A *configuration* says what the dense tier searches (``configurations``): one vector per
-memory of one text kind (``text:<kind>``); the normalised mean ``a * plain + (1 - a) *
-context`` (``mean:<kind>:<a>``: still one vector per memory); or both vectors kept, a memory
-scoring the better of its two cosines (``max:<kind>``: two vectors per memory).
-
-Each configuration is scored dense-only (the top 20 by cosine) and hybrid: the keyword list
-the engine returned and the configuration's top ``DEPTH`` by cosine, ranked by
-``study.rank`` (the engine's ``score_fuse`` and ``boost``) at each point of ``grid()``.
-Leave-one-conversation-out (``folds.evaluate``) runs per configuration over the grid, and
-per family over the family's parameter x the grid, so a parameter is chosen on four
-conversations and scored on the fifth. No randomness: a re-run gives the same rows.
+A *text kind* (``TEXTS``) says what is embedded for a chat turn: the turn as stored (``plain``),
+without its ``"[<date>] <speaker>: "`` prefix (``raw``), or joined with its neighbouring turns of
+the session (``prev1``, ``next1``, ``win1``); other memories embed their content. A
+*configuration* (``configurations``) says what the dense tier searches: one vector of one kind
+(``text:<kind>``), a normalised mean of plain and context (``mean:<kind>:<a>``), or both kept, the
+better cosine counting (``max:<kind>``). Each is scored dense-only and hybrid (``study.rank``, the
+engine's fusion) over ``grid()``, leave-one-conversation-out (``folds.evaluate``), so a parameter
+is chosen on four conversations and scored on the fifth. No randomness.
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """`python -m bench embed`: the embed service against the raw inference ceiling, on the same texts.
 
-One run, in order, on ~3000 deterministic sentences (`generate_texts`):
-
-1. the ceiling: `python -m bench.ceiling` embeds the texts in order, `batch` at a time,
-   in its own process (tokenizer + ONNX Runtime + pooling, one intra-op thread, nothing else);
-   measured before and after the service runs, and with two processes at once (what two
-   cores can do at most);
-2. the service end to end, with 1 and 2 worker processes (`python -m services.embed`, as
-   `memoryd serve embed --processes N` runs them): the memories are in Postgres, one
-   `EmbedJob` per memory is published, the clock stops when the last vector is in
-   `memory_embeddings`. After a warm-up batch, so model loading is not counted;
-3. query embeddings over `mem.v1.rpc.embed`, one text per request, distinct texts (cache
-   misses) at concurrency 1 and 32, plus repeats (cache hits): p50/p99 latency.
-
-Embedded NATS + PostgreSQL are started in a temp dir (`harness.embedded_servers`).
+On deterministic sentences (`generate_texts`): the ceiling (`python -m bench.ceiling`: tokenizer,
+ONNX Runtime and pooling alone in a process, before and after the service runs and with two
+processes at once); the service end to end with 1 and 2 worker processes (one `EmbedJob` per
+memory, the clock stopping when the last vector is written, after a warm-up batch); and query
+embeddings over `mem.v1.rpc.embed` at concurrency 1 and 32, misses and cache hits (p50/p99).
+Embedded NATS + PostgreSQL run in a temp dir (`harness.embedded_servers`).
 """
 
 from __future__ import annotations

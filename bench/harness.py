@@ -1,20 +1,13 @@
 """Running memoryd for a benchmark: embedded servers, the services, CPU accounting.
 
-Two layers, so tests can reuse their own servers:
-
-- ``embedded_servers(dir)``: an embedded NATS (JetStream) and an embedded PostgreSQL in a
-  temp dir, a fresh ``memoryd`` database, migrated; yields ``Servers``.
-- ``ServiceStack(nats_url, pg_dsn, services, mode=...)``: the services, either as child
-  processes (``mode="processes"``, the default of ``python -m bench``: ``python -m
-  services.<name>`` under the ``Supervisor``, exactly as ``memoryd up`` runs them, so
-  each has its own CPU and its CPU time can be read from ``/proc``) or as asyncio tasks
-  in this process (``mode="inprocess"``, ``tests.support.stack.run_services``: fast
-  start for tests). ``restart(name, env)`` restarts one service with extra environment
-  (a retrieve-engine setting read from ``MEMORYD_RETRIEVE_*`` at start), in either mode.
-
-CPU time: ``cpu_seconds()`` reads utime+stime of each service child, of the postmaster
-with all its backends (reaped ones included, via cutime/cstime), of nats-server and of
-this process, so a benchmark can report CPU per query by differences.
+``embedded_servers(dir)``: an embedded NATS (JetStream) and PostgreSQL in a temp dir with a fresh,
+migrated ``memoryd`` database. ``ServiceStack(nats_url, pg_dsn, services, mode=...)``: the
+services as child processes (``mode="processes"``, under the ``Supervisor`` exactly as ``memoryd
+up`` runs them, each with its own CPU readable from ``/proc``) or as asyncio tasks in this process
+(``mode="inprocess"``: fast start for tests); ``restart(name, env)`` restarts one service with
+extra environment. ``cpu_seconds()`` reads the CPU time of each service, of PostgreSQL with its
+backends (reaped ones included), of nats-server and of this process, so a benchmark reports CPU
+per query by differences.
 """
 
 from __future__ import annotations

@@ -1,32 +1,14 @@
 """``python -m bench latency``: retrieve over NATS against the same engine run in-process.
 
-Data: per scenario, synthetic chat-like memories (``synth``, fixed seed; every
-``SESSION_TURNS`` consecutive ones form a session) inserted straight into Postgres with
-COPY (``memories`` + ``memory_embeddings``, marked embedded under the embed service's
-active signature), then the signature's HNSW index is built through the
-pgvector adapter (``ensure``). Vectors are derived from real embeddings: the embed service
-embeds ``BASE_TEXTS`` distinct synthetic sentences, and each memory's vector mixes two of
-them plus a little noise (``synth.mixed_vectors``), so the vector index sees the clustered,
-low-intrinsic-dimension geometry of real embeddings; embedding 100k texts with the local
-model would take about half an hour on 2 cores. Uniform random vectors are the worst case
-of HNSW (recall@10 0.19 against exact search at 100k, measured) and do not resemble what
-a user stores. Query vectors are real (the embed service embeds the questions).
-
-Recall: per scenario and strategy, the share of the exact answer's top 10 (every keyword
-match ranked, exact vector distances: ``floor.in_process_engine(exact=True)``) that the
-engine returns, over ``N_RECALL`` questions.
-
-Scenarios: one owner with each of ``sizes`` memories, and ``owners`` owners of
-``owner_size`` each (queries spread over them). For each strategy (``exact``,
-``semantic``, ``hybrid``) and concurrency (1, 16, 64): the service path (``retrieve`` RPC,
-limit 10, after one warm-up pass so query embeddings are cached; the warm-up pass is
-reported as ``cold``) and the floor: the retrieve service's own ``Engine`` in this process
-(``bench.floor``: same code, settings and pool size, query vectors supplied),
-so the ratio is what the service adds and can never compare against a drifted copy of the
-SQL. Probes (floor only): each search tier alone at the fusion depth. CPU per query:
-CPU-time deltas of the service processes, PostgreSQL (postmaster + backends) and
-nats-server, divided by requests; the load generator's own CPU is shown apart (it includes
-the floor's engine).
+Data: synthetic chat-like memories (``synth``, fixed seed, sessions of ``SESSION_TURNS``) copied
+straight into Postgres under the embed service's active signature, indexed through the pgvector
+adapter. Each vector mixes two real embeddings of ``BASE_TEXTS`` plus noise
+(``synth.mixed_vectors``), giving the index the geometry of real embeddings; query vectors are
+real. Recall: the share of the exact answer's top 10 (``floor.in_process_engine(exact=True)``)
+the engine returns. Per scenario, strategy and concurrency: the service path (``retrieve`` RPC
+after a warm-up pass, reported as ``cold``) and the floor, the retrieve service's own ``Engine``
+in this process (``bench.floor``), so the ratio is what the service adds. CPU per query: CPU-time
+deltas of the services, PostgreSQL and nats-server per request, the load generator's apart.
 """
 
 from __future__ import annotations

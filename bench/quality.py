@@ -1,22 +1,13 @@
 """``python -m bench quality``: LoCoMo retrieval quality through the real services.
 
-Each conversation gets its own owner; each turn is one ``ChatEvent`` on
-``mem.v1.events.chat`` (``MemoryClient.publish_chat``) in session order (one LoCoMo session = one ``session_id``; the
-message's ``name`` is the speaker, its content ``"[<date>] <speaker>: <text>"``). The
-benchmark waits until ingest, extraction and embedding are done (it reads Postgres and
-the JetStream consumers), then asks every category 1-4 question through
-``mem.v1.rpc.retrieve`` (limit 20, a token budget that never cuts the top 20) for each
-strategy and variant, maps each result back to its turn (the memory's ``event_id``
-metadata; ``dia_id`` too if the event metadata is ever copied) and scores R@k / All@k.
-
-``occurred_at`` is the session date shifted by a whole number of days so that the last
-session of each conversation is yesterday: LoCoMo's 2022-2023 dates would otherwise fall
-outside ``retentionDays`` (at most 365) and be filtered out. The text keeps its real dates.
-
-Variants change the engine through its own knobs: runtime settings (``rrfK``, ``rrfDepth``,
-``fusion``, ``ftsWeight``/``vecWeight``, ``sessionBoost``/``neighbourBoost``, put globally and
-announced on ``mem.v1.settings.changed``) and, for deployment knobs such as timeouts, the
-retrieve service's ``MEMORYD_RETRIEVE_*`` environment (the service is restarted with it).
+Each conversation is one owner and each turn one ``ChatEvent`` published in session order (one
+LoCoMo session = one ``session_id``; content ``"[<date>] <speaker>: <text>"``). Once ingest,
+extraction and embedding are done, every category 1-4 question is asked through
+``mem.v1.rpc.retrieve`` (limit 20, a budget that never cuts it) per strategy and variant, results
+are mapped back to turns by their ``event_id`` metadata and scored R@k / All@k. ``occurred_at``
+is shifted so each conversation's last session is yesterday (inside ``retentionDays``); the text
+keeps its dates. Variants turn the engine's own knobs: runtime settings put globally, or the
+retrieve service's ``MEMORYD_RETRIEVE_*`` environment (the service restarted with it).
 """
 
 from __future__ import annotations

@@ -1,22 +1,12 @@
-"""``python -m bench sleep``: a full sleep run's time and LLM tokens on N memories of one owner, and
-runs per hour across many owners at limits 1 and 4.
+"""``python -m bench sleep``: one owner's sleep run (time, LLM tokens) by size, and runs per hour across owners.
 
-Per size, one owner gets N synthetic memories (``synth.sentences``) with 384-d vectors,
-about 5% of them near-duplicates of another memory (cosine ~0.97, so conflict resolution
-has real candidates among random ones), a spread of ages and access times (about a
-quarter cold enough for a summary, a tenth for archiving), 200 entities with 0-2 mentions
-per memory, and sleep settings with every phase on (defaults otherwise: 60 pairs per run
-in batches of 12, 3 patterns). The LLM is ``FakeLlm`` answering in the reply schemas
-(every fourth pair merged, three patterns, one affective candidate), with usage counted
-as ``len/4`` of prompt and reply; its latency is zero, so the times are memoryd's own.
-
-The sleep service runs as its own process against an embedded NATS + PostgreSQL; each size
-gets a first run and a second one (ledgers and demotions in place: the steady state).
-Reported per run: wall time, per-phase milliseconds, LLM calls and tokens, status, writes;
-and the peak resident memory of the sleep process (and of PostgreSQL, NATS, the bench).
-
-Then, in the same stack, runs per hour across many owners at each `sleepMaxConcurrentRuns`
-(1 and 4 by default; `bench.sleep_owners`), with an LLM that takes its time.
+Per size, one owner gets synthetic memories with vectors, a share of them near-duplicates (so
+conflict resolution has real candidates), a spread of ages and access times, entities with
+mentions, and every phase on. The LLM is ``FakeLlm`` answering in the reply schemas with zero
+latency, so the times are memoryd's own. The sleep service runs as its own process against an
+embedded NATS + PostgreSQL; each size gets a first and a second (steady-state) run, reported as
+wall time, per-phase time, LLM calls and tokens, status, writes and peak resident memory. Then,
+in the same stack, runs per hour across owners at each `sleepMaxConcurrentRuns` (`bench.sleep_owners`).
 """
 
 from __future__ import annotations

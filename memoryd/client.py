@@ -5,23 +5,13 @@
         await memory.wait_searchable("alice", "TypeScript")
         hits = await memory.retrieve("alice", "which language?")
 
-``connect`` takes a URL (credentials may be in it), ``user``/``password``, or a credentials
-file; with no argument it reads ``$MEMORYD_NATS_URL`` / ``$MEMORYD_NATS_CREDENTIALS``, else
-the file ``memoryd up`` wrote. An application role acts for any owner it serves; an
-owner-bound user (``memoryd credentials add-client NAME --owner O``) uses its owners'
-subjects, and acting for another owner raises ``Forbidden``.
-
-``publish_chat`` validates the event as the service will, refuses oversize ones
-(``TooLarge``) and publishes to JetStream with a ``Nats-Msg-Id`` made of the owner, the
-event id and a digest of the event (``memoryd.subjects.chat_msg_id``), so a retried publish
-is stored once and no other owner's id can suppress it. Every other call is an RPC that
-returns the result Struct or raises the typed error (``NotFound``, ``ValidationFailed``,
-``Forbidden``, ...).
-
-Every publish and call is an OpenTelemetry span (API only) whose W3C ``traceparent`` goes with
-the message, so an application that configures the OpenTelemetry SDK sees its events and
-searches continue through every memoryd service; without the SDK the spans are no-ops, and a
-``traceparent`` of the application's own current span is still passed on.
+``connect`` takes a URL, ``user``/``password`` or a credentials file, else the environment
+(``MEMORYD_NATS_URL``/``_CREDENTIALS``), else the file ``memoryd up`` wrote. ``publish_chat``
+validates and size-checks the event as the service will and publishes it under
+``subjects.chat_msg_id`` (owner, event id, digest): a retry is stored once and no other owner's
+id can suppress it. Every other call is an RPC returning the result Struct or raising the typed
+error (an owner-bound user acting for another owner: ``Forbidden``). Each call is an OpenTelemetry
+span (API only) whose ``traceparent`` travels with the message.
 """
 
 from __future__ import annotations

@@ -1,21 +1,18 @@
-"""One error root for memoryd, and how each error maps to an RPC status code.
+"""One error root for memoryd, each error's RPC status; only these reach a caller with their description.
 
-    MemorydError                 base; code 500, description opaque to callers
-    ├── ConfigError              bad configuration at start-up (names the setting)
-    ├── ValidationFailed    400  a request or message failed validation (names the path)
-    ├── Forbidden           403  an owner-bound credential acted for another owner
-    ├── NotFound            404  the addressed memory/run does not exist for this owner
-    ├── Conflict            409  the request contradicts current state
-    ├── TooLarge            413  a payload or field is over its limit
-    ├── BudgetExceeded      429  a per-owner budget (e.g. LLM tokens) is spent
-    │   ├── RateLimited     429  a per-owner rate (events/s, searches/s) is exceeded; retry_after_s
-    │   └── QuotaExceeded   429  a per-owner quota (memories, bytes) is full
-    ├── DependencyDown      503  NATS, Postgres, the embedder or the LLM is unreachable
-    │   └── SecretUnavailable 503  a secret at rest cannot be sealed or opened (no key, the wrong key)
-    └── RemoteError         500  a service failed; ``error_id`` finds the full error in its log
-
-Only these typed errors travel to callers with their description; anything else
-becomes a 500 with an opaque error id (the traceback goes to the log).
+MemorydError                 base; code 500, description opaque to callers
+├── ConfigError              bad configuration at start-up (names the setting)
+├── ValidationFailed    400  a request or message failed validation (names the path)
+├── Forbidden           403  an owner-bound credential acted for another owner
+├── NotFound            404  the addressed memory/run does not exist for this owner
+├── Conflict            409  the request contradicts current state
+├── TooLarge            413  a payload or field is over its limit
+├── BudgetExceeded      429  a per-owner budget (e.g. LLM tokens) is spent
+│   ├── RateLimited     429  a per-owner rate (events/s, searches/s) is exceeded; retry_after_s
+│   └── QuotaExceeded   429  a per-owner quota (memories, bytes) is full
+├── DependencyDown      503  NATS, Postgres, the embedder or the LLM is unreachable
+│   └── SecretUnavailable 503  a secret at rest cannot be sealed or opened (no key, the wrong key)
+└── RemoteError         500  any other failure: an opaque ``error_id`` finds it in the log
 """
 
 from __future__ import annotations

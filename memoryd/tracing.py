@@ -1,22 +1,14 @@
 """W3C trace context across services: spans, ``traceparent`` in NATS headers, export, log ids.
 
-One chat event or one search crosses several processes (client or gateway -> ingest ->
-extract -> embed; client -> retrieve -> embed). Each hop carries the W3C ``traceparent``
-(and ``tracestate``) header in its NATS message, JetStream jobs included (headers are
-stored with the message), so every process continues the same trace:
-
-- ``inject(headers)`` adds the current span's context to the headers of a message about to
-  be published or requested; ``span(name, kind, headers=...)`` starts a span whose parent is
-  the context in ``headers`` (or the current span when there is none). ``shared.bus`` does
-  both for every RPC and every consumed job; the publish sites call ``inject``.
-- a service installs the SDK and its exporter (``shared.observability.exporter``) only when an
-  endpoint is configured; without one the API's no-op spans still carry an incoming context on,
-  so propagation costs a header parse and a header write per hop.
-- ``add_trace_ids`` is a structlog processor: a line written inside a span carries
-  ``trace_id`` and ``span_id`` (hex, as trace backends show them).
-
-Only the OpenTelemetry API is imported here (a base dependency of the client: pure Python,
-no threads).
+Every hop of a chat event or a search carries ``traceparent`` (and ``tracestate``) in its NATS
+headers, JetStream jobs included, so every process continues the same trace. ``inject(headers)``
+adds the current span's context to a message about to be sent; ``span(name, kind, headers=...)``
+starts a span whose parent is the context in ``headers`` (else the current span). ``shared.bus``
+does both for every RPC and every consumed job; the publish sites call ``inject``.
+``add_trace_ids`` is a structlog processor: a line written inside a span carries ``trace_id`` and
+``span_id`` (hex). Only the OpenTelemetry API is imported here (a base dependency of the client);
+a service installs the SDK and its exporter (``shared.observability.exporter``) only when an
+endpoint is configured, and without it the no-op spans still carry an incoming context on.
 """
 
 from __future__ import annotations

@@ -1,22 +1,13 @@
 """The authorization matrix: what every NATS user may do, derived from ``shared.nats_auth``.
 
-Pure (no I/O). Every role (the fixed users of ``role_permissions`` plus one owner-bound
-client) is crossed with every case of ``cases()``: publish, subscribe or request on a
-subject (chat events, every RPC op, settings, DLQ, JetStream API, KV buckets, activity,
-inboxes, work queues, service discovery), acting for its own owner, another owner, or
-globally (no owner, or a ``scope=global`` memory). The expected outcome is computed, not
-written down:
-
-- ``deny``: nats-server refuses it (NATS subject semantics applied to the role's
-  ``publish``/``subscribe`` allow lists, ``permitted``);
-- ``403``: NATS lets it through but the service refuses it: the owner in the payload differs
-  from the owner in an owner-bound subject, or a non-operator op names a global memory
-  (only ``admin.memory.*`` may write one);
-- ``allow``: both let it through.
-
-``tests/integration/security/test_authz_matrix.py`` runs every cell against a real
-nats-server with these users and the real services; ``services.security_docs`` prints the
-table into ``docs/security.md``.
+Pure (no I/O). Every role (the fixed users of ``role_permissions`` plus one owner-bound client)
+is crossed with every case of ``cases()`` (publish, subscribe or request on each subject family,
+for its own owner, another owner or globally), and the outcome is computed, not written down:
+``deny`` (nats-server refuses it, by the role's allow lists: ``permitted``), ``403`` (NATS lets
+it through, the service refuses it: another owner than the bound subject's, or a global memory
+outside ``admin.memory.*``) or ``allow``. ``tests/integration/security/test_authz_matrix.py``
+runs every cell against a real nats-server and the services; ``services.security_docs`` prints
+the table into ``docs/security.md``.
 """
 
 from __future__ import annotations

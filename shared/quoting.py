@@ -1,20 +1,12 @@
 """Memory text quoted as data wherever it meets a model: injected messages and LLM prompts.
 
-A memory is whatever an owner (or a chat turn) wrote, so it may hold instructions, fake role
-labels or a chat template's control tokens. Every memory is therefore
-
-1. neutralised: control tokens of chat templates (``<|im_start|>``, ``<|system|>``,
-   ``<|eot_id|>``, ``[INST]``, ``<<SYS>>``, ``</s>`` ...) get look-alike brackets
-   (``‹|im_start|›``), so no tokenizer reads them as a role switch;
-2. quoted as one JSON string: quotes, backslashes, newlines and control characters are
-   escaped, so the text cannot end its string, start a line of its own (no ``system:`` at a
-   line start) or reach the closing marker;
-3. listed inside a block ``<NAME NONCE>`` ... ``</NAME NONCE>`` whose nonce is a digest of
-   the block's items: text that does not know the nonce cannot name the closing marker,
-   and the nonce depends on that very text.
-
-The block's header tells the model that what follows is data, never instructions.
-Pure: no I/O.
+A memory may hold instructions, fake role labels or a chat template's control tokens, so each
+one is (1) neutralised: control tokens (``<|im_start|>``, ``[INST]``, ``</s>`` ...) get
+look-alike brackets (``‹|im_start|›``) no tokenizer reads as a role switch; (2) quoted as one
+JSON string, so it cannot end its string, start a line of its own or reach the closing marker;
+(3) listed in a block ``<NAME NONCE>`` ... ``</NAME NONCE>`` whose nonce is a digest of the
+block's items, so text cannot name the closing marker. The block's header tells the model that
+what follows is data, never instructions. Pure: no I/O.
 """
 
 from __future__ import annotations

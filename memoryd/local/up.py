@@ -1,18 +1,13 @@
 """``memoryd up``: embedded NATS + embedded PostgreSQL + all six services (the gateway among them) on one machine.
 
-Each service runs as its own child process (``python -m services.<name>``), as it would
-on many machines, so one crashing service is restarted alone and a fault test can kill
-one. NATS listens on 4222 unless ``--nats-port`` says otherwise (a port in use is an error,
-never another port), so an application's configuration survives restarts. Applications
-connect with ``<data-dir>/client.json`` (0600: URL, the ``client`` user and its password,
-read by ``MemoryClient.connect()``); the operator URLs go to ``<data-dir>/runtime.json`` for
-the CLI; ``<data-dir>/secrets.key`` (0600, made once) seals the API keys of the settings
-table unless ``MEMORYD_SECRETS_KEY(_FILE)`` gives a key. One line ``memoryd ready nats=<url>
-credentials=<file> postgres=<dsn> gateway=<http url> metrics=<urls>``
-is printed once every service answers. Metrics are served on
-``--metrics-port`` plus each child's index and listed in ``<data-dir>/prometheus-targets.json``
-for Prometheus ``file_sd`` (``memoryd.local.scrape``). SIGINT/SIGTERM stops the services,
-then NATS, then PostgreSQL; the data stays for the next start. ``MEMORYD_NATS_URL`` /
+Each service is its own child process (``python -m services.<name>``), as on many machines, so
+a crashed one restarts alone. NATS listens on 4222 unless ``--nats-port`` says otherwise (a port
+in use is an error, never another port). ``<data-dir>`` holds ``client.json`` (0600, what
+``MemoryClient.connect()`` reads), ``runtime.json`` (operator URLs for the CLI), ``secrets.key``
+(0600, seals the settings' API keys unless ``MEMORYD_SECRETS_KEY(_FILE)`` gives one) and
+``prometheus-targets.json`` (``memoryd.local.scrape``). One ``memoryd ready nats=... credentials=...
+postgres=... gateway=... metrics=...`` line is printed once every service answers. SIGINT/SIGTERM
+stops the services, then NATS, then PostgreSQL; the data stays. ``MEMORYD_NATS_URL`` /
 ``MEMORYD_PG_DSN`` use external servers instead of the embedded ones.
 """
 

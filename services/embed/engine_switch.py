@@ -1,20 +1,13 @@
 """Engine settings applied by a running embed worker: a new source and/or stores, no restart.
 
 The effective engine is the environment overridden by the global settings row
-(`shared.settings.engine`). On a change of that row (`mem.v1.settings.changed` for `*`),
-`EngineSwitch.apply` recomputes it; when it differs from what the worker runs:
-
-1. the new source is built (off the event loop) and the new stores opened;
-2. a Qdrant taken out of use is detached (its collections dropped, its row marked);
-3. under the job gate (batches in flight finish first, new ones wait) the signatures are
-   prepared exactly as at a start (a new signature starts a change: every memory marked for
-   reindex, `engine.status` shows it pending) and the jobs switch to the new source and stores;
-4. queries keep the source of the signature retrieval searches until the reindex switches it;
-5. what nothing uses any more is closed.
-
-A row this worker cannot run (e.g. a remote source without a model, from a settings write the
-API could not check against this worker's environment) is refused: the worker keeps what it
-runs and its `embedder` health check says why.
+(`shared.settings.engine`). On `mem.v1.settings.changed` for `*`, `EngineSwitch.apply` recomputes
+it and, when it differs: builds the new source (off the event loop) and opens the new stores;
+detaches a Qdrant taken out of use; under the job gate (batches in flight finish, new ones wait)
+prepares the signatures as at a start (a new one starts a reindex) and switches the jobs; keeps
+queries on the signature retrieval searches until the reindex switches it; closes what nothing
+uses. A row this worker cannot run (e.g. a remote source without a model) is refused: the worker
+keeps what it runs and its `embedder` health check says why.
 """
 
 from __future__ import annotations

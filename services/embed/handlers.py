@@ -1,19 +1,13 @@
 """The embed service's handlers: embed jobs (batched, written to the stores) and query embeddings.
 
-`Jobs.handle` is the pull-consumer handler: it hands its job to a `MicroBatcher` and returns
-when the batch holding it is written, so the consumer acks only after the write. One batch
-(`Jobs.flush`): read the memories as they are now (one query), embed the ones needing it (one
-inference call), write every configured store, then `mark_embedded` (clears `needs_reindex`
-only where the content hash is still the embedded one); the batch's owners are noted for
-`OwnerIndexes` (a large owner's own HNSW index, built in the background). A memory deleted meanwhile is acked
-and counted; one whose content changed while it was embedded is flagged and requeued.
-
-`Queries.embed` serves `mem.v1.rpc.embed`: cache first (`{signature}:{sha256(text)}`), then
-the misses: a request that finds an inference slot free leaves at once, those arriving while
-every slot is busy leave together when one frees (cut by length into calls, `plan_batches`).
-
-A batch uses the source and stores it started with (`SwapGate`): an engine settings change
-swaps them between batches (`Jobs.gate.exclusive()`, see `engine_switch.py`), never inside one.
+`Jobs.handle` hands its job to a `MicroBatcher` and returns when the batch holding it is written,
+so the consumer acks only after the write. A batch (`Jobs.flush`) reads the memories as they are
+now, embeds those needing it in one inference call, writes every configured store, then
+`mark_embedded`, and notes its owners for `OwnerIndexes` (large owners' own HNSW indexes). A
+memory deleted meanwhile is acked and counted; one changed while embedded is flagged and
+requeued. `Queries.embed` serves `mem.v1.rpc.embed`: cache first (`{signature}:{sha256(text)}`),
+then the misses, batched while every inference slot is busy. A batch keeps the source and stores
+it started with (`SwapGate`): an engine change swaps them between batches, never inside one.
 """
 
 from __future__ import annotations

@@ -1,28 +1,14 @@
 """Embedding signatures over time: start, backfill, switch, retire.
 
-At start every worker runs `prepare`: for each configured store (pgvector always, Qdrant when
-configured) its `memory_vec_meta` row says which signature is active. When the configured
-signature differs, it becomes `pending_signature` and every memory is marked `needs_reindex`,
-once, under the row lock (concurrent starts agree). Retrieval keeps searching the active
-signature's vectors (queries are embedded with it while this process can build its source).
-
-`reindex` queues an `EmbedJob(reason="reindex")` for every memory without a current vector
-of the configured signature, in pages, deduplicated by `Nats-Msg-Id` so a repeated call within
-the stream's duplicate window queues nothing twice, and reports what is pending. When every
-memory that existed when the change began has a current vector of the new signature
-(`try_complete`, polled by every worker; memories created since do not hold the switch up),
-each store activates it (Qdrant: the alias swap), the meta rows switch, and the old signature
-is `retired`: its vectors are dropped `retire_grace_s` later, once no retrieval replica can
-still be using them. A change abandoned by reverting the configuration retires the pending
-signature the same way.
-
-The engine settings can change the source and the stores at run time (`engine_switch.py`):
-`reconfigure` prepares the new signature and stores like a start. A store taken out of use
-(`detach`: Qdrant when `vectorStore=pgvector` or its URL is removed or changed) has its
-collections dropped (best effort) and its row marked `detached`; a store whose row is detached
-or records another location (`details.location`) starts afresh when it is used again: its stale
-collections are dropped and every memory is backfilled, so it never serves vectors that missed
-writes or deletions while it was out of use.
+`prepare` (every worker, at start and on `reconfigure`): per store, its `memory_vec_meta` row names
+the active signature; a different configured one becomes `pending_signature` and every memory is
+marked `needs_reindex`, once, under the row lock. Retrieval keeps searching the active signature.
+`reindex` queues an `EmbedJob` per memory without a current vector, in pages, deduplicated by
+`Nats-Msg-Id`. When every memory that existed at the change's start has a new vector
+(`try_complete`, polled by every worker), each store activates it (Qdrant: the alias swap) and the
+old signature is `retired`, its vectors dropped `retire_grace_s` later. A store taken out of use
+(`detach`) is marked `detached`; used again, or found at another location, it starts afresh with
+every memory backfilled, so it never serves vectors that missed writes or deletions.
 """
 
 from __future__ import annotations

@@ -1,25 +1,14 @@
 """The embed service's settings: one frozen Struct read from `MEMORYD_EMBED_*` in `setup`.
 
-The source, quantization and remote fields are the defaults of the engine settings: the
-global settings row may override them at run time (`shared.settings.engine`, applied by
-`engine_switch.py` without a restart).
-
-Batching: a worker fetches up to `batch_max` jobs per pull and embeds them in one inference
-call; `pipeline` batches are in flight at once (the next batch is fetched and read from
-Postgres while the previous one is in inference); a batch that is not full leaves after
-`batch_wait_ms`. An inference call also stays within `batch_max_tokens` padded tokens: a
-call pads to its longest text, costs in proportion to its padded tokens (batching itself
-saves only ~8 tokens' worth per call on one thread), and ONNX Runtime's arena keeps the
-peak of its largest call for the process's life. Peak RSS of a bare model process (228 MB
-once the model is built) after 256-token texts, measured: cap 2048 (8 per call) 573 MB,
-1024 331 MB, 512 282 MB; CPU per long text at 512 was 0.88x that at 2048 (smaller calls
-stay in cache) and the same for typical ~40-token memories, whose calls the length cut
-already keeps under 512 padded tokens. Texts are cut by length into calls (`logic.plan_batches`).
-
-Query embeddings (`mem.v1.rpc.embed`) are batched separately: a request that finds one of
-the `inference_slots` free leaves at once (`query_wait_ms` 0), those that arrive while every
-slot is busy leave together (`query_batch_max`). Embed jobs use one slot at a time, queries
-every slot.
+The source, quantization and remote fields are the defaults of the engine settings: the global
+settings row may override them at run time (`shared.settings.engine`, applied by
+`engine_switch.py` without a restart). Embed jobs: a worker pulls up to `batch_max` jobs and embeds
+them in one inference call, `pipeline` batches in flight (the next is read while one is in
+inference), a short batch leaving after `batch_wait_ms`; a call also stays within
+`batch_max_tokens` padded tokens (texts are cut by length into calls, `logic.plan_batches`), since
+a call costs in proportion to its padded tokens and ONNX Runtime's arena keeps the peak of the
+largest call. Query embeddings are batched apart: one that finds an `inference_slots` slot free
+leaves at once, those arriving while every slot is busy leave together (`query_batch_max`).
 """
 
 from __future__ import annotations

@@ -1,19 +1,14 @@
 """Where vectors come from: the local ONNX model or a remote OpenAI-compatible `/v1/embeddings`.
 
 `build_source(settings)` resolves `local | remote | auto` (auto = remote when
-`MEMORYD_EMBED_REMOTE_URL` is set) into one `EmbedSource`; `source_for_signature` rebuilds the
-source of another signature when this process can (the active one during a signature change,
-so query vectors keep matching the vectors retrieval searches).
-
-Local inference runs on dedicated threads (`Inference`, `inference_slots` of them): the event
-loop stays free; embed-job calls run one at a time, query calls on any free slot and before
-waiting job calls (`InferenceGate`). Texts are embedded shortest first by their real token
-count (`logic.length_order`) and cut into calls by `logic.plan_batches` (at most `batch_max`
-texts and `batch_max_tokens` padded tokens, texts of similar length together: a call pads to
-its longest text and costs in proportion to its padded tokens); the vectors are put back in
-input order. The dynamic-int8 variant embeds each text alone (`per_text`): its activations
-are quantized per call, so it must never share padding with batch mates; the embedder does
-that itself, batching here only groups the calls.
+`MEMORYD_EMBED_REMOTE_URL` is set) into one `EmbedSource`; `source_for_signature` rebuilds another
+signature's source when it can (so query vectors match what retrieval searches during a change).
+Local inference runs on dedicated threads (`Inference`, `inference_slots`), so the event loop
+stays free; job calls run one at a time, query calls on any free slot and before waiting job
+calls (`InferenceGate`). Texts are embedded shortest first by token count (`logic.length_order`),
+cut into calls by `logic.plan_batches`, and returned in input order. The dynamic-int8 variant
+embeds each text alone (`per_text`): its activations are quantized per call, so it must never
+share padding with batch mates.
 """
 
 from __future__ import annotations

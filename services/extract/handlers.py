@@ -1,21 +1,14 @@
 """Handling one ``ExtractJob``: rule facts (and LLM facts), entities, one transaction, embed jobs.
 
-Per job:
-1. pick the turns to read: user turns, plus assistant turns when the owner's
-   ``extractAssistant`` setting is on;
-2. rule facts per turn (``logic.extract_facts``), deduplicated across the job by key,
-   the later turn winning; LLM facts when an extractor is configured and no earlier
-   delivery of this job completed its LLM pass (the call happens before the
-   transaction, and its failure only costs the LLM facts);
-3. one transaction: the facts that fit the owner's quota (``maxMemories``,
-   ``maxMemoryBytes``: ``logic.quota``; the others are counted as ``over_quota`` in
-   ``memoryd_facts_total`` and logged, and the job completes) upserted by ``(owner, key)``
-   with merged metadata, entities of the stored turns and of the facts with their
-   mentions, the ``extract_runs`` row;
-4. after the commit, an ``EmbedJob`` (``Nats-Msg-Id`` ``embed:<id>:<hash>``) for every
-   fact that is new, changed or still without a vector.
-Everything is an upsert, so a redelivered job writes nothing new and republishes only
-what JetStream dedupes.
+Per job: the turns to read (user turns, plus assistant turns with the owner's ``extractAssistant``);
+rule facts per turn (``logic.extract_facts``), deduplicated by key with the later turn winning, and
+LLM facts when an extractor is configured and no earlier delivery completed the LLM pass (called
+before the transaction: its failure only costs the LLM facts); one transaction upserting, by
+``(owner, key)``, the facts that fit the owner's quota (``logic.quota``; the rest are counted as
+``over_quota`` and the job completes), the entities and mentions and the ``extract_runs`` row;
+after the commit an ``EmbedJob`` (``Nats-Msg-Id`` ``embed:<id>:<hash>``) per fact that is new,
+changed or still without a vector. Everything is an upsert, so a redelivered job writes nothing
+new and republishes only what JetStream dedupes.
 """
 
 from __future__ import annotations

@@ -1,22 +1,14 @@
 """Retrieval orchestration: strategy, concurrent tiers, fallbacks, fusion, budget, timing.
 
-``Engine.retrieve`` turns a ``RetrieveRequest`` into a ``RetrieveResult``:
-
-1. effective settings of the owner (cached) -> strategy, budget, retention, fusion;
-2. ``plan_logic.plan`` picks the tiers; hybrid runs full-text and (query vector -> vector store)
-   concurrently; the vector side tries the stores in order (Qdrant, then pgvector) and
-   each failure degrades to the next, then to full-text, then to newest-first;
-3. ranked lists are fused (RRF or score fusion with the owner's ``ftsWeight``/``vecWeight``,
-   the keyword weight scaled down when its best match covers little of the question),
-   the candidates' rows fetched in one query, the owner's session/neighbour boosts applied,
-   then limit and token budget;
-4. returned memories are queued for the ``last_accessed_at`` touch (not on ``dry_run``).
-
-A degraded tier is never an error: it appears as a ``TierReport`` with its reason and a
-``from->to:code`` fallback. Only Postgres being unreachable (nothing can serve) is a 503.
-
-Hybrid fetches and fuses the top ``rrfDepth`` of each list, so it returns at most twice that
-many results whatever ``limit`` asks; semantic, keyword fallback and ``exact`` fetch ``limit``.
+``Engine.retrieve``: the owner's effective settings (cached); ``plan_logic.plan`` picks the tiers
+(hybrid runs full-text and vector search concurrently; the vector side tries the stores in order,
+each failure degrading to the next, then to full-text, then to newest-first); the ranked lists
+are fused (RRF or score fusion with ``ftsWeight``/``vecWeight``, the keyword weight scaled by how
+much of the question its best match covers), rows fetched in one query, session/neighbour boosts
+applied, then limit and token budget; returned memories are queued for the ``last_accessed_at``
+touch (not on ``dry_run``). A degraded tier is never an error but a ``TierReport`` with its
+reason and a ``from->to:code`` fallback; only Postgres unreachable is a 503. Hybrid fuses the top
+``rrfDepth`` of each list (so at most twice that many results); the others fetch ``limit``.
 """
 
 from __future__ import annotations

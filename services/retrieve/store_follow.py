@@ -1,21 +1,13 @@
 """The retrieve service follows the engine settings at run time: which stores it searches.
 
-``vectorStore`` (global settings row over the environment, ``shared.settings.engine``):
-
-- ``auto``: Qdrant first when one is configured, pgvector when it is not;
-- ``qdrant``: Qdrant first (a URL is required); when it is down, has the wrong dimension or
-  is still being backfilled, pgvector serves and the response's fallbacks say why;
-- ``pgvector``: pgvector only, Qdrant is never searched.
-
-On a change the stores are reopened (``LiveStores``) and swapped into the engine: the search
-order, a fresh circuit breaker for a new Qdrant connection, the ``vector_*`` health checks,
-and the cached ``memory_vec_meta`` is dropped so the next request reads it anew.
-
-A Qdrant attached at run time is searched only once the embed service has prepared it (its
-``memory_vec_meta`` row exists and describes this location, see ``engine_settings.reattached``):
-before that it may be empty or hold stale vectors, so it answers ``store_down`` with the reason
-and pgvector serves. Afterwards the engine's own checks apply (``reindex_in_progress`` until
-its backfill completes).
+``vectorStore`` (``shared.settings.engine``): ``auto`` = Qdrant first when one is configured, else
+pgvector; ``qdrant`` = Qdrant first (a URL is required), pgvector serving while it is down, of the
+wrong dimension or backfilling, with the reason in the fallbacks; ``pgvector`` = pgvector only.
+On a change the stores are reopened (``LiveStores``) and swapped into the engine with their search
+order, a fresh circuit breaker, the ``vector_*`` health checks and a dropped ``memory_vec_meta``
+cache. A Qdrant attached at run time is searched only once the embed service has prepared it (its
+``memory_vec_meta`` row describes this location, ``engine_settings.reattached``); until then it
+answers ``store_down`` and pgvector serves.
 """
 
 from __future__ import annotations

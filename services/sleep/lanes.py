@@ -1,22 +1,14 @@
 """Run lanes: how sleep jobs leave `mem.v1.jobs.sleep`, at most N at once, one per owner.
 
-Two kinds of Postgres session advisory locks, held on the lane's own pooled connection:
-
-- N *slot* locks (`SLOT_NAMESPACE`, 0..N-1), N = `sleepMaxConcurrentRuns` of the global
-  settings row (default 1: every run of every owner serial, as with one lane). A lane
-  takes a free slot *before* it fetches a job, so jobs stay in the stream, in their
-  order, until some replica has room for one.
-- one *owner* lock per owner (`runner.owner_lock`), taken without waiting once the job is
-  known: a job whose owner already has a run in progress anywhere goes back to the
-  queue (`OwnerBusy`, a nak with `requeue_s`) and the lane's slot goes to the next job
-  in the stream, so one owner with many queued runs cannot hold more than one slot.
-
-Each replica runs `lanes` lanes, each with its own pull subscription of the one durable
-consumer (`max_ack_pending` bounds the jobs in hand, it does not serialise). Fairness:
-jobs start in stream order, skipping owners that are running. A killed worker's
-connections close, so its locks go with it; its unacked job is redelivered after
-`ack_wait_s` and the owner's next run starts it over (`runner`). Changing the limit
-takes effect within `limit_ttl_s` for new runs; runs in progress finish.
+Two kinds of Postgres session advisory locks, held on the lane's own pooled connection: N *slot*
+locks (`SLOT_NAMESPACE`, N = `sleepMaxConcurrentRuns` of the global settings, default 1), one of
+which a lane takes *before* it fetches a job, so jobs wait in the stream, in order, until some
+replica has room; and one *owner* lock (`runner.owner_lock`), taken without waiting once the job is
+known: a busy owner's job goes back to the queue (`OwnerBusy`) and the slot to the next job, so
+one owner never holds two slots. Each replica runs `lanes` lanes, each with its own pull
+subscription of the one durable consumer (`max_ack_pending` bounds jobs in hand, it does not
+serialise). A killed worker's locks close with its connections; its unacked job is redelivered
+after `ack_wait_s`. A new limit applies to new runs within `limit_ttl_s`.
 """
 
 from __future__ import annotations

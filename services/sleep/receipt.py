@@ -1,22 +1,11 @@
 """Run status, per-phase results and the receipt of a sleep run.
 
-Phase results are accumulators: a phase creates its result when it starts and fills the
-counters as it goes; every counter has a default, so the `dream_runs` JSON carries every
-counter on every path (ok, skipped, failed, aborted). A phase that never ran is recorded
-as skipped with reason "not run".
-
-`overall_status` precedence (first match wins):
-1. aborted: the run was aborted (or a phase reports aborted);
-2. failed: LLM batches were sent and every one broke, or every phase that ran failed;
-3. degraded: some LLM batch broke, or some phase failed or is degraded;
-4. noop: nothing written and nothing refreshed;
-5. refreshed: every write is a refresh (re-confirmed in place, unchanged merges);
-6. ok.
-
-Writes count applied decisions (non-keep conflict decisions, demotions), new edges,
-merges, created patterns and refreshes. Receipt:
-`memoryd:run:<id>:<status>:<hash12>:<inputs>:<writes>:<0|1>`, hash12 = the first 12 hex
-digits of sha256 over the canonical JSON (sorted keys, no spaces) of the phase details.
+Phase results are accumulators: a phase creates its result when it starts and fills the counters
+as it goes; every counter has a default, so the `dream_runs` JSON carries every counter on every
+path (ok, skipped, failed, aborted), and a phase that never ran is skipped with reason "not run".
+Writes count applied decisions (non-keep conflict decisions, demotions), new edges, merges,
+created patterns and refreshes. The run's status is `overall_status`; its receipt (`receipt`)
+carries hash12, the first 12 hex digits of sha256 over the canonical JSON of the phase details.
 """
 
 import hashlib
@@ -219,7 +208,10 @@ def phase_status(batches: int, batches_failed: int) -> PhaseStatus:
 
 
 def overall_status(phase_results: Iterable[PhaseResult], aborted: bool) -> RunStatus:
-    """The run status, by the precedence of the module docstring."""
+    """The run status; the first that applies wins: aborted (the run or a phase); failed
+    (LLM batches were sent and every one broke, or every phase that ran failed); degraded (some
+    batch broke, or some phase failed or is degraded); noop (nothing written or refreshed);
+    refreshed (every write is a refresh); ok."""
     phases = list(phase_results)
     if aborted or any(p.status == "aborted" for p in phases):
         return "aborted"

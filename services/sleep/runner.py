@@ -1,22 +1,14 @@
 """One sleep run: the owner's run lock, the job checks, the five phases in order, the `dream_runs` row.
 
-Never two runs of one owner, across every replica and restart: the run holds the owner's
-Postgres advisory lock (`owner_lock`, on the lane's connection, taken without waiting;
-a busy owner's job goes back to the queue as `OwnerBusy`). How many owners run at once is
-the lanes' business (`lanes`). Under the owner lock:
-
-1. the owner's rows another worker left `running` (it was killed) become
-   `failed: interrupted` (the scheduler's backoff does not count them);
-2. a job whose run is already recorded (a redelivery after the commit), a scheduled job
-   whose slot is no longer current (`logic.job_is_current`), whose owner switched sleep
-   mode off or is no longer idle (activity since it was queued: the scheduler books it
-   again once the owner is idle), is dropped;
-3. the row goes `running` with `started_at` = the snapshot time, the phases run in order,
-   each in its own error boundary (an exception fails that phase only), with
-   `RunContext.checkpoint()` between phases and batches: owner activity aborts the run
-   (remaining phases stay "not run"; during an LLM call the call is cancelled), a stopping
-   worker requeues it;
-4. status and receipt from `receipt.run_receipt`, the row is finished, SLEEP_RUNS counted.
+Never two runs of one owner, across replicas and restarts: the run holds the owner's Postgres
+advisory lock (`owner_lock`, taken without waiting; a busy owner's job is requeued as
+`OwnerBusy`); how many owners run at once is `lanes`' business. Under the lock: rows a killed
+worker left `running` become `failed: interrupted`; a job already recorded, whose slot is no
+longer current (`logic.job_is_current`), whose owner turned sleep off or is no longer idle is
+dropped; otherwise the phases run in order, each in its own error boundary, with
+`RunContext.checkpoint()` between phases and batches (owner activity aborts the run, cancelling
+an LLM call in flight; a stopping worker requeues it); status and receipt come from
+`receipt.run_receipt`.
 """
 
 from __future__ import annotations

@@ -1,26 +1,13 @@
-"""The pull-consumer loop shared by every JetStream stage.
+"""The pull-consumer loop shared by every JetStream stage, and its ack/nak/term policy.
 
-Policy, per message:
-- undecodable or invalid payload (whatever the decoder raised) -> a ``DeadLetter`` on
-  ``mem.v1.dlq.<stage>`` with the error, then ``term`` (it can never succeed); when even
-  the dead letter cannot be published the message is ``nak``ed, never dropped;
-- handler succeeded -> ``ack`` (handlers commit before they return, so an acked
-  message is durable);
-- transient failure (NATS/embedder down; PostgreSQL connection, read-only, resource and
-  operator-intervention errors: see ``transient``) -> ``nak`` with exponential backoff
-  (or the error's own ``retry_after_s``),
-  never dead-lettered: an outage must not throw events away;
-- ``RateLimited`` (the owner is over its events/s) -> ``nak`` with its retry-after, never
-  dead-lettered;
-- a typed 4xx error from the handler (``ValidationFailed``, ``TooLarge``, ``Forbidden``):
-  the message itself is refused, so the DLQ with the error at once, and ``term``;
-- any other failure -> ``nak`` with backoff until delivery ``max_deliver``, then the
-  DLQ with the error and ``term``.
-While a handler runs, ``in_progress`` is sent every third of ``ack_wait`` so long
-work is not redelivered under it. Each message is handled in a consumer span (``<stage>
-<subject>``) continuing the publisher's trace from the message's ``traceparent`` header, so
-what the handler logs and publishes belongs to that trace. No message can stop the loop: a failure while
-processing one is logged and counted, and the loop fetches the next batch.
+Per message: undecodable or invalid -> a ``DeadLetter`` on ``mem.v1.dlq.<stage>``, then ``term``
+(``nak`` when even the dead letter cannot be published: never dropped); handler succeeded ->
+``ack`` (handlers commit first); transient failure (``transient``) or ``RateLimited`` -> ``nak``
+with backoff or the error's ``retry_after_s``, never dead-lettered; a typed 4xx from the handler
+(``ValidationFailed``, ``TooLarge``, ``Forbidden``) -> DLQ at once and ``term``; anything else ->
+``nak`` with backoff until ``max_deliver``, then DLQ and ``term``. While a handler runs,
+``in_progress`` is sent every third of ``ack_wait``. Each message is handled in a consumer span
+continuing the publisher's ``traceparent``. No message can stop the loop.
 """
 
 from __future__ import annotations

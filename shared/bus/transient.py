@@ -1,24 +1,11 @@
 """Which failures are transient: retried with backoff for as long as they last, never dead-lettered.
 
-An outage must not throw work away. Transient are: NATS and socket errors, timeouts,
-``DependencyDown``, and PostgreSQL errors whose SQLSTATE says the database, not the
-message, is the problem:
-
-    08xxx  connection exception (the server went away, refused, failover in progress)
-    25006  read_only_sql_transaction (a standby after a failover, or read-only for maintenance)
-    40001  serialization_failure, 40P01 deadlock_detected (retry is the documented remedy)
-    53xxx  insufficient resources (disk full, out of memory, too many connections)
-    57xxx  operator intervention (admin shutdown, crash shutdown, cannot connect now,
-           query canceled by the operator or a statement timeout)
-
-A pooled connection that PostgreSQL's goodbye reached while it sat idle (the postmaster was
-killed, the server is shutting down) can be handed out again in the moment before its
-socket closes: the next query on it fails in asyncpg with "cannot switch to state ...;
-another operation ... is in progress". The server is gone, not the message: transient too.
-
-Every other PostgreSQL error (a constraint the data breaks, a bad value) is a property of
-the message and goes to the DLQ after ``max_deliver`` tries. The cause chain is searched,
-so an adapter that wraps a transient error in its own exception keeps it transient.
+An outage must not throw work away. Transient are NATS and socket errors, timeouts,
+``DependencyDown``, PostgreSQL errors whose SQLSTATE blames the database rather than the message
+(``transient_sqlstate``), and asyncpg's "another operation is in progress" on a pooled connection
+the server's goodbye reached while idle (the server is gone, not the message). Every other
+PostgreSQL error is a property of the message and goes to the DLQ after ``max_deliver`` tries.
+The cause chain is searched, so a wrapped transient error stays transient.
 """
 
 from __future__ import annotations
@@ -49,7 +36,12 @@ _NATS_TRANSIENT_NAMES = frozenset(
 
 
 def transient_sqlstate(sqlstate: str | None) -> bool:
-    """True when a PostgreSQL error code names a condition that goes away by itself."""
+    """True when a PostgreSQL error code names a condition that goes away by itself.
+
+    Classes 08 (connection exception), 53 (insufficient resources) and 57 (operator
+    intervention, statement timeout included), and 25006 (read-only transaction: a standby
+    after a failover), 40001 and 40P01 (serialization failure, deadlock: retry is the remedy).
+    """
     if not sqlstate or len(sqlstate) != 5:
         return False
     return sqlstate[:2] in TRANSIENT_SQLSTATE_CLASSES or sqlstate in TRANSIENT_SQLSTATES

@@ -1,22 +1,14 @@
 """An OpenAI-compatible chat-completions client with a per-owner budget and an audit trail.
 
-``LlmClient.complete_json`` asks for ``response_format={"type": "json_object"}`` and
-decodes the assistant content with msgspec into the caller's type (a fenced block is
-tolerated, see ``reply.py``); ``complete_text`` returns the content as is. Per call:
-
-1. not configured -> ``LlmNotConfigured`` (nothing is sent or written);
-2. with a pool, the call's worst case is reserved against the owner's
-   ``daily_token_budget`` (0 = unlimited; see ``budget.py``: concurrent calls cannot
-   overshoot it) -> ``BudgetExceeded``;
-3. the request is sent; a timeout, network error or 5xx is retried once after a short
-   backoff; what still fails (and 429 or any other HTTP error) -> ``LlmUnavailable``;
-4. a reply without content or not decodable -> ``LlmBadReply`` (its tokens still count).
-
-Every outcome of 2-4 writes one ``llm_audit_logs`` row (when a pool is given: the
-reservation, settled with the outcome; a timeout or cancellation keeps the reserved tokens) and
-counts ``memoryd_llm_calls_total{operation,outcome}``; tokens go to
-``memoryd_llm_tokens_total``. Token counts come from the reply's ``usage`` (estimated
-as ``len/4`` when the endpoint sends none).
+``complete_json`` asks for a JSON object and decodes the content into the caller's type (a fenced
+block is tolerated, ``reply.py``); ``complete_text`` returns it as is. Outcomes: not configured ->
+``LlmNotConfigured`` (nothing sent or written); the call's worst case reserved against the owner's
+``daily_token_budget`` (``budget.py``: concurrent calls cannot overshoot) -> ``BudgetExceeded``;
+a timeout, network error or 5xx is retried once, then (like any other HTTP error) ->
+``LlmUnavailable``; no content or undecodable -> ``LlmBadReply`` (its tokens still count).
+Every outcome but the first writes one ``llm_audit_logs`` row when a pool is given (a timeout
+or cancellation keeps the reserved tokens) and counts the ``memoryd_llm_*`` metrics; tokens come
+from the reply's ``usage`` (estimated as ``len/4`` without it).
 """
 
 from __future__ import annotations

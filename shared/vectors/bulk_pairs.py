@@ -1,31 +1,13 @@
 """Similar pairs of one owner's vectors in one partitioned pass, instead of a kNN probe per memory.
 
-The sleep conflict phase wants, for every probing memory, its ``per_memory`` nearest
-memories of the same owner at cosine >= ``min_score``. Probing an HNSW index once per
-memory costs a graph walk each (~1.5-8 ms at 100k memories); this does one pass:
-
-1. spherical k-means on an evenly spaced sample of the owner's vectors gives
-   ``k ~ n * assign / cluster_size`` centroids (fixed seed: the same vectors give the same
-   partition);
-2. every vector is a member of its nearest cluster, and a probe looks into its ``assign``
-   nearest (an inverted file searched with ``nprobe = assign``; vectors streamed a page at a
-   time);
-3. per cluster, the probes looking into it are compared exactly with its members (one
-   matrix product), and each probe keeps its best ``per_memory`` partners at or above
-   ``min_score`` over its clusters.
-
-A pair is found when one memory's cluster is among the other's ``assign`` nearest, which
-near-duplicates (the pairs a conflict threshold keeps) nearly always are; when ``k`` is 1
-(small owners) the answer is exact. Each probe is compared with ~``cluster_size`` members
-(its ``assign`` clusters of ~``cluster_size / assign``), each pair once per cluster. Scores
-are exact cosines. Vectors are loaded through the adapter's ``Loader`` a page or a cluster
-at a time, by row (the position of a memory in ``ids``), the next load overlapping the current
-comparison, so memory is bounded by ``max_block`` vectors, not by the owner's size (a larger
-cluster is compared block against block). ``ids`` is only read for the pairs found, so an
-adapter can keep the owner's ids packed (``pgvector``: 16 bytes per memory instead of a
-Python string) and name the few that pair. The matrix products are meant to run on one BLAS
-thread (the sleep service sets that): on a busy machine a second spinning thread costs more CPU
-than it saves time.
+For the sleep conflict phase: every probing memory's ``per_memory`` nearest memories of the same
+owner at cosine >= ``min_score``. Spherical k-means on a sample partitions the vectors, each probe
+looks into its ``assign`` nearest clusters (an inverted file), and each cluster's probes are
+compared exactly with its members (see ``bulk_pairs``). Scores are exact cosines; the partition is
+deterministic (fixed seed) and with one cluster (small owners) the answer is exact. Vectors are
+loaded a page or a cluster at a time through the adapter's ``Loader``, so memory is bounded by
+``max_block`` vectors, not the owner's size; ``ids`` is read only for the pairs found, so an
+adapter may keep them packed. The matrix products are meant to run on one BLAS thread.
 """
 
 from __future__ import annotations
@@ -186,7 +168,15 @@ async def bulk_pairs(
 ) -> list[Pair]:
     """Pairs ``(a, b, cosine)``, ``a < b``, best first, at most ``limit``: for each row of
     ``ids`` where ``probe`` is true, its ``per_memory`` nearest at cosine >= ``min_score``
-    (partners may be any row). Same contract as ``common.exact_pairs``."""
+    (partners may be any row). Same contract as ``common.exact_pairs``.
+
+    Spherical k-means on an evenly spaced sample gives ``k ~ n * assign / cluster_size``
+    centroids; every vector is a member of its nearest cluster and a probe looks into its
+    ``assign`` nearest (an inverted file with ``nprobe = assign``); per cluster, its probes are
+    compared exactly with its members in one matrix product (block against block when larger
+    than ``max_block``). A pair is found when one memory's cluster is among the other's
+    ``assign`` nearest, which near-duplicates nearly always are.
+    """
     n = len(ids)
     if n < 2 or per_memory <= 0 or limit <= 0 or not probe.any():
         return []

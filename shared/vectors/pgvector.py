@@ -1,47 +1,15 @@
 """Tier 1: vectors in PostgreSQL (``memory_embeddings``), searched with pgvector.
 
-One row per (memory, signature) in an untyped ``vector`` column; each signature gets a
-partial HNSW index on ``(embedding::vector(dim))`` (or ``halfvec(dim)`` with ``half=True``,
-a 2x smaller index) ``WHERE signature = '<sig>'``, built by ``ensure``. Queries repeat the
-same cast and the signature as a literal, so the planner can use that index.
-
-Search picks its path by how many vectors the owner has (bounded count, cached 60 s):
-
-- up to ``exact_max_rows``: the owner's rows (``(signature, owner)`` btree, hash-joined
-  with ``memories`` for the filters) ordered by exact distance. The distance is written on
-  the uncast column, which matches no HNSW index, so this path is exact by construction
-  (a materialized CTE of the rows was measured slower: it spills 1.5 KB tuples to disk);
-- above it: the HNSW index with ``hnsw.iterative_scan = relaxed_order`` and
-  ``hnsw.ef_search`` (executor settings read at scan time, so a cached plan sees them):
-  one statement on connections opened with ``pgvector_sql.session_settings`` (pools from
-  ``db.pool.create_pool``), else ``SET LOCAL`` inside the query's own transaction. The
-  iterative scan goes on past ``ef_search`` until ``limit`` rows pass, so ``ef_search``
-  does not grow with ``limit`` (100 nearest of 100k: recall@100 0.954 at ef 100 against
-  0.959 at ef 200, measured). The ``memories`` filter is a correlated primary-key probe per
-  index row, so stale statistics cannot turn it into a quadratic join. Fewer than ``limit`` hits (a
-  very selective filter) -> the exact path answers instead.
-
-Threshold measured on this 2-vCPU VM (100k x 384-d rows, top-10, p50): exact 1.0 ms at
-200 rows, 1.9 ms at 1k, 3.7 ms at 2.5k, 5.3 ms at 5k, 10 ms at 10k, 21 ms at 20k, 43 ms at
-40k; HNSW + iterative scan 4-4.2 ms from 2.5k rows up (recall@10 0.93-1.0). Exact wins or
-ties up to ~5k rows, hence ``DEFAULT_EXACT_MAX_ROWS = 5000``.
-
-Large owners get a graph of their own (``ensure_owner``, called by the embed service after
-it writes an owner's vectors): a partial HNSW index ``WHERE signature = '<sig>' AND owner =
-'<owner>'``, built concurrently once the owner has more than ``exact_max_rows`` vectors and
-holds at most ``owner_index_max_share`` of the signature's rows. In the shared graph a 10k
-owner's rows are a few percent of the nodes, so the iterative scan walks through other
-owners' neighbourhoods (~20 ms per probe at 5 % of 210k rows, measured); in its own graph
-the same search costs what a lone owner's does. An owner holding most of the shared graph
-gains nothing from a copy of it. Searches name such an owner as a literal so the planner can
-prove the partial index's predicate; whether the owner has one is read with its row count
-(one statement, cached 60 s). ``shrink_owner`` drops it again once deletions leave the owner
-half of ``exact_max_rows`` memories or fewer (a cleared owner), where the exact path serves.
-
-Global-scope memories of other owners come from a separate small exact branch. Filters join
-``memories`` (state, expiry, session, type, creation time), so there is no payload to mirror.
-``mark_embedded`` lets the embed service clear ``needs_reindex`` only where the content
-hash is still the embedded one.
+One row per (memory, signature) in an untyped ``vector`` column; each signature has a partial
+HNSW index on ``embedding::vector(dim)`` (or ``halfvec``) ``WHERE signature = '<sig>'``, built by
+``ensure``. Queries repeat the cast and name the signature (and an owner with its own index) as
+literals, so the planner can use the partial index. ``search`` picks its path by the owner's row
+count (cached): up to ``exact_max_rows`` the owner's rows by exact distance, above it HNSW with
+iterative scan, falling back to exact when a selective filter leaves fewer than ``limit`` hits.
+Large owners get their own partial index (``ensure_owner``, dropped again by ``shrink_owner``).
+Filters join ``memories``, so there is no payload to mirror; global memories of other owners come
+from a small exact branch. ``mark_embedded`` clears ``needs_reindex`` only where the content hash
+is still the embedded one.
 """
 
 from __future__ import annotations

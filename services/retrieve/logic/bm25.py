@@ -1,24 +1,13 @@
 """How the keyword tier scores its matches: BM25 over the owner's memories (pure parts).
 
-``ts_rank_cd`` gives every occurrence of a question word the same 0.1, so a word most of an
-owner's memories hold (a speaker's name, "work") outweighs a rare one the question is really
-about. BM25 weighs each question lexeme by its inverse document frequency among the owner's
-memories, with term-frequency saturation ``K1`` and no length normalisation (``b`` = 0: chat
-memories are short; on the LoCoMo dev split b 0.1, 0.4 and 0.75 scored within 0.005 of it).
-
-The tier computes the score in SQL (``adapters.postgres.keyword_search``); this module holds
-what it is computed from:
-
-- an owner within the match budget has every match of every question lexeme in the candidate
-  set, so document frequencies are counted among the matches, exactly, and ``N`` is the
-  owner's number of visible memories (one index count of at most the budget's rows);
-- a larger owner's candidate set is pruned and capped, so a lexeme's count among the matches
-  can fall short: its frequency is at least the planner statistics' estimate
-  (``estimated_frequencies``) and ``N`` is the statistics' estimate of the owner's rows.
-
-The coverage of the question (``coverage.keyword_weight``) is still read on ``ts_rank_cd``'s
-scale: ``KeywordRanking.cover`` is 0.1 x the most question-word occurrences any match holds,
-which is what ``ts_rank_cd`` of the any-word query gives the best-covering match.
+Each question lexeme is weighed by its inverse document frequency among the owner's memories,
+with saturation ``K1`` and no length normalisation (``b`` = 0: chat memories are short). The
+SQL (``adapters.postgres.keyword_search``) computes the score; this module holds its inputs: an
+owner within the match budget has every match in the candidate set, so frequencies are counted
+exactly and ``N`` is its number of visible memories; a larger owner's set is pruned and capped,
+so a frequency is at least the planner statistics' estimate (``estimated_frequencies``) and ``N``
+is their estimate of the owner's rows. The question's coverage is still read on ``ts_rank_cd``'s
+scale (``KeywordRanking.cover``).
 """
 
 from __future__ import annotations

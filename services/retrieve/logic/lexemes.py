@@ -1,51 +1,15 @@
 """Which words of a question the keyword tier matches on, for owners too large to rank every match.
 
-The keyword tier matches memories containing *any* of the question's lexemes and ranks them
-with ``ts_rank_cd`` (as BM25 treats a query). Ranking reads every match's tsvector, so for an
-owner with 100k memories a question with a common word ("work", "went") matches thousands of
-rows and costs tens of milliseconds. BM25 would give those words almost no weight anyway (low
-inverse document frequency), so, like the MaxScore/WAND pruning of search engines, the match
-set of a large owner keeps:
-
-- every memory containing *all* the lexemes (always few: an intersection), and
-- every memory containing one of the *rare* lexemes, rarest first, while the expected number
-  of matches stays within ``budget``.
-
-A memory that only contains common words is no longer a candidate; ranking still scores
-every candidate against all the lexemes. The tier ranks only the newest matches of a set (a
-cap on the work), so the matches ``ts_rank_cd`` ranks best (every word: for OR queries it gives
-0.1 per occurrence of a query word) are a set of their own, never cut by that cap. On the latency
-benchmark's data, hybrid recall@10 against the exact answer: 100k-memory owner 0.556 -> 0.645
-with the every-word set (10k owner unchanged, 0.937); an any-two-words set as well lifted the
-10k owner to 0.977 but slowed the 100k owner and cost it recall (0.532), so it is not used.
-
-Owners whose expected matches fit the budget keep the full OR query, so small owners
-(LoCoMo-sized, the common case) rank exactly as before.
-
-The statistics only estimate: a word they do not list is assumed rare, and may be missing from
-the owner's memories altogether ("What did I buy for the cycling trip?" when the memories say
-"bought"), so a pruned plan can find nothing at all while most of the question's words are
-there. A plan that finds fewer than ``WIDEN_BELOW`` matches (the engine setting
-``keyword_widen_below``) is widened (``widen_again``), one statement per step: first by the
-every-word-but-one set (``near``: the memories missing one of the words, the best-ranked after
-the every-word set), then by the rarest lexeme still left out.
-On the latency benchmark's 100k-memory owner (in-process, the engine alternating with and without
-widening over 100 questions), 39 % of the questions found fewer than 10 matches and 27 % none;
-widening below 20 matches took hybrid recall@10 against the exact answer from 0.669 to 0.852 at
-+4.3 ms p50 (6.5 -> 10.8), +3.2 ms mean and +0.8 ms p99 for that owner, and changed nothing for
-the 10k-memory and 1k-memory owners. Widening below 10 reached 0.837, below 50 0.871, and below
-the tier's whole limit (100) 0.967 at +8.8 ms p50; a score bound (widen until the 10th score
-beats what a memory of left-out words could reach) added nothing with one occurrence per word and
-cost +32 ms p50 with BM25's saturation bound. Each near set was first a candidate set of its own:
-one set of the OR of the conjunctions reads the same rows in about half the time (5.5 -> 3.2 ms
-for a question of four words).
-
-Expected matches come from PostgreSQL's own statistics (``pg_stats`` for ``memories.tsv`` and
-``memories.owner``, see ``term_stats``): lexeme frequencies and the owner's share of rows.
-
-``keyword_plan`` is the whole decision from the text of ``websearch_to_tsquery``: the tier
-passes its result as constants, so the ranking never evaluates a tsquery expression per
-matched row and one statement serves small and large owners alike.
+Ranking reads every match's tsvector, so a common word makes a large owner's any-word query
+expensive while BM25 gives that word little weight. Like MaxScore/WAND pruning, a large owner's
+candidates are the memories holding *every* lexeme plus those holding a *rare* one (rarest first,
+while the expected matches stay within ``budget``); every candidate is still ranked on all the
+lexemes. Owners whose expected matches fit the budget keep the full any-word query. Expected
+matches come from PostgreSQL's statistics (``pg_stats`` for ``memories.tsv`` and
+``memories.owner``, ``term_stats``), which only estimate: a pruned plan that finds fewer than
+``WIDEN_BELOW`` matches is widened (``widen_again``, ``match_plan``). ``keyword_plan`` makes the
+whole decision from the ``websearch_to_tsquery`` text, so the tier passes constants and one
+statement serves small and large owners alike.
 """
 
 from __future__ import annotations

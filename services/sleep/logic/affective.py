@@ -1,30 +1,12 @@
 """Affective attribution: LLM emotion candidates -> `affective_context` edges and trait patterns.
 
 Reply schema: `{"candidates": [{"person", "target", "emotion", "kind": "occasion"|"trait",
-"evidence": [memory ids], "why"}]}`. Rules, in order:
-
-1. Validation (failures go to `dropped` with the reason): person and target resolve to
-   existing entities (by id, else by case/space-insensitive name; an ambiguous name does
-   not resolve), emotion non-empty (stored casefolded), kind occasion|trait, evidence
-   intersected with the real ids of the scanned pool (ids removed: `fakeEvidence`), at
-   least one left.
-2. A trait whose evidence spans fewer than `trait_min_sessions` distinct sessions is
-   downgraded to an occasion (`downgraded`). Memories without a session add no session.
-3. Merge, before the cap: an occasion with the (person, target, emotion) of an existing
-   edge whose session set (or evidence) intersects is merged into it: evidence and
-   sessions united, sessionCount recomputed, lastMergedRunId = the run. A merge that adds
-   nothing is an unchanged merge (`mergeUnchanged`, a refresh).
-4. Creation, in the LLM's order: at most `max_relations_per_run` new edges (`capSkipped`
-   for the rest) and at most `max_new_traits` new trait patterns (`sleepMaxPatternPerRun`
-   less the patterns discovery created in this run; `traitsCapSkipped`); refreshing a known
-   trait is not new. Candidates of the same key in one reply fold into the first
-   (`combined`), so a replay never creates a second edge. An edge made from a downgraded
-   trait carries `downgradedFrom: "trait"`.
-5. A confirmed trait becomes a `pattern` memory, key `affect:<person>:<target>:<emotion>`,
-   titled "<person> feels <emotion> about <target>"; an existing one is refreshed in
-   place and its text changes only with new evidence. Every occasion edge of that
-   (person, target, emotion) gets promotedToTrait and traitSessionCount (the trait's
-   distinct sessions); its sessionCount stays.
+"evidence": [memory ids], "why"}]}`. An *occasion* is one edge between two entities; a *trait*
+(evidence over at least `trait_min_sessions` sessions) also becomes a `pattern` memory keyed
+`affect:<person>:<target>:<emotion>`. `attribute_affect` validates the candidates against the
+real entities and evidence, merges them into existing edges, caps what is new and promotes
+traits; every rejected or skipped candidate is counted with its reason. Replaying a reply never
+creates a second edge.
 """
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -224,7 +206,19 @@ def attribute_affect(
     max_relations_per_run: int,
     max_new_traits: int,
 ) -> AffectivePlan:
-    """Apply the rules of the module docstring; `pool_sessions` maps pool ids to sessions."""
+    """Plan the edges and traits of a reply; `pool_sessions` maps pool ids to sessions.
+
+    1. Valid candidates only (else `dropped` with the reason): person and target resolve to
+       entities (by id, else by unambiguous case/space-insensitive name), emotion non-empty
+       (casefolded), evidence cut to real pool ids (`fakeEvidence`) and not empty.
+    2. A trait over fewer than `trait_min_sessions` sessions becomes an occasion (`downgraded`).
+    3. An occasion whose (person, target, emotion) edge exists and shares a session (or
+       evidence) merges into it, before the cap (nothing new: `mergeUnchanged`).
+    4. New edges in the LLM's order up to `max_relations_per_run` (`capSkipped`), new traits up
+       to `max_new_traits` (`traitsCapSkipped`); same-key candidates fold into the first.
+    5. A trait becomes (or refreshes) its pattern memory, its text changing only with new
+       evidence; its occasion edges get promotedToTrait and traitSessionCount.
+    """
     resolve = _Resolver(entities)
     tally = dict.fromkeys(
         ("fake", "downgraded", "merged", "unchanged", "combined", "created", "capped", "traits_capped"), 0

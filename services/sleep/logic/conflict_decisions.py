@@ -1,26 +1,14 @@
 """Conflict resolution, part 2: LLM decisions per pair -> typed change plans, and the ledger.
 
-Reply schema (see `conflict_prompt`): `{"decisions": [{"pair": <index in the batch>,
-"action": ..., ...}]}`; a pair may be named by `"ids": [id, id]` instead of (or besides)
-its index. Sides are `"a"`/`"b"` or the memory id. What each action plans (the I/O layer
-applies the plan in one transaction per batch):
-
-- keep: nothing changes.
-- merge (`keep`, `content`): the kept memory gets the merged content (old text to
-  content_history); the other is archived with `merged_into` = the kept id.
-- update (`target`, `content`): the target gets the new content (old text to history).
-- archive (`target`): the target is archived.
-- supersede (full set): the memory with the later `updated_at` supersedes the other, which
-  is archived with `superseded_by`; equal `updated_at` cannot be decided -> keep.
-- conflict (`reason` optional): a `conflict_pending` row for the pair; no content change.
-- create (`content`): a new memory (source `sleep`) derived from both; both stay.
-- differentiate (full set, `distinctions`): only the `differentiated_pairs` row (pair, both
-  hashes, distinctions); never content.
-
-Anything invalid (unknown or disallowed action, unknown pair, missing field, a second
-decision for a pair) is counted in `invalid` and its pair defaults to keep; pairs without
-any decision default to keep and are counted in `undecided`. A reply that is not JSON or
-has no decision list raises `LlmReplyError` (the batch is broken).
+Reply schema (`conflict_prompt`): `{"decisions": [{"pair": <index>, "action": ..., ...}]}`, a pair
+also nameable by `"ids"`, a side by `"a"`/`"b"` or its id. Actions: keep; merge (`keep`,
+`content`: the other is archived with `merged_into`); update (`target`, `content`); archive
+(`target`); supersede (the later `updated_at` wins, equal ones keep); conflict (a
+`conflict_pending` row); create (a new `sleep` memory, both stay); differentiate (only the
+`differentiated_pairs` row, never content). Replaced text goes to `content_history`; the I/O
+layer applies a batch's plans in one transaction. An invalid decision (counted in `invalid`) or
+none (`undecided`) means keep; a reply that is not JSON or has no decision list raises
+`LlmReplyError` (the batch is broken).
 """
 
 from collections.abc import Collection, Iterable, Mapping, Sequence

@@ -1,22 +1,11 @@
 """Conflict resolution, part 1: which candidate pairs go to the LLM, in which batches.
 
-Input: candidate pairs from the vector index (both directions and self-matches allowed;
-they are folded), the `updated_at` and `content_hash` of each memory, the
-`differentiated_pairs` rows and the `conflict_reviewed` ledger. Steps, in order:
-
-1. threshold: similarity >= the strictness threshold (at or above counts);
-2. suppression: a differentiated pair whose two hashes are unchanged (`suppressed`);
-3. ledger: a reviewed pair neither of whose memories was updated after `judged_at`
-   (`ledgerSkipped`);
-4. one pair per memory, greedy by similarity (ties by the normalised ids) (`dedupeSkipped`);
-5. the per-run cap (0 = unlimited); leftovers are not recorded (`perRunSkipped`);
-   with step 4's losers they are returned as `leftovers` for the next run;
-6. batches of `sleepConflictMaxPairs` (0 = one batch).
-
-A pair whose memory is unknown (deleted since the search) is dropped (`missing`). Pairs are
-always in normalised (sorted) order, the order of every ledger and differentiated row; ids
-are canonical lowercase uuid strings (`str(uuid)`), whose string order is Postgres' uuid
-order, so `CHECK (memory_a < memory_b)` holds.
+Input: candidate pairs from the vector index (both directions and self-matches are folded), each
+memory's `updated_at` and `content_hash`, the `differentiated_pairs` rows and the
+`conflict_reviewed` ledger; `select_pairs` filters them step by step, counting each step. Pairs
+are always in normalised (sorted) order, the order of every ledger and differentiated row; ids
+are canonical lowercase uuid strings, whose string order is Postgres' uuid order, so
+`CHECK (memory_a < memory_b)` holds.
 """
 
 from collections.abc import Collection, Iterable, Mapping
@@ -118,7 +107,14 @@ def select_pairs(
     max_pairs_per_run: int,
     max_pairs_per_batch: int,
 ) -> PairSelection:
-    """Run the selection steps of the module docstring, in order, and batch the result.
+    """Select and batch candidate pairs; each step's losers are counted.
+
+    In order: similarity at or above ``threshold``; a differentiated pair with both hashes
+    unchanged is dropped (`suppressed`); a reviewed pair neither of whose memories was updated
+    after `judged_at` (`ledgerSkipped`); one pair per memory, greedy by similarity, ties by
+    ids (`dedupeSkipped`); the per-run cap, 0 = unlimited (`perRunSkipped`); batches of
+    ``max_pairs_per_batch`` (0 = one batch). A pair with an unknown memory is dropped
+    (`missing`); the losers of the last two filters are `leftovers` for the next run.
 
     `differentiated` maps a pair to the two hashes recorded with it (in the pair's order);
     `ledger` maps a pair to its `judged_at`. Keys may come in either order.

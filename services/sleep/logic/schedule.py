@@ -1,25 +1,12 @@
 """Scheduler decisions of the sleep worker: when a run is due, its message id, phase gates.
 
-Pure functions (no I/O). The phase logic lives beside this module: `conflict_logic`
-(pair selection), `decision_logic` (LLM decisions -> change plans, ledger), `demotion_logic`,
-`pattern_logic`, `relation_logic`, `affective_logic`; run status and receipt in `receipt`.
-
-Backoff ("only failed counts"): walking the run history from the newest, `failed` adds
-one and any other finished status (`ok`, `degraded`, `refreshed`, `noop`, `aborted`) ends
-the streak: a noop or aborted run is not a failure, so the failures before it are no
-longer consecutive. A run left `running` by a worker that was killed is closed as
-`failed` with reason `interrupted` (`INTERRUPTED`): it neither counts nor ends the streak
-(the worker died, the LLM route did not fail), nor does a run still queued or running.
-
-The interval counts from the newest run that was neither aborted nor interrupted: an
-aborted run was cut by the owner and did not consolidate, so the next one is due as soon
-as the owner is idle again.
-
-Several schedulers publish the same due run with the same `Nats-Msg-Id`: the id names the
-owner and the *slot*, the start time of the last recorded run (or `first`), which every
-scheduler reads from the same `dream_runs` rows. The worker drops a job whose slot is no
-longer current (`job_is_current`), which also covers duplicates older than the stream's
-duplicate window.
+Pure functions (no I/O); the phase logic lives beside this module. Only failed runs count
+towards the backoff (`consecutive_failures`), and the interval counts from the newest run that
+was neither aborted (the owner cut it, nothing was consolidated) nor interrupted. Several
+schedulers publish the same due run with the same `Nats-Msg-Id`, naming the owner and the
+*slot*: the start of the last recorded run (or `first`), read by all from the same `dream_runs`
+rows. The worker drops a job whose slot is no longer current (`job_is_current`), which also
+covers duplicates older than the stream's duplicate window.
 """
 
 from collections.abc import Iterable, Sequence
@@ -81,7 +68,9 @@ class RunMark(msgspec.Struct, frozen=True):
 
 
 def consecutive_failures(history_newest_first: Iterable[RunMark]) -> int:
-    """Failed runs since the last finished, non-failed one (see the module docstring)."""
+    """Failed runs since the last finished, non-failed one: walking from the newest, `failed`
+    adds one and any other finished status ends the streak; a run that is still open, or was
+    `interrupted` (its worker died, the LLM route did not fail), neither counts nor ends it."""
     count = 0
     for mark in history_newest_first:
         if mark.interrupted or mark.status in OPEN_STATUSES:

@@ -1,26 +1,15 @@
 """Phase 1, conflict resolution: vector-similar pairs -> LLM batches -> plans applied per batch.
 
-Candidates come from the vector store (`PgVectorStore.neighbours`: each memory's nearest
-neighbours of the same owner, found for a large owner in one partitioned pass over its
-vectors, `shared.vectors.bulk_pairs`; never all pairs; imported memories take no part)
-plus the owner's backlog (pairs an earlier scan found but left for later). A pair of an
-owner's memory and a global one skips the LLM and the ledger: it goes to the human
-review queue (`conflict_pending`, `crossScopePending`), since an owner's run never
-modifies a global memory. Selection, batching, decisions and the ledger rules are
-`logic.conflict_pairs` / `logic.conflict_decisions`; each batch is one LLM call whose
-plans, after `hold_decisions` (`conflictFreezeEnabled`: every merge, update, archive or
-supersede goes to the review queue instead, `frozen`; `reflectionUpdateMaxPerRun`: updates
-past the run's cap wait for a later run, `updateCapSkipped`), are applied with the ledger
-rows in one transaction (`conflict_apply`). A broken batch is counted and skipped; the
-others land.
-
-Scans are incremental. A finished phase records `conflictScan` in `dream_runs.counters`
-and replaces the backlog with every candidate it did not judge (leftovers of the
-one-pair-per-memory rule and the per-run cap, broken batches, plans that failed); such
-a scan is complete unless the candidate list was cut at its limit. After complete scans
-back to a recent full one (`conflict_logic.incremental_since`) only memories changed
-since the newest of them probe; a full scan runs at least every `full_scan_days`, or when
-vectors appeared for memories with an older `updated_at` (imports keep their dates).
+Candidates are each memory's nearest neighbours of the same owner (`PgVectorStore.neighbours`,
+never all pairs; imported memories take no part) plus the backlog an earlier scan left. A pair
+with a global memory skips the LLM and goes to the review queue (`conflict_pending`): an owner's
+run never modifies a global memory. Selection, decisions and the ledger are `logic.conflict_pairs`
+/ `logic.conflict_decisions`; each batch is one LLM call whose plans, after `hold_decisions`
+(freeze mode, the update cap), are applied with their ledger rows in one transaction; a broken
+batch is counted and skipped. Scans are incremental: a finished phase records `conflictScan` and
+replaces the backlog with every candidate it did not judge; after complete scans back to a recent
+full one (`incremental_since`) only changed memories probe, and a full scan runs at least every
+`full_scan_days` or when vectors appear for memories with an older `updated_at` (imports).
 """
 
 from __future__ import annotations

@@ -1,22 +1,13 @@
-"""The fuzz harness: draw hostile payloads with hypothesis, send them to the running stack,
-check each case's property and keep the tally.
+"""The fuzz harness: hostile payloads drawn with hypothesis, sent to the running stack, checked, tallied.
 
-Payloads are drawn up front, per subject, by running a ``@given`` collector through
-hypothesis's own engine (``draw``), then sent from the async test. Running the stack's
-requests inside a ``@given`` test would put hypothesis's synchronous runner around an
-event loop that the module-scoped stack already owns, and it would rule out batching the
-stream cases. The price is no shrinking: a failing case is reported with its payload as
-sent (which is small or recognisable anyway: the strategies break one thing at a time),
-and ``MEMORYD_FUZZ_SEED`` reproduces the whole set.
-
-Properties:
-- RPC: the reply is a typed 4xx ``RpcError`` (with the matching service-error headers) or
-  a result of the operation's type, within ``REPLY_TIMEOUT_S``; after a 4xx the database
-  digest is what it was before.
-- JetStream: the message is dead-lettered (undecodable ones at once, on their first
-  delivery) or acked by its consumer; the database is unchanged when it was dead-lettered;
-  nothing the pipeline publishes itself is dead-lettered; a valid message afterwards is
-  still processed.
+Payloads are drawn up front per subject by a ``@given`` collector (``draw``) and sent from the
+async test (a ``@given`` test would wrap the stack's event loop in hypothesis's synchronous
+runner); there is no shrinking, and ``MEMORYD_FUZZ_SEED`` reproduces the whole set.
+Properties: an RPC gets a typed 4xx ``RpcError`` (with matching service-error headers) or a
+result of the operation's type within ``REPLY_TIMEOUT_S``, and a 4xx leaves the database digest
+unchanged; a JetStream message is dead-lettered (undecodable ones on first delivery; the database
+unchanged) or acked, nothing the pipeline publishes itself is dead-lettered, and a valid message
+afterwards is still processed.
 """
 
 from __future__ import annotations

@@ -1,20 +1,13 @@
 """Backpressure on the real stack: embed workers behind, embed down, streams at their byte limit.
 
-- Workers behind (the ``embed`` durable paused with JetStream's consumer pause, while the embed
-  RPC keeps answering queries): ingest keeps accepting and storing chat events, retrieval of
-  memories embedded before keeps being served by the vector tier without a fallback, new
-  turns are found by full text, ``engine.status`` shows the durable's lag, which drains to 0
-  once the workers resume.
-- Embed service stopped: ingest still accepts and stores, ``engine.status`` shows the lag and
-  the failed probe, retrieval says it searched without vectors; starting embed drains the lag.
-- ``MEMORYD_NATS_STREAM_MAX_BYTES`` tiny and ingest paused: a chat event beyond the events
-  stream's limit is refused to its publisher, and every event accepted before is processed
-  once ingest resumes; processed events leave the stream (interest retention), so it accepts
-  events again.
-- Jobs stream full (extract and embed paused): ingest keeps each event unacked (nak, retry)
-  instead of losing its jobs; extract, let loose on the full stream, retries its facts' embed
-  jobs the same way; nothing goes to the DLQ, and every event is completed (turns, facts,
-  vectors) once the workers drain the stream.
+- Workers behind (the ``embed`` durable paused): ingest keeps storing events, earlier memories are
+  served by the vector tier, new turns by full text, and ``engine.status`` shows the lag draining.
+- Embed stopped: ingest still stores, ``engine.status`` shows lag and failed probe, retrieval says
+  it searched without vectors; restarting embed drains the lag.
+- Events stream at ``MEMORYD_NATS_STREAM_MAX_BYTES`` with ingest paused: an event beyond it is
+  refused to its publisher, every accepted one is processed on resume, and the stream accepts again.
+- Jobs stream full: ingest and extract keep their messages unacked (nak, retry) rather than lose
+  jobs; nothing goes to the DLQ and every event completes once the workers drain.
 
 No timing assertions: what is checked is who served, what was refused, what was stored.
 """

@@ -1,33 +1,14 @@
 """Tenant isolation as a property: every read path returns only what the caller's owner may see.
 
-NATS runs with authentication on, as ``memoryd up`` runs it (``tests.support.auth``): each
-service as its own user, the test as the application role (``client``, unbound subjects),
-as one owner-bound user per world owner (``mem.v1.rpc.<op>.<owner>``) and as the operator
-(``admin.memory.create``, ``reindex``). One world per module, written through the services
-(``memory.create``, chat events through ingest, ``admin.memory.create`` for ``scope=global``)
-and embedded by the real embed service (local MiniLM) into pgvector and Qdrant
-(qdrant-client local mode). Owners are near misses of
-each other (``ana``, ``Ana``, ``ana:team``, ``ana@x``), session ids repeat across owners, and
-every memory carries a unique canary token. Hypothesis varies the caller (a world owner, a
-near miss, any valid owner), the session, the types, the query (shared words, other owners'
-canaries, LIKE/SQL metacharacters, any text) and the limit, and checks:
-
-- retrieve (exact, semantic, hybrid) and inject, served by pgvector and by Qdrant, on the
-  unbound subject and on the owner's bound one: only the owner's memories (of the session)
-  plus the ``scope=global`` ones the operator made; exact and semantic return all of them
-  when the limit allows; the vector tier served without a fallback; an owner-bound user
-  asking for another owner on its own subject gets 403;
-- memory.list and memory.export: exactly the owner's memories (through both subjects);
-  memory.get of any id the owner does not hold (another owner's global one included): 404;
-- the sleep worker's candidate reads (vector neighbours in pgvector and Qdrant, exact and
-  HNSW paths; the conflict pair and demotion queries) and the search tiers called directly:
-  nothing of another owner;
-- reindex for one owner queues and rewrites that owner's memories and no one else's.
-
-No response may contain the canary of a memory the caller may not see. The write paths are
-``test_write_isolation``'s.
-``MEMORYD_ISOLATION_EXAMPLES`` sets the examples per property (default 25);
-``MEMORYD_ISOLATION_SEED`` the world.
+NATS runs with authentication on (``tests.support.auth``); the test acts as the application role,
+as each owner's bound user and as the operator. One world per module, written through the
+services and embedded into pgvector and Qdrant (local mode): owners are near misses of each other
+(``ana``, ``Ana``, ``ana:team``), session ids repeat, each memory carries a unique canary.
+Hypothesis varies caller, session, types, query and limit, and checks retrieve and inject (every
+strategy, both stores, both subjects; 403 for a bound user asking for another owner), list,
+export and get (404), the sleep worker's candidate reads and the search tiers called directly,
+and reindex of one owner: nothing of another owner, no foreign canary. The write paths are
+``test_write_isolation``'s. ``MEMORYD_ISOLATION_EXAMPLES`` (default 25) and ``_SEED`` configure it.
 """
 
 from __future__ import annotations

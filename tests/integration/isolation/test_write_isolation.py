@@ -1,25 +1,14 @@
 """Tenant isolation of the write paths, as a property, with NATS authentication on.
 
-nats-server runs with ``memoryd up``'s users and permissions (``tests.support.auth``); ingest,
-embed and retrieve run in-process, each as its own user. Every tenant owner has its own
-owner-bound user (its ``mem.v1.rpc.<op>.<owner>`` subjects); the application role
-(``client``) acts for any owner on the unbound subjects; the operator writes global
-memories on ``admin.memory.*``. Hypothesis drives sequences of operations by these callers,
-many of them hostile: other owners' memory ids, guessed and derived ids, ``scope=global``
-on create and in imported lines, import lines with future ``created_at``, a bound user
-naming another owner in its request (the services answer 403) or claiming another owner's
-subject (NATS refuses it), settings changes by clients (refused), and per-owner quota
-settings from the operator (they hold for that owner only).
-
-After every step the database holds exactly the oracle's rows (``oracle.Oracle``: owner,
-canary, state, scope, key per id); every tenant's ``memory.list`` and ``memory.export``
-show exactly its own rows; ``retrieve`` and ``inject`` show nothing but its own rows and the
-global memories the operator made; ``memory.get`` of any id it does not hold is 404; no
-answer carries the canary of a row its caller may not see.
-
-``MEMORYD_WRITE_ISOLATION_EXAMPLES`` sets the examples (default 12), ``MEMORYD_WRITE_ISOLATION_STEPS``
-the most steps per example (default 4); examples are derandomized unless
-``MEMORYD_ISOLATION_RANDOM`` is set.
+nats-server runs with ``memoryd up``'s users (``tests.support.auth``); each service, each tenant
+(an owner-bound user), the application role and the operator act as their own user. Hypothesis
+drives sequences of writes, many hostile (other owners' or guessed ids, ``scope=global``, future
+``created_at`` in imports, a bound user naming another owner, settings changes by clients,
+per-owner quotas). After every step the database holds exactly the oracle's rows
+(``oracle.Oracle``); each tenant's list, export, retrieve and inject show only its own rows and
+the operator's global ones; ``memory.get`` of any other id is 404; no answer carries a canary its
+caller may not see. ``MEMORYD_WRITE_ISOLATION_EXAMPLES`` (default 12) and ``_STEPS`` (default 4)
+size the run; examples are derandomized unless ``MEMORYD_ISOLATION_RANDOM`` is set.
 """
 
 from __future__ import annotations
