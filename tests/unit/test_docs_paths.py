@@ -13,7 +13,9 @@ ROOT = Path(__file__).resolve().parents[2]
 TOPS = ("memoryd/", "shared/", "services/", "bench/", "tests/", "docs/", "deploy/", "clients/", "scripts/", ".ci/")
 EXTENSIONS = (".py", ".md", ".json", ".yml", ".yaml", ".sql", ".html", ".toml", ".sh", ".conf", ".js", ".ts", ".css")
 #: Files memoryd writes at run time (in its data directory), not files of the repository.
-RUNTIME_FILES = frozenset({"client.json", "credentials.json", "runtime.json", "pg_hba.conf", "auth.conf"})
+RUNTIME_FILES = frozenset(
+    {"client.json", "credentials.json", "runtime.json", "prometheus-targets.json", "pg_hba.conf", "auth.conf"}
+)
 _TOKEN = re.compile(r"`{1,2}([A-Za-z0-9_./-]+)`{1,2}")
 SKIPPED = (".git", ".venv", "node_modules", "build", "dist")
 
