@@ -24,7 +24,7 @@ from memoryd.schemas.retrieval import EmbedResult
 from services.retrieve.adapters.postgres import Visibility, fetch_rows, vector_search
 from services.retrieve.adapters.postgres_touch import Toucher
 from services.retrieve.app import DB_SESSION_STATE
-from services.retrieve.engine import Engine, EngineConfig, fuse_lists
+from services.retrieve.engine import Engine, EngineConfig, SettingsGetter, fuse_lists
 from services.retrieve.logic.bm25 import KeywordRanking
 from services.retrieve.logic.fusion import RankedList
 from services.retrieve.logic.plan import MemoryRow, answer, boost
@@ -39,6 +39,16 @@ from shared.vectors.pgvector import PgVectorStore
 _NEVER_APPROXIMATE = 2**62
 
 
+def exact_keywords(settings: SettingsGetter) -> SettingsGetter:
+    """The owner's settings with every full-text match ranked: no candidate cap, no rare-term pruning."""
+
+    async def get(owner: str) -> MemorySettings:
+        found = await settings(owner)
+        return msgspec.structs.replace(found, keyword_max_candidates=0, keyword_match_budget=0)
+
+    return get
+
+
 @contextlib.asynccontextmanager
 async def in_process_engine(
     dsn: str, nc: Client, signature: str, vectors: Mapping[str, Sequence[float]], *, exact: bool = False
@@ -50,8 +60,6 @@ async def in_process_engine(
     ``exact``: the reference answer for recall: every full-text match ranked (no candidate
     cap, no rare-term pruning) and exact vector distances (never an HNSW index)."""
     config = load(EngineConfig, "MEMORYD_RETRIEVE_", os.environ)
-    if exact:
-        config = msgspec.structs.replace(config, keyword_max_candidates=0, keyword_match_budget=0)
     size = load(PgConfig, "MEMORYD_PG_", os.environ).pool_max
     sized = PgConfig(dsn=dsn, pool_min=size, pool_max=size)
     pool = await create_pool(sized, session_state=DB_SESSION_STATE)
@@ -64,6 +72,7 @@ async def in_process_engine(
         return EmbedResult(vectors=[list(vector)], signature=signature, dim=len(vector))
 
     toucher = Toucher(pool, interval_s=config.touch_interval_s, granularity_s=config.touch_granularity_s)
+    owner_settings = SettingsCache(pool, ttl_s=config.settings_ttl_s).get
     stop = asyncio.Event()
     touching = asyncio.create_task(toucher.run(stop))
     try:
@@ -72,7 +81,7 @@ async def in_process_engine(
             rows_pool=rows_pool,
             nc=nc,
             stores=[PgVectorStore(pool, exact_max_rows=_NEVER_APPROXIMATE) if exact else PgVectorStore(pool)],
-            settings=SettingsCache(pool, ttl_s=config.settings_ttl_s).get,
+            settings=exact_keywords(owner_settings) if exact else owner_settings,
             toucher=toucher,
             config=config,
             embedder=embed,
@@ -110,7 +119,7 @@ class Steps:
         vis = Visibility(owner, None, None, settings.retention_days)
         depth = settings.rrf_depth
         if tier == "keyword":
-            return len((await engine.keyword_ranking(vis, query, depth, settings.keyword_ranking)).ranked)
+            return len((await engine.keyword_ranking(vis, query, depth, settings)).ranked)
         if tier == "vector":
             result = await engine.embedder(query, engine.config.embed_timeout_s, owner)
             return len(await vector_search(engine.stores[0], result.signature, vis, result.vectors[0], depth))
@@ -136,7 +145,7 @@ class Steps:
         key = (owner, query)
         if key not in self._inputs:
             engine = self.engine
-            fts = await engine.keyword_ranking(vis, query, settings.rrf_depth, settings.keyword_ranking)
+            fts = await engine.keyword_ranking(vis, query, settings.rrf_depth, settings)
             result = await engine.embedder(query, engine.config.embed_timeout_s, owner)
             vec = await vector_search(engine.stores[0], result.signature, vis, result.vectors[0], settings.rrf_depth)
             ids = [f.memory_id for f in fuse_lists({"fts": fts.ranked, "vec": vec}, settings, query, fts.cover)]

@@ -159,7 +159,7 @@ async def collect(
             for qa in conv.qas:
                 q = normalize_query(qa.question)
                 keyword: dict[str, KeywordRanking] = {
-                    s: await engine.keyword_ranking(vis, q, depth, s) for s in KEYWORD_SCORINGS
+                    s: await engine.keyword_ranking(vis, q, depth, settings, s) for s in KEYWORD_SCORINGS
                 }
                 vec = await tiers.vector_search(store, signature, vis, vectors[q], depth)
                 found = [i for k in keyword.values() for i, _ in k.ranked]

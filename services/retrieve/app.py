@@ -55,6 +55,9 @@ RETIRED = {
     "MEMORYD_RETRIEVE_NEIGHBOUR_BOOST": "neighbourBoost",
     "MEMORYD_RETRIEVE_FTS_WEIGHT": "ftsWeight",
     "MEMORYD_RETRIEVE_VEC_WEIGHT": "vecWeight",
+    "MEMORYD_RETRIEVE_KEYWORD_MAX_CANDIDATES": "keywordMaxCandidates",
+    "MEMORYD_RETRIEVE_KEYWORD_MATCH_BUDGET": "keywordMatchBudget",
+    "MEMORYD_RETRIEVE_KEYWORD_WIDEN_BELOW": "keywordWidenBelow",
 }
 
 

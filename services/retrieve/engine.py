@@ -44,7 +44,6 @@ from services.retrieve.logic.fusion import (
     rrf_fuse,
     score_fuse,
 )
-from services.retrieve.logic.lexemes import WIDEN_BELOW
 from services.retrieve.logic.plan import (
     Attempt,
     FallbackCode,
@@ -102,14 +101,6 @@ class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
     #: comma-separated providers (or models) that reject the `system` role, so injected memories go into a user
     #: message; empty = the built-in list
     no_system_providers: str = ""
-    #: newest full-text matches ranked per query (0 = all)
-    keyword_max_candidates: Annotated[int, msgspec.Meta(ge=0)] = 2000
-    #: expected full-text matches before rare-term pruning starts; an owner with at most this many
-    #: memories is searched by testing its own rows, not the shared full-text index (0 = off)
-    keyword_match_budget: Annotated[int, msgspec.Meta(ge=0)] = 1000
-    #: a pruned full-text match that finds fewer than this is widened step by step (0 = never):
-    #: more recall for large owners, more work for their searches
-    keyword_widen_below: Annotated[int, msgspec.Meta(ge=0)] = WIDEN_BELOW
     #: how often the planner's term and owner frequencies behind pruning are re-read
     term_stats_ttl_s: NonNegative = 60.0
 
@@ -210,21 +201,20 @@ class Engine:
         )
 
     async def keyword_ranking(
-        self, vis: tiers.Visibility, query: str, limit: int, scoring: KeywordScoring
+        self, vis: tiers.Visibility, query: str, limit: int, s: MemorySettings, scoring: KeywordScoring | None = None
     ) -> KeywordRanking:
-        """Tier 0 with this engine's candidate cap and match pruning, scored by ``scoring`` (the
-        owner's ``keywordRanking``); errors propagate."""
-        cfg = self.config
+        """Tier 0 with the owner's candidate cap and match pruning, scored by ``scoring`` (by default
+        the owner's ``keywordRanking``); errors propagate."""
         return await tiers.keyword_search(
             self.pool,
             vis,
             query,
             limit,
-            cfg.keyword_max_candidates or None,
+            s.keyword_max_candidates or None,
             stats=await self.term_stats.get(),
-            match_budget=cfg.keyword_match_budget,
-            widen_below=cfg.keyword_widen_below,
-            scoring=scoring,
+            match_budget=s.keyword_match_budget,
+            widen_below=s.keyword_widen_below,
+            scoring=scoring or s.keyword_ranking,
         )
 
     async def _rows(self, vis: tiers.Visibility, ranked: list[Fused], *, turns: bool) -> dict[str, MemoryRow]:
@@ -301,7 +291,7 @@ class _Run:
     async def _keyword(self, limit: int, s: MemorySettings) -> tuple[KeywordRanking | None, Attempt]:
         started = time.perf_counter()
         try:
-            found = await self.e.keyword_ranking(self.vis, self.query, limit, s.keyword_ranking)
+            found = await self.e.keyword_ranking(self.vis, self.query, limit, s)
         except _PG_ERRORS as exc:
             log.warning("retrieve.keyword_failed", error=str(exc))
             return None, Attempt("keyword", False, _ms(started), "keyword_failed", f"full-text search failed: {exc}")

@@ -43,11 +43,8 @@ class MemorySettings(msgspec.Struct, frozen=True, kw_only=True, rename="camel", 
     extract_assistant: bool = False
     #: the k of reciprocal rank fusion (`fusion=rrf`)
     rrf_k: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 60
-    #: candidates per list for either fusion. 100: on the LoCoMo dev split, leave-one-conversation-out
-    #: held-out R@10 mean 0.769 (depth 50 only: 0.747); 4 of 5 folds chose 100, 200 never beat 100. At 100k
-    #: memories of one owner it doubles the vector search (~7.5 ms against ~3.6 ms for 50)
+    #: candidates per list for either fusion
     rrf_depth: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 100
-    # score fusion measured better than RRF through the services on LoCoMo (R@10 0.699 vs 0.675)
     #: `score`: weighted min-max scores (`ftsWeight`, `vecWeight`); `rrf`: reciprocal rank fusion (`rrfK`)
     fusion: Literal["rrf", "score"] = "score"
     #: LLM listwise rerank of the fused top `rerankDepth` (needs an LLM; else the fused order stands, said in
@@ -55,45 +52,36 @@ class MemorySettings(msgspec.Struct, frozen=True, kw_only=True, rename="camel", 
     rerank: bool = False
     #: fused candidates the LLM rerank orders (`rerank=true`)
     rerank_depth: Annotated[int, msgspec.Meta(ge=2, le=50)] = 20
-    #: hybrid only: a result gains this share of the best score in its session (0 = off; LoCoMo: +0.014 R@10)
+    #: hybrid only: a result gains this share of the best score in its session (0 = off)
     session_boost: Share = 0.3
-    #: hybrid only: a result gains this share of its neighbouring turns' scores (0 = off). 0.3: on the LoCoMo
-    #: dev split, leave-one-conversation-out held-out R@10 mean 0.770 with 0.3 alone against 0.769 choosing
-    #: between 0.3 and 0.5 (0.5 is slightly better in-sample, not on held-out folds)
+    #: hybrid only: a result gains this share of its neighbouring turns' scores (0 = off)
     neighbour_boost: Share = 0.3
     #: how the keyword tier scores its matches: `bm25` (each question word weighed by its rarity among the
-    #: owner's memories) or `cover_density` (PostgreSQL's `ts_rank_cd`: every occurrence of a question word
-    #: counts the same). bm25: on the LoCoMo dev split, leave-one-conversation-out held-out R@10 mean 0.806 (worst
-    #: fold 0.723) over the grid with both, where every fold chose bm25, against 0.771 (worst 0.709) over the
-    #: cover_density points alone; through the services hybrid R@10 0.799 against 0.776, All@10 0.740 against
-    #: 0.716, multi-hop R@10 0.512 against 0.464, keyword-only R@10 0.742 against 0.686
+    #: owner's memories) or `cover_density` (PostgreSQL's `ts_rank_cd`: every occurrence counts the same)
     keyword_ranking: Literal["bm25", "cover_density"] = "bm25"
-    #: score fusion: weight of the full-text list. 0.6: with `keywordRanking` bm25 every fold of the LoCoMo dev
-    #: split's leave-one-conversation-out chose 0.6 over 0.5 (held-out R@10 mean 0.806); with cover_density 0.5
-    #: and 0.6 scored alike
+    #: keyword tier: newest full-text matches ranked per query (0 = all)
+    keyword_max_candidates: Annotated[int, msgspec.Meta(ge=0, le=1_000_000)] = 2000
+    #: keyword tier: expected full-text matches before rare-term pruning starts; an owner with at most this many
+    #: memories is searched by testing its own rows, not the shared full-text index (0 = never prune)
+    keyword_match_budget: Annotated[int, msgspec.Meta(ge=0, le=1_000_000)] = 1000
+    #: keyword tier: a pruned match that finds fewer than this is widened step by step (0 = never): more recall
+    #: for large owners, more work for their searches
+    keyword_widen_below: Annotated[int, msgspec.Meta(ge=0, le=10_000)] = 20
+    #: score fusion: weight of the full-text list
     fts_weight: Share = 0.6
-    #: score fusion: weight of the vector list (0.4: see `ftsWeight`)
+    #: score fusion: weight of the vector list
     vec_weight: Share = 0.4
     #: score fusion: `ftsWeight` counts in full only when the best keyword match holds at least this share of the
-    #: question's content words; below it, times (share / this) ^ `ftsCoveragePower` (0 = off: always in full).
-    #: 0.5: on the LoCoMo dev split, leave-one-conversation-out over the grid with `keywordRanking` bm25 and
-    #: cover_density, every fold chose 0.5 over 0 (off) and 1: held-out R@10 mean 0.806 over the points with 0.5
-    #: alone, 0.803 off, 0.750 with 1; paraphrased questions (those with one answer in the corpus): hybrid 0.895,
-    #: as semantic-only
+    #: question's content words; below it, times (share / this) ^ `ftsCoveragePower` (0 = off: always in full)
     fts_full_coverage: Annotated[float, msgspec.Meta(ge=0, le=1)] = 0.5
-    #: score fusion: how fast `ftsWeight` falls below `ftsFullCoverage` (4: paraphrases 0.755, LoCoMo in-sample
-    #: R@10 0.776; 2: 0.750 and 0.776)
+    #: score fusion: how fast `ftsWeight` falls below `ftsFullCoverage`
     fts_coverage_power: Annotated[float, msgspec.Meta(ge=0, le=16)] = 4.0
     #: hybrid only: a result said by a speaker the question names (its chat message's `name`) gains this share
-    #: of its own score (0 = off). 0.6: on the LoCoMo dev split, leave-one-conversation-out held-out R@10 mean
-    #: 0.769 (worst fold 0.711) against 0.754 without it (worst 0.695); 4 of 5 folds chose 0.6 over 0 and 0.3
+    #: of its own score (0 = off)
     speaker_boost: Share = 0.6
     #: hybrid only: when the question asks when (its first word is "when"), a result whose content holds a
-    #: relative time expression or a weekday ("last Friday", "two weeks ago", "yesterday") gains this share of its
-    #: own score (0 = off; English cues). 0.4: on the LoCoMo dev split, leave-one-conversation-out
-    #: over the quality grid, every fold chose 0.4 over 0: held-out R@10 mean 0.810 (worst fold 0.731) over the
-    #: points with 0.4 alone against 0.806 (worst 0.723) off; in-sample R@10 0.804 and All@10 0.745 against
-    #: 0.799 and 0.740
+    #: relative time expression or a weekday ("last Friday", "two weeks ago") gains this share of its own score
+    #: (0 = off; English cues)
     temporal_boost: Share = 0.4
     #: chat events per second and replica an owner may publish (0 = no limit; over it the event waits in the stream)
     events_per_second: Annotated[float, msgspec.Meta(ge=0, le=100_000)] = 0.0
