@@ -124,9 +124,9 @@ def revoke(key_id: str, nats_url: str | None, data_dir: str | None) -> int:
 
 def mcp_args(data_dir_flag: str | None, nats_url: str | None) -> list[str]:
     """How the stdio MCP process reaches NATS: the URL given, else ``memoryd up``'s client.json."""
-    from memoryd.credentials import client_credentials_file
+    from memoryd.credentials import URL_ENV, client_credentials_file
 
-    url = nats_url or os.environ.get("MEMORYD_NATS_URL")
+    url = nats_url or os.environ.get(URL_ENV)
     if url:
         return ["--nats-url", url]
     path = client_credentials_file(data_dir(data_dir_flag))

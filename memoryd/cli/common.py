@@ -35,6 +35,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
+from memoryd import credentials
 from memoryd.codec import encode
 from memoryd.errors import ConfigError
 
@@ -47,15 +48,15 @@ CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"], "max_
 
 def data_dir(value: str | None) -> Path:
     """``--data-dir``, else ``$MEMORYD_DATA_DIR``, else ``.memoryd``."""
-    return Path(value or os.environ.get("MEMORYD_DATA_DIR") or ".memoryd")
+    return credentials.data_dir(value)
 
 
 def resolve_nats_url(flag: str | None, data_dir_flag: str | None) -> str:
     """``--nats-url``, ``$MEMORYD_NATS_URL``, or the ``runtime.json`` of a running ``memoryd up``."""
     if flag:
         return flag
-    if os.environ.get("MEMORYD_NATS_URL"):
-        return os.environ["MEMORYD_NATS_URL"]
+    if os.environ.get(credentials.URL_ENV):
+        return os.environ[credentials.URL_ENV]
     runtime = data_dir(data_dir_flag) / "runtime.json"
     try:
         url = json.loads(runtime.read_text()).get("nats_url")
