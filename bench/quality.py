@@ -521,14 +521,11 @@ def rerank_lines(runs: Sequence[Mapping[str, Any]]) -> list[str]:
     depth = rerank["settings"].get("rerankDepth", MemorySettings().rerank_depth)
     return [
         "",
-        f"LLM rerank (`rerank`, the fused top `rerankDepth` {depth})"
-        " against a scripted model that keeps the fused order, so its quality is not measured here (no LLM is"
-        f" reachable from the benchmark machines): {cost['calls']} calls for {cost['questions']} questions,"
-        f" {cost['candidates_mean']} candidates, ~{cost['prompt_tokens_mean']} prompt and ~{cost['reply_tokens_mean']}"
-        f" reply tokens per call (memoryd's estimate); client p50 {r['latency_p50_ms']} ms against"
-        f" {d['latency_p50_ms']} ms without it, p95 {r['latency_p95_ms']} against {d['latency_p95_ms']} ms"
-        f" (the scripted model answers at once: a real model's own time adds to this); R@10 {r['R@10']}"
-        f" against {d['R@10']} (the same order, as scripted).",
+        f"LLM rerank of the fused top `rerankDepth` {depth}, scripted model keeping the fused order:"
+        f" {cost['calls']} calls for {cost['questions']} questions, {cost['candidates_mean']} candidates,"
+        f" ~{cost['prompt_tokens_mean']} prompt and ~{cost['reply_tokens_mean']} reply tokens per call;"
+        f" client p50 {r['latency_p50_ms']} ms against {d['latency_p50_ms']} ms without it,"
+        f" p95 {r['latency_p95_ms']} against {d['latency_p95_ms']} ms; R@10 {r['R@10']} against {d['R@10']}.",
     ]
 
 
