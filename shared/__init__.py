@@ -1,6 +1,4 @@
-"""Common code of the memoryd services: wire schemas, bus, storage, settings, observability.
+"""Common code of the memoryd services: bus, storage, settings, observability, secrets.
 
 Nothing here imports a service package; services import from here.
 """
-
-__version__ = "0.1.0"

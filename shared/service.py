@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
+from importlib.metadata import version
 from typing import Any, TypeVar
 
 import asyncpg
@@ -31,7 +32,7 @@ from memoryd.errors import ConfigError
 from memoryd.schemas.ops import HealthResult
 from shared.settings.env import ServiceConfig, load_service_config
 
-from . import __version__, native_heap
+from . import native_heap
 from .bus.provision import ensure_streams
 from .bus.rpc import RpcServer
 from .observability.exporter import setup as setup_tracing
@@ -68,6 +69,8 @@ class ServiceContext:
     ready_fields: dict[str, str] = field(default_factory=dict)
     #: the keys that open secrets stored in the database (``MEMORYD_SECRETS_KEY(_FILE)``)
     keyring: Keyring = field(default_factory=Keyring)
+    #: the installed release (``importlib.metadata``; pyproject.toml is its one source)
+    version: str = ""
 
     def own(self, cls: type[S]) -> S:
         """The service's own settings (``MEMORYD_<SERVICE>_*``), read from the environment by ``main``."""
@@ -114,7 +117,7 @@ async def _health(ctx: ServiceContext, deep: bool) -> HealthResult:
     return HealthResult(
         service=ctx.name,
         status="ok" if healthy else "degraded",
-        version=__version__,
+        version=ctx.version,
         checks=checks,
         latency_ms=round((time.perf_counter() - started) * 1000, 3),
     )
@@ -136,10 +139,11 @@ async def serve(
     ``settings`` is the service's own Struct (``ServiceContext.own``), ``metrics`` its own
     metric families (its ``app.METRICS``), served with the runtime collectors and the
     families every service has."""
+    release = version("memoryd")
     stop_tracing: Callable[[], None] | None = None
     if stop is None:  # a process of its own: its logging and its spans' service.name are this service's
         configure(name, config.log)
-        stop_tracing = setup_tracing(name, config.tracing, __version__)
+        stop_tracing = setup_tracing(name, config.tracing, release)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -162,7 +166,7 @@ async def serve(
         except Exception as exc:
             where = redact_text(config.nats.url)
             raise ConfigError("MEMORYD_NATS_URL", f"JetStream unavailable at {where}: {exc}") from exc
-        rpc = RpcServer(nc, name, __version__)
+        rpc = RpcServer(nc, name, release)
         ctx = ServiceContext(
             name=name,
             config=config,
@@ -174,6 +178,7 @@ async def serve(
             metrics_port=metrics_port,
             settings=settings,
             keyring=keyring,
+            version=release,
         )
         await rpc.start()
         service_ctx = ctx

@@ -52,6 +52,7 @@ SERVER_MODULES = frozenset(
         "bcrypt",
         "cryptography",
         "aiohttp",
+        "tenacity",
     }
 )
 

@@ -11,8 +11,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tenacity import Retrying, retry_if_result, stop_after_attempt
-
 _PR_SET_PDEATHSIG = 1
 
 
@@ -84,6 +82,10 @@ def start_on_free_port(start_once: Callable[[], bool], *, fixed_port: bool, atte
     """Call ``start_once`` until it reports a started server: up to ``attempts`` times, since a
     port found free can be taken before the server binds it (each call picks a new one), or
     once for a port the user asked for. False when no attempt started it."""
+    # imported here: tenacity comes with the ``server`` extra, and the client-only install's
+    # command line imports this module (``port_in_use``)
+    from tenacity import Retrying, retry_if_result, stop_after_attempt
+
     retrying = Retrying(
         stop=stop_after_attempt(1 if fixed_port else attempts),
         retry=retry_if_result(lambda started: not started),

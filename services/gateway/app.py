@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Mapping
 from importlib import resources
+from importlib.metadata import version
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -21,7 +22,6 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from memoryd.errors import ConfigError
-from shared import __version__
 from shared.api_keys import KeyStore, open_bucket
 from shared.service import ServiceContext
 from shared.settings.env import load
@@ -61,7 +61,7 @@ def build_app(gw: Gateway) -> Starlette:
         factory = _SPECIAL.get(route.name)
         endpoint = factory(gw) if factory else rest.rpc_endpoint(gw, route)
         routes.append(Route(route.path, endpoint, methods=[route.method], name=route.name))
-    openapi = document(ROUTES, version=__version__)
+    openapi = document(ROUTES, version=version("memoryd"))
     docs_html = resources.files("services.gateway.assets").joinpath("docs.html").read_text()
 
     async def openapi_json(request: Request) -> Response:

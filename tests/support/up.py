@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,18 +59,22 @@ def start_up(
     nats_port: int | None = None,
     timeout: float = 90.0,
     env: Mapping[str, str] | None = None,
+    command: Sequence[str] = MEMORYD,
+    cwd: Path | None = None,
 ) -> RunningUp:
     """Start ``memoryd up`` (a free NATS port unless given, free metrics ports unless ``args``
-    name ``--metrics-port``; ``env`` added to its environment) and wait for its ready line."""
+    name ``--metrics-port``; ``env`` added to its environment; ``command`` another install's
+    ``memoryd``, run in ``cwd``) and wait for its ready line."""
     port = nats_port or free_port()
     if "--metrics-port" not in args:
         args = (*args, "--metrics-port", "0")
     proc = subprocess.Popen(
-        [*MEMORYD, "up", "--data-dir", str(data_dir), "--nats-port", str(port), "--gateway-port", "0", *args],
+        [*command, "up", "--data-dir", str(data_dir), "--nats-port", str(port), "--gateway-port", "0", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=clean_env(**(env or {})),
+        cwd=cwd,
     )
     up = RunningUp(data_dir=data_dir, nats_port=port, proc=proc)
     try:
