@@ -21,7 +21,7 @@ WORKDIR /src
 
 # Dependencies first, in their own layer: it is rebuilt only when pyproject.toml changes.
 # (Empty package stubs let `pip install .` resolve the dependencies before the code is copied.)
-COPY pyproject.toml README.m[d] ./
+COPY pyproject.toml README.m[d] LICENSE ./
 RUN mkdir -p memoryd shared services \
     && touch memoryd/__init__.py shared/__init__.py services/__init__.py \
     && ( [ -f README.md ] || touch README.md ) \
