@@ -8,13 +8,14 @@ import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
+import msgspec
 import nats.errors
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from memoryd import tracing
 from memoryd.codec import decode, encode
-from memoryd.errors import DependencyDown, MemorydError
+from memoryd.errors import DependencyDown, MemorydError, ValidationFailed
 from memoryd.schemas import HEALTH_OP
 from memoryd.schemas.events import ChatEvent
 from memoryd.schemas.memory import MemoryExportRequest, MemoryExportResult
@@ -23,6 +24,7 @@ from memoryd.subjects import CHAT_EVENTS, MSG_ID_HEADER, chat_msg_id, rpc_subjec
 from shared.nats_auth import SERVICE_ROLES
 
 from ..context import Gateway
+from ..logic.chat import nul_path
 from ..routes import BY_NAME, NDJSON
 from ..schemas import ChatPublishRequest, ChatPublishResult, ServicesHealth, SleepReceiptsResult
 from .common import Endpoint, authenticate, guarded, json_response
@@ -55,6 +57,9 @@ def events_endpoint(gw: Gateway) -> Endpoint:
         key = await authenticate(gw, request)
         req: ChatPublishRequest = build_request(route, key, request, await raw_fields(gw, route, request))
         assert req.owner is not None
+        found = nul_path(msgspec.to_builtins(req))
+        if found:  # the ingest service would refuse the event after the 202: say so now
+            raise ValidationFailed(f"text contains a NUL character (U+0000) - at `{found}`")
         event = ChatEvent(
             event_id=req.event_id or uuid.uuid4().hex,
             owner=req.owner,

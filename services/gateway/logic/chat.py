@@ -52,20 +52,36 @@ def turns(messages: Sequence[Any], reply: str | None = None) -> list[ChatMessage
     """The request's user and assistant text turns (plus the assistant reply) as chat-event messages.
 
     Other roles (system, developer, tool, function) and messages without text (tool calls
-    only, images only) are left out; over-long text is cut to the event limit; at most the
-    last ``MAX_MESSAGES_PER_EVENT`` turns are kept.
+    only, images only) are left out; NUL characters (no storage takes them) are dropped;
+    over-long text is cut to the event limit; at most the last ``MAX_MESSAGES_PER_EVENT``
+    turns are kept.
     """
     out: list[ChatMessage] = []
     all_messages = [*messages, *([{"role": "assistant", "content": reply}] if reply else [])]
     for message in all_messages:
         if not isinstance(message, dict) or message.get("role") not in REMEMBERED_ROLES:
             continue
-        text = content_text(message.get("content"))[:MAX_MESSAGE_CHARS]
+        text = content_text(message.get("content")).replace("\x00", "")[:MAX_MESSAGE_CHARS]
         if not text.strip():
             continue
-        name = message.get("name") if isinstance(message.get("name"), str) else None
+        name = message["name"].replace("\x00", "") if isinstance(message.get("name"), str) else None
         out.append(ChatMessage(role=message["role"], content=text, name=name[:256] if name else None))
     return out[-MAX_MESSAGES_PER_EVENT:]
+
+
+def nul_path(value: Any, path: str = "$") -> str | None:
+    """The path of the first string (or key) in ``value`` holding U+0000, which storage refuses."""
+    if isinstance(value, str):
+        return path if "\x00" in value else None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        where = f"{path}.{key}" if isinstance(key, str) else f"{path}[{key}]"
+        if isinstance(key, str) and "\x00" in key:
+            return where
+        found = nul_path(item, where)
+        if found:
+            return found
+    return None
 
 
 def apply_memory(messages: Sequence[Any], context: str, placement: str) -> list[Any]:

@@ -16,7 +16,7 @@ from memoryd.errors import ValidationFailed
 from memoryd.schemas.ops import EngineStatusResult, SettingsGetResult
 from services.gateway.adapters.upstream import Upstream
 from services.gateway.handlers.proxy import BoundedStream
-from services.gateway.logic.chat import reply_text, turns
+from services.gateway.logic.chat import nul_path, reply_text, turns
 from services.gateway.logic.exposure import owner_engine_status, owner_settings, pass_headers
 from services.gateway.server import HttpServer
 from shared.api_keys import check_upstream_url, new_key
@@ -169,3 +169,11 @@ def test_the_http_server_bounds_connections_and_keep_alive() -> None:
         config = server.server.config
         assert (config.limit_concurrency, config.timeout_keep_alive, config.server_header) == (7, 3, False)
         assert config.http.__name__ == "HeaderDeadline"  # type: ignore[union-attr]
+
+
+def test_nul_characters_are_found_by_path_and_dropped_from_remembered_turns() -> None:
+    assert nul_path({"messages": [{"content": "ok"}, {"content": "a\x00b"}]}) == "$.messages[1].content"
+    assert nul_path({"metadata": {"k\x00": 1}}) == "$.metadata.k\x00"
+    assert nul_path({"session_id": "s", "messages": [{"content": "fine"}], "n": 3}) is None
+    out = turns([{"role": "user", "content": "tea\x00 please", "name": "b\x00ob"}, {"role": "user", "content": "\x00"}])
+    assert [(m.role, m.content, m.name) for m in out] == [("user", "tea please", "bob")]
