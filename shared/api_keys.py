@@ -6,16 +6,19 @@ nothing), in the KV bucket ``MEM_API_KEYS`` under the key's id: the gateway stay
 and talks only NATS, and the CLI (``memoryd keys``) writes the same bucket. A key is shown
 once, when it is created. An owner key acts only for its owner; an operator key may act for
 any owner (named per call) and reach the operator routes (settings, sleep runs, reindex, ...).
+A key's own upstream (``upstream_url``) is ``https://``, or plain ``http://`` to loopback only.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import re
 import secrets
 from datetime import UTC, datetime
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 import msgspec
 from nats.js import JetStreamContext
@@ -58,6 +61,31 @@ class ApiKeyRecord(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True
         }
 
 
+def check_upstream_url(url: str) -> str:
+    """A key's own upstream base URL, checked: ``https://``, or ``http://`` to a loopback host only.
+
+    The caller's upstream credential travels to it, so it must not go in clear over a network.
+    """
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValidationFailed(f"the upstream must be an http(s) URL with a host, not {url!r} - at `$.upstream_url`")
+    if parts.scheme == "http" and not _loopback(parts.hostname):
+        raise ValidationFailed(
+            f"the upstream {parts.hostname!r} is not loopback: use https:// (plain http only to localhost)"
+            " - at `$.upstream_url`"
+        )
+    return url.strip()
+
+
+def _loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def _sha256(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
@@ -70,6 +98,8 @@ def new_key(
         raise ValidationFailed("an owner key needs an owner")
     if role == "operator" and owner:
         raise ValidationFailed("an operator key acts for any owner: give no owner")
+    if upstream_url is not None:
+        upstream_url = check_upstream_url(upstream_url)
     key_id, secret = secrets.token_hex(6), secrets.token_hex(24)
     record = msgspec.convert(
         {

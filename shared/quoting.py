@@ -1,12 +1,13 @@
 """Memory text quoted as data wherever it meets a model: injected messages and LLM prompts.
 
 A memory may hold instructions, fake role labels or a chat template's control tokens, so each
-one is (1) neutralised: control tokens (``<|im_start|>``, ``[INST]``, ``</s>`` ...) get
-look-alike brackets (``‹|im_start|›``) no tokenizer reads as a role switch; (2) quoted as one
-JSON string, so it cannot end its string, start a line of its own or reach the closing marker;
-(3) listed in a block ``<NAME NONCE>`` ... ``</NAME NONCE>`` whose nonce is a digest of the
-block's items, so text cannot name the closing marker. The block's header tells the model that
-what follows is data, never instructions. Pure: no I/O.
+one is (1) neutralised: control tokens (``<|im_start|>``, ``<｜User｜>``, ``<start_of_turn>``,
+``<tool_call>``, ``[INST]``, ``[TOOL_CALLS]``, ``</s>`` ...) get look-alike brackets
+(``‹|im_start|›``) no tokenizer reads as a role switch; (2) quoted as one JSON string with
+control characters, NEL and U+2028/U+2029 escaped, so it cannot end its string, start a line
+of its own or reach the closing marker; (3) listed in a block ``<NAME NONCE>`` ...
+``</NAME NONCE>`` whose nonce is a digest of the block's items, so text cannot name the closing
+marker. The block's header tells the model that what follows is data, never instructions. Pure.
 """
 
 from __future__ import annotations
@@ -18,12 +19,16 @@ from collections.abc import Sequence
 
 _MARKER = re.compile(
     r"<\|[^<>|\n]{0,64}\|>"  # ChatML / Llama-3 / Phi style: <|im_start|> <|eot_id|> <|system|>
-    r"|\[/?(?:INST|SYS|SYSTEM)\]"  # Llama-2 / Mistral: [INST] [/INST]
+    r"|<\uff5c[^<>\uff5c\n]{0,64}\uff5c>"  # DeepSeek (full-width bars): <｜User｜> <｜Assistant｜>
+    r"|\[/?(?:INST|SYS|SYSTEM|SYSTEM_PROMPT|TOOL_CALLS|TOOL_RESULTS|AVAILABLE_TOOLS)\]"  # Llama-2 / Mistral
     r"|<</?SYS>>"
-    r"|</?s>"  # sentence tokens
+    r"|</?(?:s|bos|eos|start_of_turn|end_of_turn|tool_call|tool_response|tools|think)>"  # Gemma, Hermes, Qwen
     r"|<\|?(?:im_start|im_end|endoftext|start_header_id|end_header_id)\|?>",
     re.IGNORECASE,
 )
+#: What ``json.dumps`` leaves raw but a reader may take as a line break or a control: DEL, C1
+#: (with NEL, U+0085) and the line and paragraph separators.
+_RAW_BREAKS = re.compile("[\x7f-\x9f\u2028\u2029]")
 _LOOKALIKE = str.maketrans({"<": "\u2039", ">": "\u203a", "[": "\u27e6", "]": "\u27e7"})
 
 
@@ -34,7 +39,8 @@ def neutralise(text: str) -> str:
 
 def quote(text: str) -> str:
     """One memory as a single-line JSON string literal, control tokens neutralised."""
-    return json.dumps(neutralise(text), ensure_ascii=False)
+    quoted = json.dumps(neutralise(text), ensure_ascii=False)
+    return _RAW_BREAKS.sub(lambda m: f"\\u{ord(m.group(0)):04x}", quoted)
 
 
 def nonce(items: Sequence[str]) -> str:

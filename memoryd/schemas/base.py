@@ -46,15 +46,19 @@ MAX_MESSAGES_PER_EVENT = 1_000
 MAX_PAYLOAD_BYTES = 4 * 1_048_576  # any single request or event on the wire
 MAX_KEY_LEN = 200
 MAX_QUERY_CHARS = 100_000
+MAX_OFFSET = 1_000_000  # the deepest list position (offset, or page x limit) a listing reaches
 
 # --- field types ------------------------------------------------------------------------
+# Patterns end in ``$(?!\n)``: msgspec matches with ``re.search``, where a bare ``$`` also
+# matches before a trailing newline (``\Z`` would say the same, but is no ECMA-262 regex for
+# the JSON Schema and OpenAPI readers).
 #: An API key id (tenant). Subject-safe: used as a token in ``mem.v1.activity.<owner>``.
 Owner = Annotated[
     str,
     msgspec.Meta(
         min_length=1,
         max_length=MAX_OWNER_LEN,
-        pattern=r"^[A-Za-z0-9][A-Za-z0-9_\-:@]*$",
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_\-:@]*$(?!\n)",
         description="API key id (tenant); letters, digits, _ - : @",
     ),
 ]
@@ -65,10 +69,11 @@ Content = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_CONTENT_CHARS
 MemoryKey = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_KEY_LEN, pattern=r"\S")]
 MemoryId = Annotated[
     str,
-    msgspec.Meta(pattern=r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$"),
+    msgspec.Meta(pattern=r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$(?!\n)"),
 ]
 Limit = Annotated[int, msgspec.Meta(ge=1, le=1000)]
-Offset = Annotated[int, msgspec.Meta(ge=0)]
+Offset = Annotated[int, msgspec.Meta(ge=0, le=MAX_OFFSET)]
+Page = Annotated[int, msgspec.Meta(ge=1, le=MAX_OFFSET)]
 
 MemoryType = Literal["factual", "episodic", "procedural", "semantic", "pattern", "summary"]
 MemorySource = Literal["chat_turn", "rule", "llm", "api", "sleep", "import"]

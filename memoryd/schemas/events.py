@@ -18,7 +18,7 @@ from memoryd.schemas.base import (
     Wire,
 )
 
-EventId = Annotated[str, msgspec.Meta(min_length=1, max_length=128, pattern=r"^\S+$")]
+EventId = Annotated[str, msgspec.Meta(min_length=1, max_length=128, pattern=r"^[^\s\x00-\x1f\x7f-\x9f]+$(?!\n)")]
 MessageText = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_MESSAGE_CHARS, pattern=r"\S")]
 #: Most parts one message's content may have (OpenAI content-part arrays).
 MAX_CONTENT_PARTS = 1_000

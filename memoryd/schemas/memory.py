@@ -18,6 +18,7 @@ from memoryd.schemas.base import (
     MemoryType,
     Offset,
     Owner,
+    Page,
     SessionId,
     Wire,
 )
@@ -153,7 +154,7 @@ class MemoryListRequest(Wire, frozen=True):
     source: MemorySource | None = None
     limit: Limit = 50
     offset: Offset = 0
-    page: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    page: Page | None = None
 
 
 class MemoryListResult(Wire, frozen=True):

@@ -104,12 +104,24 @@ async def setup(ctx: ServiceContext) -> None:
         kv = await open_bucket(ctx.js)
     except Exception as exc:
         raise ConfigError("MEMORYD_NATS_URL", f"cannot open the API key bucket: {exc}") from exc
-    upstream = Upstream(config.upstream_url, config.upstream_api_key, config.upstream_timeout_s)
+    upstream = Upstream(
+        config.upstream_url,
+        config.upstream_api_key,
+        config.upstream_timeout_s,
+        connections=config.upstream_connections,
+        acquire_s=config.upstream_acquire_s,
+    )
     ctx.closers.append(upstream.close)
     gw = Gateway(
         nc=ctx.nc, js=ctx.js, config=config, keys=KeyCache(KeyStore(kv), config.key_cache_s), upstream=upstream
     )
-    http = HttpServer(build_app(gw), bind(config.host, config.port))
+    http = HttpServer(
+        build_app(gw),
+        bind(config.host, config.port),
+        max_connections=config.max_connections,
+        header_timeout_s=config.header_timeout_s,
+        keep_alive_s=config.keep_alive_s,
+    )
     await http.start()
     ctx.closers.append(http.stop)
     host = config.host if config.host not in ("0.0.0.0", "::") else "127.0.0.1"

@@ -27,6 +27,18 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
     memory_timeout_s: Seconds = 3.0
     key_cache_s: Annotated[float, msgspec.Meta(ge=0)] = 5.0  # seconds a key lookup is cached (revocation delay)
     max_body_bytes: Annotated[int, msgspec.Meta(ge=1024)] = MAX_PAYLOAD_BYTES  # the largest request body taken
+    #: open connections plus running requests the HTTP server takes; past it a request gets 503
+    max_connections: Annotated[int, msgspec.Meta(ge=1)] = 1024
+    #: how long a connection may take to send a request's headers (from connecting, or after a reply)
+    header_timeout_s: Seconds = 10.0
+    #: how long an idle keep-alive connection stays open after a reply
+    keep_alive_s: Annotated[int, msgspec.Meta(ge=1)] = 5
+    #: connections the chat proxy keeps to its upstreams (all of them together)
+    upstream_connections: Annotated[int, msgspec.Meta(ge=1)] = 256
+    #: how long a proxied call waits for a free upstream connection (and to connect) before a 502
+    upstream_acquire_s: Seconds = 10.0
+    #: how long the proxy waits for a caller to take the next piece of a streamed answer
+    stream_write_timeout_s: Seconds = 60.0
 
     def with_llm_defaults(self, llm: LlmConfig) -> GatewayConfig:
         """Fill the upstream from ``MEMORYD_LLM_*`` where ``MEMORYD_GATEWAY_UPSTREAM_*`` is not set."""

@@ -59,7 +59,11 @@ class ChatPublishRequest(msgspec.Struct, frozen=True, kw_only=True, omit_default
 
 
 class ChatPublishResult(msgspec.Struct, frozen=True, kw_only=True):
+    """``duplicate``: this owner already published this very event (same id and fields) moments
+    ago, so it is stored once; the same id from another owner is another event."""
+
     event_id: str
+    duplicate: bool = False
 
 
 class ExportQuery(msgspec.Struct, frozen=True, kw_only=True):

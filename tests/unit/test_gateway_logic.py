@@ -73,7 +73,7 @@ def test_turns_keep_text_and_add_the_reply() -> None:
         {"role": "robot", "content": "?"},
     ]
     out = turns(messages, "hello")
-    assert [(m.role, m.content) for m in out] == [("system", "be brief"), ("user", "hi"), ("assistant", "hello")]
+    assert [(m.role, m.content) for m in out] == [("user", "hi"), ("assistant", "hello")]
 
 
 def test_memory_is_placed_without_touching_the_callers_messages() -> None:

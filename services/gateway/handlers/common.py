@@ -2,7 +2,8 @@
 
 ``guarded`` turns any error into ``application/problem+json``: typed errors keep their code,
 description and field path; anything else is a 500 with an opaque ``error_id`` (the full error
-goes to the log, never to the caller).
+goes to the log, never to the caller). Every JSON body is decoded by ``json_object``, with the
+wire contract's depth-checked ``memoryd.codec.decode`` (deep nesting is a 400, as on NATS).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
+from memoryd.codec import decode
 from memoryd.errors import MemorydError, TooLarge, ValidationFailed
 from shared.api_keys import ApiKeyRecord
 from shared.observability.logging import get_logger
@@ -26,7 +28,6 @@ from ..logic.problem import PROBLEM_MEDIA, problem
 
 log = get_logger(__name__)
 _encoder = msgspec.json.Encoder()
-_any = msgspec.json.Decoder()
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -78,16 +79,13 @@ async def read_body(gw: Gateway, request: Request) -> bytes:
 
 
 def json_object(body: bytes) -> dict[str, Any]:
-    """The body as a JSON object (an empty body is ``{}``)."""
+    """The body as a JSON object (an empty body is ``{}``); ``ValidationFailed`` otherwise.
+
+    The body's size was checked while reading it (``read_body``), so no second limit here.
+    """
     if not body.strip():
         return {}
-    try:
-        value = _any.decode(body)
-    except msgspec.DecodeError as exc:
-        raise ValidationFailed(f"malformed JSON: {exc}") from exc
-    if not isinstance(value, dict):
-        raise ValidationFailed(f"Expected `object`, got `{type(value).__name__}` - at `$`")
-    return value
+    return decode(body, dict[str, Any], max_bytes=len(body))
 
 
 def named_owners(request: Request) -> list[str | None]:

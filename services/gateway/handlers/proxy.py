@@ -5,7 +5,11 @@ forward to the upstream (the key's, else ``MEMORYD_LLM_BASE_URL``), return its a
 (SSE passed through chunk by chunk), then publish the exchange as a chat event. The response
 header ``x-memory-status`` says what memory did: ``injected``, ``none`` (nothing relevant),
 ``skipped`` (``x-memory-no-memory``) or ``unavailable`` (memoryd did not answer in time: the
-call went ahead without memory). Upstream errors come back with the upstream's status and body.
+call went ahead without memory). Upstream errors come back with the upstream's status and body;
+of the upstream's headers only the allow-listed ones pass (``logic/exposure.py``). A key with an
+upstream of its own sends the caller's ``x-upstream-authorization`` there, never the gateway's
+key. A caller that stops reading a stream for ``stream_write_timeout_s`` loses it, and the
+upstream connection goes back to the pool.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import msgspec
 from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
+from starlette.types import Message, Receive, Scope, Send
 
 from memoryd.errors import DependencyDown, ValidationFailed
 from memoryd.schemas.base import MAX_QUERY_CHARS
@@ -32,6 +37,7 @@ from shared.observability.logging import get_logger
 from ..context import Gateway
 from ..logic.auth import acting_owner
 from ..logic.chat import SseText, apply_memory, last_user_text, reply_text, truthy, turns
+from ..logic.exposure import pass_headers
 from ..logic.problem import PROBLEM_MEDIA, problem
 from .common import Endpoint, authenticate, guarded, json_object, named_owners, read_body
 from .special import publish_event
@@ -43,7 +49,38 @@ PROVIDER_HEADER = "x-memory-provider"
 STATUS_HEADER = "x-memory-status"
 INJECTED_HEADER = "x-memory-injected"
 UPSTREAM_AUTH_HEADER = "x-upstream-authorization"
-_HOP_HEADERS = frozenset({"content-length", "transfer-encoding", "connection", "content-encoding", "keep-alive"})
+
+
+class _Abandoned(Exception):
+    """The caller did not take a piece of a streamed answer in time."""
+
+
+class BoundedStream(StreamingResponse):
+    """A streamed answer whose every write must be taken by the caller within ``write_timeout_s``.
+
+    A caller that stops reading would otherwise hold the stream, and the upstream connection
+    behind it, for as long as it likes; past the timeout the stream is closed (its ``finally``
+    releases the upstream connection).
+    """
+
+    def __init__(self, content: AsyncIterator[bytes], *, write_timeout_s: float, **kw: Any) -> None:
+        super().__init__(content, **kw)
+        self.write_timeout_s = write_timeout_s
+        self._content = content
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def bounded_send(message: Message) -> None:
+            try:
+                await asyncio.wait_for(send(message), self.write_timeout_s)
+            except TimeoutError:  # an OSError, which Starlette would take for a disconnect
+                raise _Abandoned from None
+
+        try:
+            await super().__call__(scope, receive, bounded_send)
+        except _Abandoned:
+            log.warning("proxy.stream_abandoned", write_timeout_s=self.write_timeout_s)
+        finally:
+            await self._content.aclose()  # type: ignore[attr-defined]
 
 
 class Exchange(msgspec.Struct, kw_only=True):
@@ -133,14 +170,14 @@ def chat_endpoint(gw: Gateway) -> Endpoint:
         ex = _exchange(key, request, body)
         forwarded = body if not ex.remember else {**body, "messages": await with_memory(gw, ex)}
         url = gw.upstream.url(key.upstream_url)
-        headers = gw.upstream.headers(request.headers.get(UPSTREAM_AUTH_HEADER))
+        headers = gw.upstream.headers(request.headers.get(UPSTREAM_AUTH_HEADER), own_upstream=bool(key.upstream_url))
         memory_headers = {STATUS_HEADER: ex.status, INJECTED_HEADER: str(ex.injected)}
         try:
             upstream = await gw.upstream.open(url, msgspec.json.encode(forwarded), headers)
         except DependencyDown as exc:
             body502 = problem(502, "upstream_unreachable", exc.description)
             return Response(msgspec.json.encode(body502), 502, media_type=PROBLEM_MEDIA, headers=memory_headers)
-        passed = {k: v for k, v in upstream.headers.items() if k.lower() not in _HOP_HEADERS}
+        passed = pass_headers(upstream.headers.items())
         media = upstream.headers.get("content-type", "application/json")
         if upstream.status_code == 200 and media.startswith("text/event-stream"):
             sse = SseText()
@@ -154,17 +191,19 @@ def chat_endpoint(gw: Gateway) -> Endpoint:
                     await upstream.aclose()
                 await remember(gw, ex, sse.text)
 
-            return StreamingResponse(relay(), status_code=200, headers={**passed, **memory_headers})
+            return BoundedStream(
+                relay(),
+                write_timeout_s=gw.config.stream_write_timeout_s,
+                status_code=200,
+                headers={**passed, **memory_headers},
+            )
         try:
             content = await upstream.aread()
         finally:
             await upstream.aclose()
         response = Response(content, status_code=upstream.status_code, headers={**passed, **memory_headers})
         if upstream.status_code == 200:
-            try:
-                reply = reply_text(msgspec.json.decode(content))
-            except msgspec.DecodeError:
-                reply = ""
+            reply = reply_text(content)
             if reply:
                 # after the reply is sent: the caller never waits for the event
                 response.background = BackgroundTask(remember, gw, ex, reply)

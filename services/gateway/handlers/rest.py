@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -13,8 +14,12 @@ from shared.api_keys import ApiKeyRecord
 
 from ..context import Gateway
 from ..logic.auth import acting_owner, require_operator
+from ..logic.exposure import owner_engine_status, owner_settings
 from ..routes import NDJSON, Route
 from .common import Endpoint, authenticate, convert, guarded, json_object, json_response, named_owners, read_body
+
+#: What an owner key gets of a reply that also holds the deployment's global state.
+OWNER_VIEWS: dict[str, Callable[[Any], Any]] = {"engine.status": owner_engine_status, "settings.get": owner_settings}
 
 #: Writes an operator key sends on the operator's subject (``admin.<op>``), which may touch a
 #: global memory; an owner key's go to the client subject, where a global memory is 403.
@@ -72,6 +77,9 @@ def rpc_endpoint(gw: Gateway, route: Route) -> Endpoint:
         timeout = None
         if op in ("memory.import", "sleep.run"):
             timeout = max(gw.config.rpc_timeout_s, float(getattr(rpc_request, "timeout_s", 0) or 0) + 5, 60.0)
-        return json_response(await gw.call(this_op, rpc_request, timeout=timeout))
+        result = await gw.call(this_op, rpc_request, timeout=timeout)
+        if key.role != "operator" and op in OWNER_VIEWS:
+            result = OWNER_VIEWS[op](result)
+        return json_response(result)
 
     return endpoint

@@ -8,36 +8,45 @@ import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
+import msgspec
 import nats.errors
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from memoryd import tracing
 from memoryd.codec import decode, encode
-from memoryd.errors import DependencyDown, MemorydError
+from memoryd.errors import DependencyDown, MemorydError, ValidationFailed
 from memoryd.schemas import HEALTH_OP
 from memoryd.schemas.events import ChatEvent
 from memoryd.schemas.memory import MemoryExportRequest, MemoryExportResult
 from memoryd.schemas.ops import HealthRequest, HealthResult, SleepStatusRequest, SleepStatusResult
-from memoryd.subjects import CHAT_EVENTS, MSG_ID_HEADER, rpc_subject
+from memoryd.subjects import CHAT_EVENTS, MSG_ID_HEADER, chat_msg_id, rpc_subject
 from shared.nats_auth import SERVICE_ROLES
 
 from ..context import Gateway
+from ..logic.chat import nul_path
 from ..routes import BY_NAME, NDJSON
 from ..schemas import ChatPublishRequest, ChatPublishResult, ServicesHealth, SleepReceiptsResult
 from .common import Endpoint, authenticate, guarded, json_response
 from .rest import build_request, raw_fields
 
 
-async def publish_event(gw: Gateway, event: ChatEvent) -> None:
-    """Publish a chat event to JetStream (``Nats-Msg-Id`` = event id: a retry is stored once)."""
+async def publish_event(gw: Gateway, event: ChatEvent, identity: bytes | None = None) -> bool:
+    """Publish a chat event to JetStream; True when it was a duplicate (stored once already).
+
+    ``Nats-Msg-Id`` is ``chat_msg_id`` (owner, event id and a digest), as on every door: the
+    same event id from two owners is two events. The digest is of ``identity`` when given (what
+    makes a retry the same event, e.g. the request as the caller sent it), else of the event.
+    """
     data = encode(event)
     decode(data, ChatEvent)  # the ingest service's own validation, before anything is sent
+    msg_id = chat_msg_id(event.owner, event.event_id, data if identity is None else identity)
     try:
-        headers = tracing.inject({MSG_ID_HEADER: event.event_id})
-        await gw.js.publish(CHAT_EVENTS, data, headers=headers, timeout=gw.config.rpc_timeout_s)
+        headers = tracing.inject({MSG_ID_HEADER: msg_id})
+        ack = await gw.js.publish(CHAT_EVENTS, data, headers=headers, timeout=gw.config.rpc_timeout_s)
     except (nats.errors.Error, TimeoutError) as exc:
         raise DependencyDown(f"cannot publish to {CHAT_EVENTS}: {type(exc).__name__}: {exc}") from exc
+    return bool(ack.duplicate)
 
 
 def events_endpoint(gw: Gateway) -> Endpoint:
@@ -48,6 +57,9 @@ def events_endpoint(gw: Gateway) -> Endpoint:
         key = await authenticate(gw, request)
         req: ChatPublishRequest = build_request(route, key, request, await raw_fields(gw, route, request))
         assert req.owner is not None
+        found = nul_path(msgspec.to_builtins(req))
+        if found:  # the ingest service would refuse the event after the 202: say so now
+            raise ValidationFailed(f"text contains a NUL character (U+0000) - at `{found}`")
         event = ChatEvent(
             event_id=req.event_id or uuid.uuid4().hex,
             owner=req.owner,
@@ -59,8 +71,11 @@ def events_endpoint(gw: Gateway) -> Endpoint:
             metadata=req.metadata,
             no_memory=req.no_memory,
         )
-        await publish_event(gw, event)
-        return json_response(ChatPublishResult(event_id=event.event_id), status=202)
+        # a retry of this request (same owner, event id and fields) is the same event, even when
+        # the gateway filled in the time: so the digest is of the request, not of the event
+        identity = encode(req) if req.event_id else None
+        duplicate = await publish_event(gw, event, identity)
+        return json_response(ChatPublishResult(event_id=event.event_id, duplicate=duplicate), status=202)
 
     return endpoint
 

@@ -13,10 +13,13 @@ from typing import Any
 import msgspec
 
 from memoryd.schemas.base import MAX_MESSAGE_CHARS, MAX_MESSAGES_PER_EVENT
+from memoryd.schemas.depth import json_depth_exceeds
 from memoryd.schemas.events import ChatMessage
 
 TRUTHY = frozenset({"true", "1", "yes"})
-_ROLES = frozenset({"system", "user", "assistant", "tool", "developer", "function"})
+#: The turns the proxy remembers: the user's and the assistant's. System, developer and tool
+#: messages are the application's instructions and data, not what the owner said.
+REMEMBERED_ROLES = frozenset({"user", "assistant"})
 _TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
 USER_BLOCK_SEPARATOR = "\n\n---\n\n"
 
@@ -46,22 +49,39 @@ def last_user_text(messages: Sequence[Any]) -> str:
 
 
 def turns(messages: Sequence[Any], reply: str | None = None) -> list[ChatMessage]:
-    """The request's text turns (plus the assistant reply) as chat-event messages.
+    """The request's user and assistant text turns (plus the assistant reply) as chat-event messages.
 
-    Messages without text (tool calls only, images only) are left out; over-long text is cut
-    to the event limit; at most the last ``MAX_MESSAGES_PER_EVENT`` turns are kept.
+    Other roles (system, developer, tool, function) and messages without text (tool calls
+    only, images only) are left out; NUL characters (no storage takes them) are dropped;
+    over-long text is cut to the event limit; at most the last ``MAX_MESSAGES_PER_EVENT``
+    turns are kept.
     """
     out: list[ChatMessage] = []
     all_messages = [*messages, *([{"role": "assistant", "content": reply}] if reply else [])]
     for message in all_messages:
-        if not isinstance(message, dict) or message.get("role") not in _ROLES:
+        if not isinstance(message, dict) or message.get("role") not in REMEMBERED_ROLES:
             continue
-        text = content_text(message.get("content"))[:MAX_MESSAGE_CHARS]
+        text = content_text(message.get("content")).replace("\x00", "")[:MAX_MESSAGE_CHARS]
         if not text.strip():
             continue
-        name = message.get("name") if isinstance(message.get("name"), str) else None
+        name = message["name"].replace("\x00", "") if isinstance(message.get("name"), str) else None
         out.append(ChatMessage(role=message["role"], content=text, name=name[:256] if name else None))
     return out[-MAX_MESSAGES_PER_EVENT:]
+
+
+def nul_path(value: Any, path: str = "$") -> str | None:
+    """The path of the first string (or key) in ``value`` holding U+0000, which storage refuses."""
+    if isinstance(value, str):
+        return path if "\x00" in value else None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        where = f"{path}.{key}" if isinstance(key, str) else f"{path}[{key}]"
+        if isinstance(key, str) and "\x00" in key:
+            return where
+        found = nul_path(item, where)
+        if found:
+            return found
+    return None
 
 
 def apply_memory(messages: Sequence[Any], context: str, placement: str) -> list[Any]:
@@ -85,15 +105,25 @@ def apply_memory(messages: Sequence[Any], context: str, placement: str) -> list[
     return [{"role": "user", "content": context}, *out]
 
 
-def reply_text(body: Any) -> str:
-    """The assistant text of a non-streamed chat completion (first choice)."""
+_json = msgspec.json.Decoder()
+
+
+def upstream_json(data: bytes) -> Any:
+    """An upstream's JSON, or None when it is not JSON or nests too deep (it is the upstream's, not ours)."""
+    if json_depth_exceeds(data):
+        return None
     try:
-        return content_text(body["choices"][0]["message"]["content"])
+        return _json.decode(data)
+    except (msgspec.DecodeError, RecursionError, ValueError):
+        return None
+
+
+def reply_text(body: bytes) -> str:
+    """The assistant text of a non-streamed chat completion (first choice); "" when there is none."""
+    try:
+        return content_text(upstream_json(body)["choices"][0]["message"]["content"])
     except (KeyError, IndexError, TypeError):
         return ""
-
-
-_chunk = msgspec.json.Decoder()
 
 
 class SseText:
@@ -114,9 +144,8 @@ class SseText:
             if not data or data == b"[DONE]":
                 continue
             try:
-                event = _chunk.decode(data)
-                delta = event["choices"][0].get("delta") or {}
-            except (msgspec.DecodeError, KeyError, IndexError, TypeError, AttributeError):
+                delta = upstream_json(data)["choices"][0].get("delta") or {}
+            except (KeyError, IndexError, TypeError, AttributeError):
                 continue
             text = content_text(delta.get("content")) if isinstance(delta, dict) else ""
             if text:

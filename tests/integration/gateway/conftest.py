@@ -21,6 +21,10 @@ from tests.support.fake_llm import FakeLlm
 from tests.support.stack import run_services, service_config
 
 SERVICES = ("ingest", "extract", "embed", "retrieve", "sleep", "gateway")
+#: The gateway's own upstream key (``MEMORYD_GATEWAY_UPSTREAM_API_KEY``): only its upstream may see it.
+GATEWAY_LLM_KEY = "sk-gateway-only-0123456789"
+#: A connection that has not sent a request's headers by then is closed.
+HEADER_TIMEOUT_S = 3.0
 
 
 @dataclass
@@ -52,6 +56,8 @@ async def stack(pg_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncI
                 "MEMORYD_GATEWAY_PORT": "0",
                 "MEMORYD_GATEWAY_UPSTREAM_URL": llm.base_url,
                 "MEMORYD_GATEWAY_KEY_CACHE_S": "0",
+                "MEMORYD_GATEWAY_UPSTREAM_API_KEY": GATEWAY_LLM_KEY,
+                "MEMORYD_GATEWAY_HEADER_TIMEOUT_S": str(HEADER_TIMEOUT_S),
             }
             config = service_config(nats.url, pg_dsn)
             async with run_services(SERVICES, config, timeout=60) as contexts:
