@@ -39,7 +39,7 @@ def validation_failed(exc: msgspec.ValidationError, prefix: str = "") -> Validat
     if match is None:
         return ValidationFailed(text)
     field = prefix + match.group(1)[1:] if prefix else match.group(1)
-    return ValidationFailed(f"{text[: match.start()]} - at `{field}`", field=field)
+    return ValidationFailed.at(field, text[: match.start()])
 
 
 def encode(msg: Any) -> bytes:

@@ -50,6 +50,11 @@ class ValidationFailed(MemorydError):
         super().__init__(description)
         self.field = field
 
+    @classmethod
+    def at(cls, field: str, problem: str) -> ValidationFailed:
+        """``problem`` with the field at JSON path ``field`` (``$.owner``), worded as msgspec words it."""
+        return cls(f"{problem} - at `{field}`", field=field)
+
 
 class Forbidden(MemorydError):
     code = 403

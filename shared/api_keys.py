@@ -68,11 +68,11 @@ def check_upstream_url(url: str) -> str:
     """
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValidationFailed(f"the upstream must be an http(s) URL with a host, not {url!r} - at `$.upstream_url`")
+        raise ValidationFailed.at("$.upstream_url", f"the upstream must be an http(s) URL with a host, not {url!r}")
     if parts.scheme == "http" and not _loopback(parts.hostname):
-        raise ValidationFailed(
-            f"the upstream {parts.hostname!r} is not loopback: use https:// (plain http only to localhost)"
-            " - at `$.upstream_url`"
+        raise ValidationFailed.at(
+            "$.upstream_url",
+            f"the upstream {parts.hostname!r} is not loopback: use https:// (plain http only to localhost)",
         )
     return url.strip()
 

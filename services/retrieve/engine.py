@@ -150,7 +150,7 @@ class Engine:
     async def retrieve(self, req: RetrieveRequest) -> RetrieveResult:
         started = time.perf_counter()
         if req.session_id is not None and "\x00" in req.session_id:  # PostgreSQL text cannot hold NUL
-            raise ValidationFailed("session_id must not contain NUL - at `$.session_id`")
+            raise ValidationFailed.at("$.session_id", "session_id must not contain NUL")
         try:
             settings = await self.settings(req.owner)
         except _PG_ERRORS as exc:
@@ -161,7 +161,7 @@ class Engine:
         try:
             strategy = parse_strategy(req.strategy or settings.strategy)
         except ValueError as exc:
-            raise ValidationFailed(str(exc)) from exc
+            raise ValidationFailed(str(exc), field="$.strategy") from exc
         if req.no_memory or not settings.enabled:
             reason = "no_memory requested" if req.no_memory else "memory is disabled for this owner (enabled=false)"
             return RetrieveResult(memories=[], strategy=strategy.value, tokens_used=0, disabled_reason=reason)

@@ -226,4 +226,4 @@ def global_only(update: Mapping[str, Any]) -> None:
 
 
 def _refuse(key: str, why: str) -> None:
-    raise ValidationFailed(f"invalid setting {key}: {why} - at `$.values.{key}`")
+    raise ValidationFailed.at(f"$.values.{key}", f"invalid setting {key}: {why}")

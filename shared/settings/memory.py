@@ -158,7 +158,7 @@ def validate_update(
     them with ``engine_settings.check_engine``.)"""
     unknown = sorted(set(update) - all_setting_names())
     if unknown:
-        raise ValidationFailed(f"unknown setting(s): {', '.join(unknown)} - at `$.values.{unknown[0]}`")
+        raise ValidationFailed.at(f"$.values.{unknown[0]}", f"unknown setting(s): {', '.join(unknown)}")
     if not is_global:
         global_only(update)
     parse_engine_values(update)

@@ -6,10 +6,11 @@ from __future__ import annotations
 import pytest
 
 from memoryd.errors import Forbidden, ValidationFailed
+from services.gateway.handlers.common import problem_response
 from services.gateway.logic.auth import acting_owner, bearer_token
 from services.gateway.logic.chat import SseText, apply_memory, content_text, last_user_text, truthy, turns
 from services.gateway.logic.openapi import document
-from services.gateway.logic.problem import field_path, problem
+from services.gateway.logic.problem import problem
 from services.gateway.routes import ROUTES
 from shared.api_keys import matches, new_key, parse_key
 
@@ -103,11 +104,16 @@ def test_sse_text_survives_chunks_split_anywhere() -> None:
         assert sse.text == "Hello"
 
 
-def test_problem_documents_carry_the_field_path() -> None:
-    assert field_path("Expected `str`, got `int` - at `$.messages[0].content`") == "$.messages[0].content"
-    doc = problem(400, "validation", "Expected `int` - at `$.limit`")
+def test_problem_documents_carry_the_field_path_the_error_carries() -> None:
+    import json
+
+    from memoryd.errors import NotFound, ValidationFailed
+
+    doc = problem(400, "validation", "Expected `int` - at `$.limit`", field="$.limit")
     assert (doc.status, doc.field, doc.type) == (400, "$.limit", "urn:memoryd:error:validation")
-    assert problem(404, "not_found", "at `$.x`").field is None
+    body = json.loads(problem_response(ValidationFailed("Expected `str`", field="$.messages[0].content")).body)
+    assert (body["status"], body["field"]) == (400, "$.messages[0].content")
+    assert "field" not in json.loads(problem_response(NotFound("at `$.x`")).body)
 
 
 def test_openapi_has_every_route_with_problem_errors() -> None:

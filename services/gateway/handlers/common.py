@@ -17,7 +17,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
-from memoryd.codec import decode
+from memoryd.codec import decode, validation_failed
 from memoryd.errors import MemorydError, TooLarge, ValidationFailed
 from shared.api_keys import ApiKeyRecord
 from shared.observability.logging import get_logger
@@ -38,7 +38,8 @@ def json_response(value: Any, status: int = 200, headers: dict[str, str] | None 
 
 def problem_response(exc: BaseException) -> Response:
     if isinstance(exc, MemorydError) and exc.code != 500:
-        body = problem(exc.code, exc.err_code, exc.description)
+        field = exc.field if isinstance(exc, ValidationFailed) else None
+        body = problem(exc.code, exc.err_code, exc.description, field=field)
     else:
         error_id = uuid.uuid4().hex[:12]
         log.error("gateway.internal_error", error_id=error_id, exc_info=exc)
@@ -97,4 +98,4 @@ def convert(raw: dict[str, Any], tp: type, *, strict: bool = True) -> Any:
     try:
         return msgspec.convert(raw, tp, strict=strict)
     except msgspec.ValidationError as exc:
-        raise ValidationFailed(str(exc)) from exc
+        raise validation_failed(exc) from exc

@@ -146,7 +146,7 @@ async def remember(gw: Gateway, ex: Exchange, reply: str) -> None:
 def _exchange(key: ApiKeyRecord, request: Request, body: dict[str, Any]) -> Exchange:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
-        raise ValidationFailed("Expected a non-empty `array` of messages - at `$.messages`")
+        raise ValidationFailed.at("$.messages", "Expected a non-empty `array` of messages")
     owner = acting_owner(key.role, key.owner, named_owners(request), required=True)
     assert owner is not None
     skip = truthy(request.headers.get(NO_MEMORY_HEADER))

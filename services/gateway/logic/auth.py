@@ -39,12 +39,11 @@ def acting_owner(role: str, key_owner: str | None, named: Iterable[str | None], 
             raise Forbidden(f"this API key acts for owner {key_owner!r}, not {sorted(others)[0]!r}")
         return key_owner
     if len(given) > 1:
-        raise ValidationFailed(f"the request names several owners: {sorted(given)} - at `$.owner`")
+        raise ValidationFailed.at("$.owner", f"the request names several owners: {sorted(given)}")
     if not given:
         if required:
-            raise ValidationFailed(
-                "an operator key names the owner (?owner=, the x-memory-owner header or the body's owner)"
-                " - at `$.owner`"
+            raise ValidationFailed.at(
+                "$.owner", "an operator key names the owner (?owner=, the x-memory-owner header or the body's owner)"
             )
         return None
     return given.pop()

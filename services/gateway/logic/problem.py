@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 import msgspec
 
 
@@ -20,7 +18,6 @@ class Problem(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 
 
 PROBLEM_MEDIA = "application/problem+json"
-_PATH = re.compile(r"at `(\$[^`]*)`")
 _TITLES = {
     400: "Bad Request",
     401: "Unauthorized",
@@ -36,19 +33,13 @@ _TITLES = {
 }
 
 
-def field_path(description: str) -> str | None:
-    """``Expected `str`, got `int` - at `$.content``` -> ``$.content``."""
-    match = _PATH.search(description)
-    return match.group(1) if match else None
-
-
-def problem(code: int, err_code: str, detail: str, error_id: str | None = None) -> Problem:
+def problem(code: int, err_code: str, detail: str, error_id: str | None = None, field: str | None = None) -> Problem:
     return Problem(
         type=f"urn:memoryd:error:{err_code}",
         title=_TITLES.get(code, "Error"),
         status=code,
         detail=detail,
         err_code=err_code,
-        field=field_path(detail) if code in (400, 413) else None,
+        field=field,
         error_id=error_id,
     )

@@ -120,7 +120,7 @@ class MemoryApi:
         check_metadata(req.metadata, MAX_MEMORY_METADATA_BYTES)
         expires_at = check_expiry(req.expires_at, datetime.now(UTC))
         if req.scope == "session" and req.session_id is None:
-            raise ValidationFailed("scope 'session' needs a session_id - at `$.session_id`")
+            raise ValidationFailed.at("$.session_id", "scope 'session' needs a session_id")
         await self._check_quota(self._pool, req.owner, 1, len(req.content.encode("utf-8", "surrogatepass")))
         if req.key is not None:
             record, created, changed = await memories.upsert_by_key(

@@ -114,7 +114,7 @@ def check_expiry(expires_at: datetime | None, now: datetime) -> datetime | None:
         return None
     when = utc(expires_at)
     if when <= now:
-        raise ValidationFailed(f"expires_at {when.isoformat()} is not in the future - at `$.expires_at`")
+        raise ValidationFailed.at("$.expires_at", f"expires_at {when.isoformat()} is not in the future")
     return when
 
 
