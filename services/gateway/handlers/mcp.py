@@ -51,27 +51,55 @@ def build_mcp(call: Call, owner_of: OwnerOf) -> MCPServer:
     def convert(tp: type, **fields: Any) -> Any:
         return msgspec.convert({k: v for k, v in fields.items() if v is not None}, tp)
 
-    @mcp.tool(description="Search the user's memories for what is relevant to a query (ranked, within a token budget).")
+    @mcp.tool(
+        description="Search the user's memories for what is relevant to a query (ranked, within a token budget), "
+        "optionally only memories of some types."
+    )
     async def memory_search(
-        query: str, ctx: Context, limit: int = 10, session_id: str | None = None, max_tokens: int | None = None
+        query: str,
+        ctx: Context,
+        limit: int = 10,
+        session_id: str | None = None,
+        max_tokens: int | None = None,
+        memory_types: list[MemoryType] | None = None,
     ) -> dict[str, Any]:
         return await run(
             ctx,
             "retrieve",
             lambda o: convert(
-                RetrieveRequest, owner=o, query=query, limit=limit, session_id=session_id, max_tokens=max_tokens
+                RetrieveRequest,
+                owner=o,
+                query=query,
+                limit=limit,
+                session_id=session_id,
+                max_tokens=max_tokens,
+                types=memory_types,
             ),
         )
 
-    @mcp.tool(description="Remember one fact, preference, decision or procedure about the user.")
+    @mcp.tool(
+        description="Remember one fact, preference, decision or procedure about the user. With a `key` "
+        "(e.g. 'preference:editor') a later add with the same key replaces that memory instead of adding another."
+    )
     async def memory_add(
-        content: str, ctx: Context, memory_type: MemoryType = "factual", session_id: str | None = None
+        content: str,
+        ctx: Context,
+        memory_type: MemoryType = "factual",
+        session_id: str | None = None,
+        key: str | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         return await run(
             ctx,
             "memory.create",
             lambda o: convert(
-                MemoryCreateRequest, owner=o, content=content, memory_type=memory_type, session_id=session_id
+                MemoryCreateRequest,
+                owner=o,
+                content=content,
+                memory_type=memory_type,
+                session_id=session_id,
+                key=key,
+                metadata=metadata or {},
             ),
         )
 

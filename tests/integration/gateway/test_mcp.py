@@ -44,6 +44,27 @@ async def _exercise(session: ClientSession, owner: str) -> None:
     assert cleared["count"] >= 1
     missing = await session.call_tool("memory_delete", {"id": memory["id"]})
     assert missing.is_error and "not_found" in missing.content[0].text
+    # a key upserts: the second add with the same key replaces the first, with its metadata
+    first = _result(await session.call_tool("memory_add", {"content": "My editor is vim.", "key": "preference:editor"}))
+    again = _result(
+        await session.call_tool(
+            "memory_add",
+            {"content": "My editor is helix.", "key": "preference:editor", "metadata": {"source_app": "mcp-test"}},
+        )
+    )
+    assert first["created"] and not again["created"] and again["memory"]["id"] == first["memory"]["id"]
+    assert (
+        again["memory"]["content"] == "My editor is helix." and again["memory"]["metadata"]["source_app"] == "mcp-test"
+    )
+    listed = _result(await session.call_tool("memory_list", {"q": "editor"}))
+    assert [m["content"] for m in listed["memories"]] == ["My editor is helix."]
+    _result(
+        await session.call_tool("memory_add", {"content": "Deploy with make release.", "memory_type": "procedural"})
+    )
+    only = _result(
+        await session.call_tool("memory_search", {"query": "editor release", "memory_types": ["procedural"]})
+    )
+    assert only["memories"] and {m["memory_type"] for m in only["memories"]} == {"procedural"}
 
 
 async def _list_tools(url: str, key: str) -> set[str]:
