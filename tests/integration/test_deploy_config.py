@@ -417,7 +417,7 @@ def test_grafana_provisioning_and_dashboard() -> None:
     for metric in (
         "memoryd_events_total",
         "memoryd_jobs_total",
-        "memoryd_embed_batch_size_bucket",
+        "memoryd_embed_batch_texts_bucket",
         "memoryd_embed_inference_seconds_bucket",
         "memoryd_retrieve_seconds_bucket",
         "memoryd_retrieve_fallbacks_total",
