@@ -26,6 +26,7 @@ SERVICES = ("ingest", "extract", "embed", "retrieve", "sleep", "gateway")
 @dataclass
 class Stack:
     url: str
+    metrics_url: str
     nats_url: str
     llm: FakeLlm
     nc: Client
@@ -66,6 +67,7 @@ async def stack(pg_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncI
                     tokens[name] = token
                 yield Stack(
                     url=contexts["gateway"].ready_fields["http"],
+                    metrics_url=f"http://127.0.0.1:{contexts['gateway'].metrics_port}/metrics",
                     nats_url=nats.url,
                     llm=llm,
                     nc=nc,
