@@ -61,6 +61,14 @@ RETRIEVE_QUERY_VECTOR_CACHE = Counter(
 )
 RETRIEVE_RESULTS = Histogram("memoryd_retrieve_results", "Results per query", buckets=(0, 1, 2, 5, 10, 20, 50, 100))
 SLEEP_RUNS = Counter("memoryd_sleep_runs_total", "Sleep runs by status", ["status"])
+#: The longest streak of consecutive failed sleep runs of any one owner (0: none failing).
+SLEEP_FAILURE_STREAK = Gauge(
+    "memoryd_sleep_failure_streak_runs", "Longest streak of consecutive failed sleep runs of any owner"
+)
+#: Secrets of the global settings row this service cannot open (health check ``secrets`` degraded).
+SECRETS_UNAVAILABLE = Gauge(
+    "memoryd_secrets_unavailable_keys", "Secrets of the global settings this service cannot open"
+)
 DLQ_MESSAGES = Counter("memoryd_dlq_total", "Messages sent to the DLQ", ["stage"])
 DLQ_REPLAYED = Counter("memoryd_dlq_replayed_total", "Dead letters republished by admin.dlq.replay", ["stage"])
 #: Age of the oldest message a stream still holds unprocessed; compared with the stream's max age
@@ -92,9 +100,16 @@ PROXY_UPSTREAM_SECONDS = Histogram(
 #: ``skipped`` (the caller opted out) or ``unavailable`` (memoryd did not answer in time).
 PROXY_MEMORY = Counter("memoryd_proxy_memory_total", "Proxied chat calls by memory outcome", ["outcome"])
 
+# Label values known in advance exist at 0 from the start, so ``increase()`` and the alerts
+# see the first event rather than a series appearing out of nothing.
+for _outcome in ("injected", "none", "skipped", "unavailable"):
+    PROXY_MEMORY.labels(_outcome)
+for _status in ("ok", "noop", "degraded", "refreshed", "aborted", "failed"):
+    SLEEP_RUNS.labels(_status)
+
 
 #: Families every service has.
-SERVICE: tuple[Collector, ...] = (UP, BUILD_INFO, RPC_REQUESTS, RPC_SECONDS)
+SERVICE: tuple[Collector, ...] = (UP, BUILD_INFO, RPC_REQUESTS, RPC_SECONDS, SECRETS_UNAVAILABLE)
 #: Families of a service with a JetStream pull consumer (``shared.bus.consumer``).
 CONSUMER: tuple[Collector, ...] = (JOBS, JOB_SECONDS, DLQ_MESSAGES, QUEUE_LAG, STREAM_OLDEST_AGE, STREAM_MAX_AGE)
 #: Families of a service that calls the LLM (``shared.llm.LlmClient``).

@@ -11,7 +11,13 @@ from shared.settings.env import ServiceConfig
 from tests.support.stack import run_services
 
 RUNTIME = {"process_cpu_seconds", "process_resident_memory_bytes", "python_info", "python_gc_objects_collected"}
-EVERY_SERVICE = {"memoryd_up", "memoryd_build_info", "memoryd_rpc_requests", "memoryd_rpc_seconds"}
+EVERY_SERVICE = {
+    "memoryd_up",
+    "memoryd_build_info",
+    "memoryd_rpc_requests",
+    "memoryd_rpc_seconds",
+    "memoryd_secrets_unavailable_keys",
+}
 
 
 def _families(port: int) -> set[str]:
