@@ -5,7 +5,7 @@ BIN    := $(abspath $(VENV))/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: chromium studio-screenshots run test lint chaos chaos-cluster fuzz bench bench-embed bench-quality bench-paraphrase bench-dense-context bench-latency bench-ingest bench-sleep bench-gateway bench-tracing bench-peers bench-docs schemas config-docs deletion-audit authz security-docs nats-conf clean
+.PHONY: chromium prometheus studio-screenshots run test lint chaos chaos-cluster fuzz bench bench-embed bench-quality bench-paraphrase bench-dense-context bench-latency bench-ingest bench-sleep bench-gateway bench-tracing bench-peers bench-docs schemas config-docs deletion-audit authz security-docs nats-conf clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,8 +32,19 @@ chromium:
 		else $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; fi; \
 	fi
 
-test: $(STAMP) $(VENV)/bin/docker-compose chromium  ## set up and run the whole test suite
-	MEMORYD_REQUIRE_COMPOSE=1 $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS); \
+# The alert rules and the Grafana dashboard are checked by Debian's Prometheus (and its promtool)
+# scraping a running `memoryd up`; installed like Chromium above.
+PROMETHEUS ?= /usr/bin/prometheus
+export MEMORYD_PROMETHEUS := $(PROMETHEUS)
+prometheus:
+	@if [ ! -x "$(PROMETHEUS)" ]; then \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO=none; fi; \
+		if [ "$$SUDO" = none ]; then echo "the alert and dashboard checks need Prometheus: sudo apt-get install -y prometheus (or PROMETHEUS=/path)"; \
+		else $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus; fi; \
+	fi
+
+test: $(STAMP) $(VENV)/bin/docker-compose chromium prometheus  ## set up and run the whole test suite
+	MEMORYD_REQUIRE_COMPOSE=1 MEMORYD_REQUIRE_PROMETHEUS=1 $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS); \
 	rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
 
 lint: $(STAMP)
