@@ -9,18 +9,15 @@ every metric they name is a series some service serves once each kind of traffic
 through (a chat event, memories, a search with a tier fallback, a proxied chat call), so a
 renamed or misspelt metric fails here instead of going silent in production.
 
-Prometheus is Debian's ``prometheus`` package (``make test`` installs it; ``MEMORYD_PROMETHEUS``
-overrides the path, promtool is found beside it). Without it these tests skip locally and fail
-when ``MEMORYD_REQUIRE_PROMETHEUS`` or ``CI`` is set, as ``make test`` sets the former.
+Prometheus is Debian's ``prometheus`` package, which ``make test`` installs and requires
+(``tests/support/prometheus.py``); the alerts' own unit tests are ``test_alert_rules.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
-import shutil
 import subprocess
 import time
 from collections.abc import AsyncIterator
@@ -35,31 +32,16 @@ import yaml
 
 from memoryd.local.process import free_port
 from tests.support.fake_llm import FakeLlm
+from tests.support.prometheus import ALERTS, PROMETHEUS_DIR, ROOT, prometheus_paths
 from tests.support.up import RunningUp, clean_env, memoryd_cli, start_up
 
 pytestmark = [pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
-PROMETHEUS_DIR = ROOT / "deploy" / "prometheus"
-ALERTS = PROMETHEUS_DIR / "alerts.yml"
 DASHBOARD = ROOT / "deploy" / "grafana" / "dashboards" / "memoryd.json"
 JOBS = {f"memoryd-{n}" for n in ("ingest", "extract", "embed", "retrieve", "sleep", "gateway")}
 #: Grafana's variables, as a query over the last minutes would fill them in
 GRAFANA_VARS = {"$__rate_interval": "1m", "$__range": "5m", "$__interval": "15s"}
 METRIC = re.compile(r"\b(memoryd_[a-z0-9_]+|up)\b(?!\s*\()")
-
-
-def prometheus_paths() -> tuple[str, str]:
-    """Prometheus and promtool, or skip (fail when they are required) saying how to install them."""
-    wanted = os.environ.get("MEMORYD_PROMETHEUS", "/usr/bin/prometheus")
-    found = shutil.which(wanted) or (wanted if os.access(wanted, os.X_OK) else None)
-    promtool = str(Path(found).with_name("promtool")) if found else None
-    if found is None or promtool is None or not os.access(promtool, os.X_OK):
-        message = f"the alert and dashboard checks need {wanted} and promtool: as root `apt-get install -y prometheus`"
-        if os.environ.get("MEMORYD_REQUIRE_PROMETHEUS") or os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return found, promtool
 
 
 def alert_rules() -> list[dict[str, Any]]:
