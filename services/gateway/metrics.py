@@ -4,7 +4,8 @@ upstream and memory outcome (``shared.observability.metrics`` defines the famili
 ``HttpMetrics`` is ASGI middleware: it labels a request by its route template
 (``/v1/memories/{id}``, never the raw path, so ids never become series; ``unmatched`` for a
 path no route knows) and counts the memory outcome a proxied call reports in its
-``x-memory-status`` header. ``MeteredUpstream`` times the upstream LLM up to its response headers.
+``x-memory-status`` header; methods beyond the standard ones count as ``other``, so a client
+cannot grow the series. ``MeteredUpstream`` times the upstream LLM up to its response headers.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from .adapters.upstream import Upstream, UpstreamResponse
 MEMORY_STATUS = b"x-memory-status"
 MEMORY_OUTCOMES = frozenset({"injected", "none", "skipped", "unavailable"})
 UNMATCHED = "unmatched"
+#: any other method a client sends is counted as ``other`` (a label value per made-up method would not be bounded)
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 
 def route_template(scope: Scope) -> str:
@@ -61,7 +64,8 @@ class HttpMetrics:
         try:
             await self.app(scope, receive, observe)
         finally:
-            labels = (route_template(scope), scope["method"], str(status))
+            method = scope["method"] if scope["method"] in METHODS else "other"
+            labels = (route_template(scope), method, str(status))
             HTTP_REQUESTS.labels(*labels).inc()
             HTTP_SECONDS.labels(*labels).observe(time.perf_counter() - started)
             if outcome is not None:

@@ -11,11 +11,11 @@ import errno
 import socket
 import threading
 from collections.abc import Callable, Iterable
+from socketserver import ThreadingMixIn
 from typing import Any
-from wsgiref.simple_server import make_server
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
-from prometheus_client.exposition import ThreadingWSGIServer, _SilentHandler
 
 from memoryd.errors import ConfigError
 
@@ -23,6 +23,19 @@ from .liveness import Liveness
 
 LIVEZ = "/livez"
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+class _Server(ThreadingMixIn, WSGIServer):
+    daemon_threads = True  # a scrape in flight never holds the process at exit
+
+
+class _Server6(_Server):
+    address_family = socket.AF_INET6
+
+
+class _Quiet(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # every scrape would be a line on stderr
+        pass
 
 
 def livez_app(liveness: Liveness, metrics: WsgiApp) -> WsgiApp:
@@ -42,13 +55,9 @@ def serve_metrics(host: str, port: int, registry: CollectorRegistry, liveness: L
     if liveness is not None:
         app = livez_app(liveness, app)
 
-    class Server(ThreadingWSGIServer):
-        address_family = ThreadingWSGIServer.address_family
-
-    if ":" in host:
-        Server.address_family = socket.AF_INET6
+    server_class: type[_Server] = _Server6 if ":" in host else _Server
     try:
-        httpd = make_server(host, port, app, Server, handler_class=_SilentHandler)
+        httpd: WSGIServer = make_server(host, port, app, server_class, handler_class=_Quiet)
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
             raise ConfigError("MEMORYD_METRICS_PORT", f"port {port} on {host} is already in use") from exc

@@ -25,6 +25,8 @@ async def test_search_and_chat_show_up_by_route_template_and_status(stack: Stack
         assert search.status_code == 200, search.text
         missing = await http.get(f"/v1/memories/{uuid.uuid4()}")
         assert missing.status_code == 404, missing.text
+        made_up = await http.request("PURGE", "/v1/search")
+        assert made_up.status_code == 405
     stack.llm.reply_text("Metrics are fine.")
     sdk = openai.AsyncOpenAI(base_url=f"{stack.url}/v1", api_key=stack.alice_key, max_retries=0)
     raw = await sdk.chat.completions.with_raw_response.create(
@@ -50,6 +52,8 @@ async def test_search_and_chat_show_up_by_route_template_and_status(stack: Stack
     assert not any(
         "/v1/memories/" in dict(labels).get("route", "") and "{" not in dict(labels)["route"] for _name, labels in after
     )
+    assert delta("memoryd_http_requests_total", route="/v1/search", method="other", status="405") == 1
+    assert not any(dict(labels).get("method") == "PURGE" for _name, labels in after)  # bounded
     buckets = value(after, "memoryd_http_request_duration_seconds_bucket", route="/v1/search", le="+Inf")
     assert buckets == value(after, DURATION, route="/v1/search")
     assert delta("memoryd_proxy_upstream_duration_seconds_count", status="200") == 2
