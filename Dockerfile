@@ -56,14 +56,15 @@ USER 10001:10001
 WORKDIR /home/memoryd
 
 # Prometheus metrics (MEMORYD_METRICS_PORT); the gateway also serves HTTP on 8420
-# (MEMORYD_GATEWAY_PORT, with /healthz and /readyz for probes). Services talk to each other
-# only over NATS.
+# (MEMORYD_GATEWAY_PORT, with /livez, /readyz and /healthz for probes). Services talk to each
+# other only over NATS.
 EXPOSE 9100 8420
 
-# The metrics endpoint answers while the service runs (`memoryd migrate` has none: the
-# compose file turns the check off there; the gateway's checks /readyz instead).
+# /livez on the metrics port answers 200 while the event loop beats and NATS is not closed
+# (`memoryd migrate` has none: the compose file turns the check off there; the gateway's
+# checks /readyz instead).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
-    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/metrics' % os.environ.get('MEMORYD_METRICS_PORT', '9100'), timeout=4)"]
+    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/livez' % os.environ.get('MEMORYD_METRICS_PORT', '9100'), timeout=4)"]
 
 ENTRYPOINT ["memoryd"]
 CMD ["--help"]

@@ -5,7 +5,7 @@ BIN    := $(abspath $(VENV))/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: chromium studio-screenshots run test lint check chaos chaos-cluster fuzz bench bench-embed bench-quality bench-paraphrase bench-dense-context bench-latency bench-ingest bench-sleep bench-gateway bench-tracing bench-peers bench-docs schemas config-docs deletion-audit authz security-docs nats-conf clean
+.PHONY: chromium prometheus studio-screenshots run test lint check chaos chaos-cluster fuzz bench bench-embed bench-quality bench-paraphrase bench-dense-context bench-latency bench-ingest bench-sleep bench-gateway bench-tracing bench-peers bench-docs schemas config-docs deletion-audit authz security-docs nats-conf clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,20 +28,32 @@ $(RUN_STAMP): pyproject.toml
 run: $(RUN_STAMP)  ## set up and run everything on this machine (embedded NATS + PostgreSQL)
 	$(BIN)/memoryd up
 
-# Memory Studio's browser tests drive Debian's Chromium through Playwright (Playwright's own
-# browser download needs the internet). As root (or with passwordless sudo) this installs it;
-# otherwise it says what to run.
+# Tools the tests drive, from Debian's packages (their own downloads need the internet): as root
+# (or with passwordless sudo) `apt_install` installs a missing one; otherwise it says what to run.
+# $(1) the binary, $(2) the package, $(3) the variable that points at another binary
+define apt_install
+	@if [ ! -x "$(1)" ]; then \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO=none; fi; \
+		if [ "$$SUDO" = none ]; then echo "the tests need $(2): sudo apt-get install -y $(2) (or $(3)=/path)"; \
+		else $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(2); fi; \
+	fi
+endef
+
+# Memory Studio's browser tests drive Chromium through Playwright.
 CHROMIUM ?= /usr/bin/chromium
 export MEMORYD_CHROMIUM := $(CHROMIUM)
 chromium:
-	@if [ ! -x "$(CHROMIUM)" ]; then \
-		if [ "$$(id -u)" = 0 ]; then SUDO=; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO=none; fi; \
-		if [ "$$SUDO" = none ]; then echo "Memory Studio's browser tests need Chromium: sudo apt-get install -y chromium (or CHROMIUM=/path)"; \
-		else $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; fi; \
-	fi
+	$(call apt_install,$(CHROMIUM),chromium,CHROMIUM)
 
-test: $(STAMP) $(VENV)/bin/docker-compose chromium  ## set up and run the whole test suite
-	MEMORYD_REQUIRE_COMPOSE=1 $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS); \
+# The alert rules and the Grafana dashboard are checked by Prometheus (and its promtool)
+# scraping a running `memoryd up`.
+PROMETHEUS ?= /usr/bin/prometheus
+export MEMORYD_PROMETHEUS := $(PROMETHEUS)
+prometheus:
+	$(call apt_install,$(PROMETHEUS),prometheus,PROMETHEUS)
+
+test: $(STAMP) $(VENV)/bin/docker-compose chromium prometheus  ## set up and run the whole test suite
+	MEMORYD_REQUIRE_COMPOSE=1 MEMORYD_REQUIRE_PROMETHEUS=1 $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS); \
 	rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
 
 # what `make lint` (and tests/unit/platform/test_quality_gates.py) checks

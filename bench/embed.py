@@ -296,7 +296,7 @@ async def _service_run(
         after = [await scrape(c.metrics_url, EMBED_METRICS) for c in sup.children]
         peak_rss = [peak_rss_mb(pid) for pid in pids]
     key_texts = "memoryd_embed_texts_total{path=job}"
-    key_bsum, key_bcount = "memoryd_embed_batch_size_sum{}", "memoryd_embed_batch_size_count{}"
+    key_bsum, key_bcount = "memoryd_embed_batch_texts_sum{}", "memoryd_embed_batch_texts_count{}"
     key_isum = "memoryd_embed_inference_seconds_sum{}"
     pairs = list(zip(after, before, strict=True))
     share = [_delta(a, b, key_texts) for a, b in pairs]
@@ -353,8 +353,8 @@ async def _query_runs(
             before = await scrape(sup.children[0].metrics_url, EMBED_METRICS)
             run = await _latency(nc, segment, conc)
             after = await scrape(sup.children[0].metrics_url, EMBED_METRICS)
-            n = _delta(after, before, "memoryd_embed_batch_size_count{}")
-            s = _delta(after, before, "memoryd_embed_batch_size_sum{}")
+            n = _delta(after, before, "memoryd_embed_batch_texts_count{}")
+            s = _delta(after, before, "memoryd_embed_batch_texts_sum{}")
             results.append({**run, "cached": False, "mean_batch": s / n if n else None})
             cached = await _latency(nc, segment, conc)
             results.append({**cached, "cached": True, "mean_batch": None})

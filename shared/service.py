@@ -1,11 +1,11 @@
 """The lifecycle every service shares: start, serve, drain on SIGINT/SIGTERM, exit 0.
 
-``run_service`` configures logging (and trace export, when an OTLP endpoint is set), serves
-metrics, connects to NATS (and Postgres when the service needs it), provisions the streams,
-registers the micro service with its health endpoints, lets the service wire its own
-endpoints and consumers, prints ``memoryd service ready ...`` on stdout, and on a signal
-stops taking work, waits for what is in flight, drains NATS, closes the pool and flushes
-the spans not yet exported.
+``serve`` configures logging (and trace export, when an OTLP endpoint is set), serves
+metrics and ``/livez`` (``observability.endpoint``), connects to NATS (and Postgres when the
+service needs it), provisions the streams, registers the micro service with its health
+endpoints, lets the service wire its own endpoints and consumers, prints ``memoryd service
+ready ...`` on stdout, and on a signal stops taking work, waits for what is in flight,
+drains NATS, closes the pool and flushes the spans not yet exported.
 """
 
 from __future__ import annotations
@@ -35,9 +35,11 @@ from shared.settings.env import ServiceConfig, load_service_config
 from . import native_heap
 from .bus.provision import ensure_streams
 from .bus.rpc import RpcServer
+from .observability.endpoint import serve_metrics
 from .observability.exporter import setup as setup_tracing
+from .observability.liveness import Liveness
 from .observability.logging import configure, get_logger, redact_text
-from .observability.metrics import UP, Collector, serve_metrics, service_registry
+from .observability.metrics import BUILD_INFO, UP, Collector, service_registry
 from .secrets import Keyring
 
 log = get_logger(__name__)
@@ -71,6 +73,8 @@ class ServiceContext:
     keyring: Keyring = field(default_factory=Keyring)
     #: the installed release (``importlib.metadata``; pyproject.toml is its one source)
     version: str = ""
+    #: the event loop's heartbeat and the NATS connection, behind ``/livez``
+    liveness: Liveness = field(default_factory=Liveness)
 
     def own(self, cls: type[S]) -> S:
         """The service's own settings (``MEMORYD_<SERVICE>_*``), read from the environment by ``main``."""
@@ -149,8 +153,16 @@ async def serve(
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
     keyring = Keyring.from_config(config.secrets)  # a bad key stops the process before it connects
-    metrics_port = serve_metrics(config.metrics.host, config.metrics.port, service_registry(metrics))
-    nc = await connect(config.nats, f"memoryd-{name}")
+    liveness = Liveness()
+    metrics_port = serve_metrics(config.metrics.host, config.metrics.port, service_registry(metrics), liveness)
+    BUILD_INFO.labels(name, release).set(1)
+    beating = asyncio.create_task(liveness.run(stop), name=f"{name}-liveness")
+    try:
+        nc = await connect(config.nats, f"memoryd-{name}")
+    except BaseException:
+        beating.cancel()
+        raise
+    liveness.nc = nc
     pool: asyncpg.Pool | None = None
     ctx: ServiceContext | None = None
     try:
@@ -179,6 +191,7 @@ async def serve(
             settings=settings,
             keyring=keyring,
             version=release,
+            liveness=liveness,
         )
         await rpc.start()
         service_ctx = ctx
@@ -200,6 +213,7 @@ async def serve(
         log.info("service.stopping")
     finally:
         UP.labels(name).set(0)
+        beating.cancel()
         if ctx is not None:
             await _shutdown(ctx)
         with contextlib.suppress(Exception):

@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +36,7 @@ class Child:
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     restarts: int = 0
     started_at: float = 0.0
+    ready_at: float = 0.0  # when its ready line came (monotonic)
 
     @property
     def label(self) -> str:
@@ -51,8 +52,9 @@ def parse_ready(line: str) -> dict[str, str]:
 class Supervisor:
     """Runs children, restarts a child that exits on its own, stops them all on request."""
 
-    def __init__(self, base_env: Mapping[str, str]) -> None:
+    def __init__(self, base_env: Mapping[str, str], on_ready: Callable[[Child], None] | None = None) -> None:
         self.base_env = dict(base_env)
+        self.on_ready = on_ready  # told of each ready line (the first start's and every restart's)
         self.children: list[Child] = []
         self._stopping = False
         self._watchers: list[asyncio.Task[None]] = []
@@ -89,7 +91,10 @@ class Supervisor:
             if line.startswith(READY_PREFIX):
                 child.fields = parse_ready(line)
                 child.metrics_url = child.fields.get("metrics", "")
+                child.ready_at = time.monotonic()
                 child.ready.set()
+                if self.on_ready is not None:
+                    self.on_ready(child)
 
     async def start_all(self, timeout: float = 60.0) -> None:
         """Start every child; return once all printed their ready line."""

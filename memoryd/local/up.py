@@ -5,9 +5,10 @@ a crashed one restarts alone. NATS listens on 4222 unless ``--nats-port`` says o
 in use is an error, never another port). ``<data-dir>`` holds ``client.json`` (0600, what
 ``MemoryClient.connect()`` reads), ``runtime.json`` (operator URLs for the CLI), ``secrets.key``
 (0600, seals the settings' API keys unless ``MEMORYD_SECRETS_KEY(_FILE)`` gives one) and
-``prometheus-targets.json`` (``memoryd.local.scrape``). One ``memoryd ready nats=... credentials=...
-postgres=... gateway=... metrics=...`` line is printed once every service answers. SIGINT/SIGTERM
-stops the services, then NATS, then PostgreSQL; the data stays. ``MEMORYD_NATS_URL`` /
+``prometheus-targets.json`` (``memoryd.local.scrape``). Each start step goes to stderr with its
+time (``steps.py``), then one ``memoryd ready nats=... credentials=... postgres=... gateway=...
+metrics=...`` line once every service answers. SIGINT/SIGTERM stops the services, then NATS,
+then PostgreSQL; the data stays. ``MEMORYD_NATS_URL`` /
 ``MEMORYD_PG_DSN`` use external servers instead of the embedded ones.
 """
 
@@ -29,10 +30,12 @@ import nats
 
 from memoryd.credentials import ClientCredentials, client_credentials_file, write_file
 from memoryd.errors import ConfigError
+from memoryd.local.model import cache_dir as model_cache_dir
 from memoryd.local.nats import EmbeddedNats
 from memoryd.local.postgres import EmbeddedPostgres
 from memoryd.local.scrape import metrics_ports, write_targets
-from memoryd.local.supervisor import Supervisor, child_env
+from memoryd.local.steps import Steps
+from memoryd.local.supervisor import Child, Supervisor, child_env
 from memoryd.redact import redact_text
 from memoryd.subjects import CLIENT_ROLE, OPERATOR_ROLE, inbox_prefix
 from shared.db.migrate import migrate
@@ -173,6 +176,23 @@ def write_private(path: Path, text: str) -> None:
     os.chmod(path, 0o600)
 
 
+async def prepare_model(cache: Path) -> str:
+    """Build the embedding model's prepared file once (``memoryd.local.model``, a child process)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "memoryd.local.model",
+        str(cache),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await proc.communicate()
+    if proc.returncode != 0:
+        raise ConfigError("MEMORYD_EMBED_MODEL_CACHE_DIR", f"preparing the model failed: {err.decode()[-2000:]}")
+    lines = [line for line in out.decode().splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
 async def run_up(opts: UpOptions) -> int:
     data_dir = opts.data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -185,6 +205,7 @@ async def run_up(opts: UpOptions) -> int:
     nats_srv: EmbeddedNats | None = None
     pg_srv: EmbeddedPostgres | None = None
     supervisor: Supervisor | None = None
+    steps = Steps()
     try:
         nats_url = os.environ.get("MEMORYD_NATS_URL") or ""
         creds: Credentials | None = None
@@ -192,22 +213,40 @@ async def run_up(opts: UpOptions) -> int:
             creds = Credentials.load_or_create(credentials_file(data_dir)) if opts.auth else None
             auth_conf = write_nats_auth(data_dir, creds) if creds else ""
             nats_srv = EmbeddedNats(nats_dir(data_dir), port=opts.nats_port, extra_config=auth_conf)
-            nats_url = nats_srv.start()  # main thread: see embedded.process.spawn
+            with steps.step("nats", f"nats-server to listen on port {opts.nats_port or 'any'}") as note:
+                nats_url = nats_srv.start()  # main thread: see embedded.process.spawn
+                note["detail"] = nats_url
         operator_url = with_user(nats_url, OPERATOR_ROLE, creds)
         pg_dsn = os.environ.get("MEMORYD_PG_DSN") or ""
         if not pg_dsn:
             pg_srv = EmbeddedPostgres(data_dir / "pg", port=opts.pg_port, password=pg_password(data_dir))
-            admin = pg_srv.start()
-            await ensure_database(admin, DATABASE)
-            pg_dsn = pg_srv.dsn(DATABASE)
-        await apply_migrations(pg_dsn)
+            fresh = not (pg_srv.pgdata / "PG_VERSION").exists()
+            with steps.step("initdb", f"initdb to create the cluster in {pg_srv.pgdata}") as note:
+                pg_srv.init()
+                note["detail"] = "new cluster" if fresh else "cluster exists"
+            with steps.step("postgres", "PostgreSQL to accept connections (crash recovery after a kill)") as note:
+                admin = pg_srv.start()
+                await ensure_database(admin, DATABASE)
+                pg_dsn = pg_srv.dsn(DATABASE)
+                note["detail"] = f"port {pg_srv.port}"
+        with steps.step("migrations", "PostgreSQL to apply the SQL migrations") as note:
+            applied = await apply_migrations(pg_dsn)
+            note["detail"] = f"{len(applied)} applied" if applied else "up to date"
         pg_shown = pg_srv.dsn(DATABASE, with_password=False) if pg_srv else redact_text(pg_dsn)
 
         env = child_env({"MEMORYD_NATS_URL": nats_url, "MEMORYD_PG_DSN": pg_dsn, **opts.extra_env})
         env.setdefault("MEMORYD_DATA_DIR", str(data_dir))
         if not (env.get(KEY_ENV) or env.get(KEY_FILE_ENV)):
             env[KEY_FILE_ENV] = str(ensure_secrets_key(data_dir))
-        supervisor = Supervisor(env)
+        if "embed" in opts.services:
+            cache = model_cache_dir(env, data_dir)
+            with steps.step("model", f"the embedding model to be prepared once in {cache}") as note:
+                note["detail"] = await prepare_model(cache)
+
+        def service_ready(child: Child) -> None:
+            steps.say(f"service {child.label} ready in {child.ready_at - child.started_at:.1f} s")
+
+        supervisor = Supervisor(env, on_ready=service_ready)
         children = [(n, i) for n in opts.services for i in range(opts.embed_processes if n == "embed" else 1)]
         host = env.get("MEMORYD_METRICS_HOST") or "127.0.0.1"
         ports = metrics_ports(opts.metrics_port, [f"{n}-{i}" for n, i in children], host)
@@ -217,8 +256,16 @@ async def run_up(opts: UpOptions) -> int:
             if name == "gateway":
                 role_env |= {"MEMORYD_GATEWAY_PORT": str(opts.gateway_port), "MEMORYD_GATEWAY_HOST": opts.gateway_host}
             supervisor.add(name, i, env=role_env, log_path=data_dir / "logs" / f"{name}-{i}.log")
-        await supervisor.start_all()
-        await wait_for_discovery(operator_url, {f"memoryd-{n}" for n in opts.services})
+        starting = supervisor
+
+        def not_ready() -> str:
+            late = [c.label for c in starting.children if not c.ready.is_set()]
+            return f"{', '.join(late)} (their logs: {data_dir / 'logs'})" if late else "nothing"
+
+        with steps.step("services", not_ready):
+            await supervisor.start_all()
+        with steps.step("discovery", "every service to answer $SRV.PING"):
+            await wait_for_discovery(operator_url, {f"memoryd-{n}" for n in opts.services})
         metrics = ",".join(c.metrics_url for c in supervisor.children)
         gateway = next((c.fields["http"] for c in supervisor.children if "http" in c.fields), "")
         write_targets(data_dir, [(c.name, c.metrics_url) for c in supervisor.children])
@@ -242,6 +289,7 @@ async def run_up(opts: UpOptions) -> int:
             f"memoryd ready nats={nats_url} credentials={app_creds} postgres={pg_shown}{shown} metrics={metrics}",
             flush=True,
         )
+        steps.say(f"ready in {steps.total():.1f} s")
         print(
             f"logs: {data_dir / 'logs'}  (Ctrl-C stops everything; data stays in {data_dir})",
             file=sys.stderr,

@@ -3,9 +3,11 @@
 No database: the gateway talks only NATS (RPCs, chat events, the ``MEM_API_KEYS`` bucket), so
 it scales by replicas. Routes: REST ``/v1`` (``routes.py``), ``/v1/chat/completions`` (the
 proxy), ``/mcp`` (MCP over streamable HTTP, loaded on first use: ``handlers/mcp_mount.py``),
-``/openapi.json`` and ``/docs``, ``/healthz`` and ``/readyz``, Memory Studio at ``/studio``
+``/openapi.json`` and ``/docs``, the probes ``/livez``, ``/readyz`` and ``/healthz``
+(``handlers/probes.py``), Memory Studio at ``/studio``
 (``studio/``). Settings: ``MEMORYD_GATEWAY_*`` (``config.py``); the upstream defaults to
-``MEMORYD_LLM_BASE_URL``. The HTTP URL goes into the ready line as ``http=...``.
+``MEMORYD_LLM_BASE_URL``. The HTTP URL goes into the ready line as ``http=...``. Every request
+is counted by route template and status (``metrics.py``).
 """
 
 from __future__ import annotations
@@ -23,24 +25,26 @@ from starlette.routing import BaseRoute, Route
 
 from memoryd.errors import ConfigError
 from shared.api_keys import KeyStore, open_bucket
+from shared.observability.metrics import GATEWAY
 from shared.service import ServiceContext
 from shared.settings.env import load
 
 from .adapters.keys import KeyCache
-from .adapters.upstream import Upstream
 from .config import GatewayConfig
 from .context import Gateway
 from .handlers import proxy, rest, special
 from .handlers.common import json_response
 from .handlers.mcp_mount import LazyMcp
+from .handlers.probes import Probes, healthz
 from .handlers.trace import TraceContext
 from .logic.openapi import document
+from .metrics import HttpMetrics, MeteredUpstream
 from .routes import ROUTES
 from .studio.endpoints import activity_endpoint, whoami_endpoint
 from .studio.web import studio_routes
 
 NEEDS_DB = False
-METRICS = ()  # the shared families (RPC, up) only
+METRICS = GATEWAY  # HTTP requests, the proxy's upstream and memory outcomes
 GATEWAY_ENV_PREFIX = "MEMORYD_GATEWAY_"
 ENV = {GATEWAY_ENV_PREFIX: GatewayConfig}
 
@@ -55,7 +59,7 @@ _SPECIAL = {
 }
 
 
-def build_app(gw: Gateway) -> Starlette:
+def build_app(gw: Gateway, probes: Probes) -> Starlette:
     routes: list[BaseRoute] = []
     for route in ROUTES:
         factory = _SPECIAL.get(route.name)
@@ -71,8 +75,9 @@ def build_app(gw: Gateway) -> Starlette:
         return HTMLResponse(docs_html)
 
     routes += [
-        Route("/healthz", special.healthz, methods=["GET"]),
-        Route("/readyz", special.Readiness(gw).endpoint, methods=["GET"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", probes.readyz, methods=["GET"]),
+        Route("/livez", probes.livez, methods=["GET"]),
         Route("/openapi.json", openapi_json, methods=["GET"]),
         Route("/docs", docs, methods=["GET"]),
         *studio_routes(),
@@ -87,7 +92,8 @@ def build_app(gw: Gateway) -> Starlette:
         finally:
             await mcp.aclose()
 
-    return Starlette(routes=routes, lifespan=lifespan, middleware=[Middleware(TraceContext)])
+    middleware = [Middleware(HttpMetrics), Middleware(TraceContext)]
+    return Starlette(routes=routes, lifespan=lifespan, middleware=middleware)
 
 
 def load_settings(env: Mapping[str, str]) -> GatewayConfig:
@@ -104,7 +110,7 @@ async def setup(ctx: ServiceContext) -> None:
         kv = await open_bucket(ctx.js)
     except Exception as exc:
         raise ConfigError("MEMORYD_NATS_URL", f"cannot open the API key bucket: {exc}") from exc
-    upstream = Upstream(
+    upstream = MeteredUpstream(
         config.upstream_url,
         config.upstream_api_key,
         config.upstream_timeout_s,
@@ -115,8 +121,9 @@ async def setup(ctx: ServiceContext) -> None:
     gw = Gateway(
         nc=ctx.nc, js=ctx.js, config=config, keys=KeyCache(KeyStore(kv), config.key_cache_s), upstream=upstream
     )
+    probes = Probes(gw, ctx.liveness, ctx.stop)
     http = HttpServer(
-        build_app(gw),
+        build_app(gw, probes),
         bind(config.host, config.port),
         max_connections=config.max_connections,
         header_timeout_s=config.header_timeout_s,

@@ -69,3 +69,10 @@ class ChatPublishResult(msgspec.Struct, frozen=True, kw_only=True):
 class ExportQuery(msgspec.Struct, frozen=True, kw_only=True):
     owner: str | None = None
     include_archived: bool = True
+
+
+class Readiness(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """``/readyz``: ``ready`` or ``not ready``; ``memory`` (every service's health) only for an operator key."""
+
+    status: str
+    memory: ServicesHealth | None = None

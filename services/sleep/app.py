@@ -21,7 +21,7 @@ from services.sleep.lanes import Lanes, sleep_consumer
 from services.sleep.scheduler import Scheduler
 from shared.bus.provision import ensure_activity_bucket
 from shared.llm import LlmClient
-from shared.observability.metrics import CONSUMER, LLM, SLEEP_RUNS
+from shared.observability.metrics import CONSUMER, LLM, SLEEP_FAILURE_STREAK, SLEEP_RUNS
 from shared.service import ServiceContext
 from shared.settings.env import load
 from shared.settings.global_row import open_global_row
@@ -34,7 +34,7 @@ NEEDS_DB = True
 #: 33.5 s of CPU on two threads against 9.2 s on one (load ~13 on 2 cores), in one sitting.
 BLAS_THREADS = 1
 #: Metric families served besides the runtime and RPC ones (consumes sleep jobs; the LLM phases).
-METRICS = (*CONSUMER, *LLM, SLEEP_RUNS)
+METRICS = (*CONSUMER, *LLM, SLEEP_RUNS, SLEEP_FAILURE_STREAK)
 SLEEP_ENV_PREFIX = "MEMORYD_SLEEP_"
 #: the variables of this process, by prefix (``services.configuration`` documents them)
 ENV = {SLEEP_ENV_PREFIX: SleepServiceConfig}

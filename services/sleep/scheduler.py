@@ -22,6 +22,7 @@ from services.sleep.adapters.activity_kv import newer
 from services.sleep.context import Deps
 from services.sleep.logic.schedule import consecutive_failures, due_slot, interval_start, is_due, slot_start
 from shared.observability.logging import get_logger
+from shared.observability.metrics import SLEEP_FAILURE_STREAK
 
 log = get_logger(__name__)
 
@@ -38,6 +39,7 @@ class Scheduler:
         writes, reads = await deps.activity.all() if deps.activity is not None else ({}, {})
         owners = set(writes) | await store.known_owners(deps.pool)
         queued: list[str] = []
+        streak = 0
         for owner in sorted(owners):
             try:
                 settings = store.settings_from_rows(global_values, owner_values.get(owner, {}), owner)
@@ -50,12 +52,15 @@ class Scheduler:
             last = writes.get(owner)
             if settings.sleep_count_reads:
                 last = newer(last, reads.get(owner))
-            decision = is_due(now, last, interval_start(history), settings, consecutive_failures(history))
+            failures = consecutive_failures(history)
+            streak = max(streak, failures)
+            decision = is_due(now, last, interval_start(history), settings, failures)
             if not decision.due:
                 continue
             job, msg_id = jobs.scheduled_job(owner, due_slot(slot_start(history)), now)
             await jobs.enqueue(deps.pool, deps.js, job, msg_id)
             queued.append(owner)
+        SLEEP_FAILURE_STREAK.set(streak)
         if queued:
             log.info("sleep.scheduled", owners=len(queued))
         return queued

@@ -163,6 +163,7 @@ class PullConsumer(Generic[T]):
         sub = await self.subscribe(stop)
         if sub is None:
             return
+        DLQ_MESSAGES.labels(spec.stage)  # at 0 before the first dead letter: increase() sees it
         last_lag = 0.0
         ages = AgeWatch(self._js, spec.stream, spec.subject, spec.age_warning_fraction)
         while not stop.is_set():

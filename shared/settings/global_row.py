@@ -17,6 +17,7 @@ import asyncpg
 
 from memoryd.errors import SecretUnavailable
 from shared.observability.logging import get_logger
+from shared.observability.metrics import SECRETS_UNAVAILABLE
 from shared.secrets import Keyring, is_sealed
 from shared.service import ServiceContext
 from shared.settings.engine import SECRET_KEYS
@@ -74,6 +75,7 @@ class GlobalRow:
         if problems and problems != self.problems:
             log.error("settings.secret_unavailable", problems=problems)
         self.problems = problems
+        SECRETS_UNAVAILABLE.set(len(problems))
         return values
 
     async def check(self) -> str:

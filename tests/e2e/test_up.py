@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -178,7 +179,7 @@ def test_up_ready_healthy_and_clean_stop(tmp_path: Path) -> None:
         assert runtime_gateway(data) == ready["gateway"] and ready["gateway"].startswith("http://127.0.0.1:")
         assert json.loads(urllib.request.urlopen(ready["gateway"] + "/healthz", timeout=5).read()) == {"status": "ok"}
         readyz = json.loads(urllib.request.urlopen(ready["gateway"] + "/readyz", timeout=30).read())
-        assert readyz["status"] == "ok" and set(readyz["services"]) == set(SERVICES), readyz
+        assert readyz == {"status": "ready"}, readyz
         for url in metrics:
             body = urllib.request.urlopen(url, timeout=5).read().decode()
             assert "memoryd_up{" in body and "process_cpu_seconds_total" in body
@@ -201,6 +202,11 @@ def test_up_ready_healthy_and_clean_stop(tmp_path: Path) -> None:
         raise
     assert _stop(proc, children) == 0
     assert not (data / "runtime.json").exists()
+    steps = _steps(proc)
+    assert steps["initdb"] == "new cluster" and re.fullmatch(r"\d+ applied", steps["migrations"]), steps
+    assert steps["nats"] == ready["nats"] and steps["model"].endswith(".onnx"), steps
+    model = steps["model"]
+    assert {"postgres", "services", "discovery", "ready"} <= set(steps), steps
 
     # a second start on the same data dir keeps the data, the NATS URL, the application's
     # credentials and the metrics ports
@@ -217,6 +223,19 @@ def test_up_ready_healthy_and_clean_stop(tmp_path: Path) -> None:
     assert ready2["postgres"].endswith("/memoryd")
     assert ready2["metrics"] == ready["metrics"]
     assert _stop(proc, children) == 0
+    steps = _steps(proc)
+    assert (steps["initdb"], steps["migrations"], steps["model"]) == ("cluster exists", "up to date", model)
+
+
+def _steps(proc: subprocess.Popen[str]) -> dict[str, str]:
+    """The start steps ``memoryd up`` printed on stderr, each with its time: ``{step: detail}``."""
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    done = dict(re.findall(r"^memoryd up: (\w+) done in \d+\.\d s(?: \((.*)\))?$", err, flags=re.M))
+    services = re.findall(r"^memoryd up: service (\w+)-0 ready in \d+\.\d s$", err, flags=re.M)
+    assert sorted(services) == sorted((*SERVICES, "gateway")), err
+    assert re.search(r"^memoryd up: ready in \d+\.\d s$", err, flags=re.M), err
+    return done | {"ready": "yes"}
 
 
 async def _check_application_after_restart(credentials: Path) -> None:

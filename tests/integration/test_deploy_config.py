@@ -410,7 +410,7 @@ def test_grafana_provisioning_and_dashboard() -> None:
     for metric in (
         "memoryd_events_total",
         "memoryd_jobs_total",
-        "memoryd_embed_batch_size_bucket",
+        "memoryd_embed_batch_texts_bucket",
         "memoryd_embed_inference_seconds_bucket",
         "memoryd_retrieve_seconds_bucket",
         "memoryd_retrieve_fallbacks_total",
@@ -862,6 +862,17 @@ def test_deploy_readme_explains_every_folder() -> None:
     assert "embed" in text and "scale" in text
 
 
+def test_every_backend_service_is_probed_on_livez_not_on_metrics() -> None:
+    """``/metrics`` is served by a thread of its own and stays green while the loop is stuck."""
+    services = compose()["services"]
+    for name in ("ingest", "extract", "embed", "retrieve", "sleep"):
+        assert "127.0.0.1:9100/livez" in " ".join(services[name]["healthcheck"]["test"]), name
+        dep = by_kind("Deployment")[f"memoryd-{name}"]
+        (container,) = dep["spec"]["template"]["spec"]["containers"]
+        for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+            assert container[probe]["httpGet"] == {"path": "/livez", "port": "metrics"}, (name, probe)
+
+
 def test_the_gateway_is_deployed_with_its_probes() -> None:
     gateway = compose()["services"]["gateway"]
     assert gateway["command"][:2] == ["serve", "gateway"]
@@ -871,6 +882,7 @@ def test_the_gateway_is_deployed_with_its_probes() -> None:
     dep = by_kind("Deployment")["memoryd-gateway"]
     (container,) = dep["spec"]["template"]["spec"]["containers"]
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
-    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/livez"
+    assert container["startupProbe"]["httpGet"]["path"] == "/livez"
     assert {"name": "MEMORYD_NATS_USER", "value": "gateway"} in container["env"]
     assert by_kind("Service")["memoryd-gateway"]["spec"]["ports"][0]["port"] == 8420

@@ -1,9 +1,9 @@
-"""REST routes that are more than one RPC: chat events, the streamed export, health, receipts."""
+"""REST routes that are more than one RPC: chat events, the streamed export, health, receipts
+(the probes are ``probes.py``)."""
 
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
@@ -153,30 +153,3 @@ def receipts_endpoint(gw: Gateway) -> Endpoint:
         return json_response(SleepReceiptsResult.of(status.runs))
 
     return endpoint
-
-
-class Readiness:
-    """``/readyz``: NATS connected and every service's deep health ok (cached for ``ttl_s``)."""
-
-    def __init__(self, gw: Gateway, ttl_s: float = 2.0) -> None:
-        self.gw = gw
-        self.ttl_s = ttl_s
-        self._last: tuple[float, ServicesHealth] | None = None
-        self._lock = asyncio.Lock()
-
-    async def endpoint(self, request: Request) -> Response:
-        async with self._lock:
-            if self._last is None or time.monotonic() - self._last[0] > self.ttl_s:
-                health = (
-                    await services_health(self.gw)
-                    if self.gw.nc.is_connected
-                    else ServicesHealth(status="degraded", errors={"nats": "disconnected"})
-                )
-                self._last = (time.monotonic(), health)
-            health = self._last[1]
-        return json_response(health, status=200 if health.status == "ok" else 503)
-
-
-async def healthz(request: Request) -> Response:
-    """The process is up (no dependency is asked)."""
-    return json_response({"status": "ok"})

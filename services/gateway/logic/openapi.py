@@ -140,7 +140,10 @@ def document(routes: Sequence[Route], *, version: str) -> dict[str, Any]:
     for route in routes:
         paths.setdefault(route.path, {})[route.method.lower()] = _operation(route, components)
     paths["/healthz"] = _probe("Healthz: the process is up")
-    paths["/readyz"] = _probe("Readyz: NATS and every service answer their deep health")
+    paths["/livez"] = _probe("Livez: the event loop answers and the NATS connection is not closed")
+    paths["/readyz"] = _probe(
+        "Readyz: the gateway can serve (NATS connected); an operator key adds every service's health"
+    )
     return {
         "openapi": "3.1.0",
         "info": {

@@ -53,11 +53,11 @@ async def test_query_vectors_cache_and_batching(nc: Client, config: ServiceConfi
         assert mallory.vectors == alice.vectors  # the same text, the same vector
 
         # 48 concurrent single-text requests, all cache misses: fewer inference calls than requests.
-        calls_before = sample("memoryd_embed_batch_size_count")
+        calls_before = sample("memoryd_embed_batch_texts_count")
         texts_before = sample("memoryd_embed_texts_total", {"path": "query"})
         many = [f"concurrent question number {i} about the garden" for i in range(48)]
         replies = await asyncio.gather(*(call(nc, "embed", EmbedRequest(texts=[t]), timeout=60) for t in many))
-        calls = sample("memoryd_embed_batch_size_count") - calls_before
+        calls = sample("memoryd_embed_batch_texts_count") - calls_before
         assert sample("memoryd_embed_texts_total", {"path": "query"}) - texts_before == 48
         assert 1 <= calls < 48, f"{calls} inference calls for 48 concurrent requests: not batched"
         assert all(r.cached == 0 and len(r.vectors[0]) == 384 for r in replies)

@@ -30,6 +30,7 @@ HEADER_TIMEOUT_S = 3.0
 @dataclass
 class Stack:
     url: str
+    metrics_url: str
     nats_url: str
     llm: FakeLlm
     nc: Client
@@ -72,6 +73,7 @@ async def stack(pg_dsn: str, tmp_path_factory: pytest.TempPathFactory) -> AsyncI
                     tokens[name] = token
                 yield Stack(
                     url=contexts["gateway"].ready_fields["http"],
+                    metrics_url=f"http://127.0.0.1:{contexts['gateway'].metrics_port}/metrics",
                     nats_url=nats.url,
                     llm=llm,
                     nc=nc,

@@ -5,6 +5,7 @@ sealing are sealed when ingest starts."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import asyncpg
@@ -21,6 +22,7 @@ from shared.settings.env import ServiceConfig
 from shared.settings.global_row import GlobalRow
 from shared.settings.memory import GLOBAL_OWNER
 from shared.settings.store import read_values
+from tests.support.metrics import scrape, value
 from tests.support.stack import run_services, service_config
 
 KEYS = {"embeddingApiKey": "sk-embed-6f1c2a9e77", "qdrantApiKey": "qd-key-0b93d11f42"}
@@ -89,9 +91,12 @@ async def test_the_wrong_key_is_a_typed_error_and_the_service_says_it_is_degrade
             health.checks["secrets"].startswith("degraded: ")
             and "embeddingApiKey: sealed with key" in health.checks["secrets"]
         )
+        page = await asyncio.to_thread(scrape, f"http://127.0.0.1:{ctx.metrics_port}/metrics")
         row = GlobalRow(pool, ctx.keyring)
         opened = await row.read()
         assert "embeddingApiKey" not in opened and "qdrantApiKey" not in opened  # never the ciphertext
+        # what the alert reads, set by the service itself (before this test's own read)
+        assert value(page, "memoryd_secrets_unavailable_keys") == len(row.problems) >= 2
         assert await read_values(pool, GLOBAL_OWNER) == sealed  # left as it was for the right key
 
     keyless = service_config(nats_server.url, pg_dsn, {"MEMORYD_SECRETS_KEY": ""})

@@ -11,7 +11,13 @@ from shared.settings.env import ServiceConfig
 from tests.support.stack import run_services
 
 RUNTIME = {"process_cpu_seconds", "process_resident_memory_bytes", "python_info", "python_gc_objects_collected"}
-EVERY_SERVICE = {"memoryd_up", "memoryd_rpc_requests", "memoryd_rpc_seconds"}
+EVERY_SERVICE = {
+    "memoryd_up",
+    "memoryd_build_info",
+    "memoryd_rpc_requests",
+    "memoryd_rpc_seconds",
+    "memoryd_secrets_unavailable_keys",
+}
 
 
 def _families(port: int) -> set[str]:
@@ -35,7 +41,7 @@ async def test_ingest_and_retrieve_pages_carry_only_their_own_families(config: S
         "memoryd_job_seconds",
         "memoryd_dlq",
         "memoryd_dlq_replayed",
-        "memoryd_queue_lag",
+        "memoryd_queue_lag_messages",
         "memoryd_stream_oldest_unprocessed_age_seconds",
         "memoryd_stream_max_age_seconds",
         "memoryd_llm_calls",
@@ -45,7 +51,7 @@ async def test_ingest_and_retrieve_pages_carry_only_their_own_families(config: S
         "memoryd_retrieve_seconds",
         "memoryd_retrieve_fallbacks",
         "memoryd_retrieve_results",
-        "memoryd_queue_lag",
+        "memoryd_queue_lag_messages",
         "memoryd_llm_calls",
         "memoryd_llm_tokens",
     }

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import pytest
 from nats.aio.client import Client
+from prometheus_client import REGISTRY
 
 from memoryd.local.nats import EmbeddedNats
 from memoryd.subjects import SLEEP_STREAM, activity_key
@@ -108,6 +109,8 @@ async def test_interval_and_failure_backoff_come_from_the_run_history(pool: asyn
     for owner in ("recent", "old", "failing", "healed", "cut"):
         await add_memory(pool, owner, "x")
     assert sorted(await sched.tick(NOW)) == ["cut", "healed", "old"]
+    # the interrupted run neither counts nor ends the streak: "failing" has failed 3 times running
+    assert REGISTRY.get_sample_value("memoryd_sleep_failure_streak_runs") == 3
     assert sorted(await sched.tick(NOW + timedelta(hours=4, minutes=1))) == [
         "cut",
         "failing",
