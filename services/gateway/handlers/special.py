@@ -15,7 +15,7 @@ from starlette.responses import Response, StreamingResponse
 
 from memoryd import tracing
 from memoryd.codec import decode, encode
-from memoryd.errors import DependencyDown, MemorydError, ValidationFailed
+from memoryd.errors import DependencyDown, Forbidden, MemorydError, ValidationFailed
 from memoryd.schemas import HEALTH_OP
 from memoryd.schemas.events import ChatEvent
 from memoryd.schemas.memory import MemoryExportRequest, MemoryExportResult
@@ -136,7 +136,9 @@ async def services_health(gw: Gateway, *, deep: bool = True, timeout: float = 5.
 def health_endpoint(gw: Gateway) -> Endpoint:
     @guarded
     async def endpoint(request: Request) -> Response:
-        await authenticate(gw, request)
+        key = await authenticate(gw, request)
+        if key.role != "operator":  # versions, model, error text and a write per deep check: for operators
+            raise Forbidden("the services' health needs an operator key (/readyz answers anyone)")
         return json_response(await services_health(gw))
 
     return endpoint

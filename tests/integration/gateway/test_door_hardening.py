@@ -258,6 +258,10 @@ async def test_owner_keys_see_no_global_counters_or_infrastructure(stack: Stack)
         own_status = (await owner.get("/v1/engine/status")).json()
         op_settings = (await op.get("/v1/settings")).json()
         own_settings = (await owner.get("/v1/settings")).json()
+        own_health = await owner.get("/v1/health")
+        op_health = await op.get("/v1/health")
+    assert own_health.status_code == 403 and "version" not in own_health.text
+    assert op_health.status_code == 200 and op_health.json()["services"]
     assert op_status["lag"] and any("vectors" in s or "detail" in s for s in op_status["vector_stores"].values())
     assert own_status.get("lag", {}) == {} and own_status.get("fallbacks", {}) == {}
     for name, store in own_status["vector_stores"].items():
