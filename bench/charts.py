@@ -96,6 +96,10 @@ def _text(x: float, y: float, body: str, size: int = FONT, anchor: str = "start"
     return f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}"{extra}>{escape(body)}</text>'
 
 
+def _color(series: Series) -> str:
+    return PALETTE[series.color % len(PALETTE)]
+
+
 def _stroke(series: Series) -> str:
     dash = ' stroke-dasharray="7 4"' if series.dashed else ""
     return f'stroke="{_color(series)}" stroke-width="2"{dash}'
@@ -156,11 +160,8 @@ def _frame(title: str, subtitle: str, legend: Sequence[Sequence[Key]], y_axis: A
     return _Frame(left, y + 16, WIDTH - 24, bottom, parts)
 
 
-def _color(series: Series) -> str:
-    return PALETTE[series.color % len(PALETTE)]
-
-
-def _axes(f: _Frame, y_axis: Axis, y_label: str, x_label: str, y_digits: int | None) -> list[str]:
+def _axes(f: _Frame, y_axis: Axis, y_label: str, x_label: str) -> list[str]:
+    """Grid lines and labels of the y ticks, both axis titles, and the frame of the plot."""
     out = [f'<g stroke="{GRID}" stroke-width="1">']
     for t in y_axis.ticks:
         y = y_axis.scale(t, f.bottom, f.top)
@@ -168,13 +169,14 @@ def _axes(f: _Frame, y_axis: Axis, y_label: str, x_label: str, y_digits: int | N
     out.append("</g>")
     for t in y_axis.ticks:
         y = y_axis.scale(t, f.bottom, f.top)
-        out.append(_text(f.left - 6, y + 4, number(t, y_digits), SMALL_FONT, "end", fill=MUTED))
+        out.append(_text(f.left - 6, y + 4, number(t), SMALL_FONT, "end", fill=MUTED))
     mid = (f.top + f.bottom) / 2
     out.append(
         f'<text x="{16 + FONT:.1f}" y="{mid:.1f}" font-size="{FONT}" text-anchor="middle" fill="{INK}" '
         f'transform="rotate(-90 {16 + FONT:.1f} {mid:.1f})">{escape(y_label)}</text>'
     )
-    out.append(_text((f.left + f.right) / 2, HEIGHT - 14, x_label, FONT, "middle", fill=INK))
+    if x_label:
+        out.append(_text((f.left + f.right) / 2, HEIGHT - 14, x_label, FONT, "middle", fill=INK))
     width, height = f.right - f.left, f.bottom - f.top
     out.append(
         f'<rect class="plot" x="{f.left:.1f}" y="{f.top:.1f}" width="{width:.1f}" height="{height:.1f}" '
@@ -216,7 +218,7 @@ def line_chart(
     keys = [Key(n, _color(next(s for s in series if s.name == n))) for n in names]
     styles = [Key(name, MUTED, dashed) for name, dashed in line_styles]
     f = _frame(title, subtitle, [keys, styles], y_axis, 1)
-    parts = [*f.header, *_axes(f, y_axis, y_label, x_label, None)]
+    parts = [*f.header, *_axes(f, y_axis, y_label, x_label)]
     labels = list(x_tick_labels) if x_tick_labels else [number(x) for x in x_axis.ticks]
     for x, label in zip(x_axis.ticks, labels, strict=True):
         px = x_axis.scale(x, f.left, f.right)
@@ -259,7 +261,7 @@ def bar_chart(
     keys = [Key(s.name, _color(s), box=True) for s in series]
     marks = [Key(reference_label, INK, dashed=True)] if reference is not None and reference_label else []
     f = _frame(title, subtitle, [keys, marks], y_axis, lines)
-    parts = [*f.header, *_axes(f, y_axis, y_label, x_label, None)]
+    parts = [*f.header, *_axes(f, y_axis, y_label, x_label)]
     slot = (f.right - f.left) / len(categories)
     bar = slot * 0.78 / len(series)
     zero = y_axis.scale(0.0, f.bottom, f.top)

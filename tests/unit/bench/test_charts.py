@@ -201,3 +201,16 @@ def test_each_report_draws_its_figures_from_its_own_numbers() -> None:
     size, _ = figures("latency", load("latency"))
     assert "1,000 (100 owners)" in texts(parse(size.svg))
     assert "<title>hybrid (memoryd) p99 at 100,000: 41.33</title>" in size.svg
+
+
+@pytest.mark.parametrize("name", ["embed", "ingest", "latency", "quality", "peers"])
+def test_every_label_of_the_committed_charts_fits_the_canvas(name: str) -> None:
+    report = json.loads((ROOT / "bench-results" / f"{name}.json").read_text())
+    for figure in figures(name, report):
+        for t in parse(figure.svg).iter("{http://www.w3.org/2000/svg}text"):
+            if t.get("transform"):  # the rotated y-axis title
+                continue
+            width = text_width(t.text or "", int(t.get("font-size", "")))
+            x = float(t.get("x", ""))
+            start = {"start": x, "middle": x - width / 2, "end": x - width}[t.get("text-anchor", "")]
+            assert start >= 0 and start + width <= WIDTH, (figure.name, t.text)
