@@ -5,8 +5,8 @@
 each failure degrading to the next, then to full-text, then to newest-first); the ranked lists
 are fused (RRF or score fusion with ``ftsWeight``/``vecWeight``, the keyword weight scaled by how
 much of the question its best match covers), rows fetched in one query, session/neighbour boosts
-applied, then limit and token budget; returned memories are queued for the ``last_accessed_at``
-touch (not on ``dry_run``). A degraded tier is never an error but a ``TierReport`` with its
+applied, then the relevance threshold (when asked), limit and token budget; returned memories
+are queued for the ``last_accessed_at`` touch (not on ``dry_run``). A degraded tier is never an error but a ``TierReport`` with its
 reason and a ``from->to:code`` fallback; only Postgres unreachable is a 503. Hybrid fuses the top
 ``rrfDepth`` of each list (so at most twice that many results); the others fetch ``limit``.
 """
@@ -53,6 +53,7 @@ from services.retrieve.logic.plan import (
     fallback_labels,
     plan,
     recency_ranking,
+    relevant,
     single_ranking,
     store_failure,
     store_mismatch,
@@ -180,7 +181,7 @@ class Engine:
             ranked, skipped = await self.reranker.rerank(req.owner, query, ranked, rows, settings.rerank_depth)
             fallbacks += skipped
         memories, tokens = answer(
-            ranked,
+            relevant(ranked, req.threshold),
             rows,
             limit=req.limit,
             max_tokens=budget_tokens(req.max_tokens, settings.max_tokens),
