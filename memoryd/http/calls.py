@@ -313,12 +313,12 @@ DEFAULT_URL = "http://127.0.0.1:8420"
 
 
 def target(base_url: str | None, api_key: str | None, environ: Mapping[str, str]) -> tuple[str, str]:
-    """The gateway URL and API key: the arguments, else ``$MEMORYD_URL`` / ``$MEMORYD_API_KEY``
+    """The gateway URL and API key: the arguments, else ``$MEMORYD_URL`` / ``$MEMORYD_KEY``
     (the URL defaults to a local gateway); no key is a ``ConfigError``."""
     url = base_url or environ.get("MEMORYD_URL") or DEFAULT_URL
-    key = api_key or environ.get("MEMORYD_API_KEY")
+    key = api_key or environ.get("MEMORYD_KEY")
     if not key:
-        raise ConfigError("MEMORYD_API_KEY", "an API key is needed (api_key=..., or `memoryd keys create`)")
+        raise ConfigError("MEMORYD_KEY", "an API key is needed (api_key=..., or `memoryd keys create`)")
     if not url.startswith(("http://", "https://")):
         raise ConfigError("MEMORYD_URL", f"not an http(s) URL: {url!r}")
     return url.rstrip("/"), key

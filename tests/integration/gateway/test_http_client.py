@@ -7,8 +7,13 @@ The blocking client runs in a thread, as in a script: the stack shares this test
 from __future__ import annotations
 
 import asyncio
+import os
+import re
+import subprocess
+import sys
 import time
 import uuid
+from pathlib import Path
 
 import httpx
 import pytest
@@ -19,6 +24,7 @@ from memoryd.errors import Forbidden, NotFound, RateLimited, Unauthorized, Valid
 from .conftest import Stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
+ROOT = Path(__file__).resolve().parents[3]
 
 SAID = "I prefer TypeScript for frontend work."
 CHANGED = "I prefer Rust for frontend work."
@@ -130,3 +136,20 @@ async def test_429_is_retried_after_retry_after(stack: Stack) -> None:
         with pytest.raises(RateLimited) as limited:
             await impatient.search("tea", user_id=owner)
     assert limited.value.retry_after_s >= 1.0
+
+
+async def test_the_example_in_docs_clients_runs(stack: Stack) -> None:
+    (code,) = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "clients.md").read_text(), re.S)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
+    env |= {"MEMORYD_URL": stack.url, "MEMORYD_KEY": stack.alice_key, "PYTHONPATH": str(ROOT)}
+    code = code.replace('"alice"', repr(stack.alice))
+    done = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    printed = done.stdout.splitlines()
+    assert printed[0].endswith("I prefer TypeScript for web projects.")
+    assert float(printed[0].split()[0]) >= 0.3
+    assert printed[-1] == str([("I prefer TypeScript for web projects.", "I prefer Rust for web projects.")])
+    async with AsyncMemory(stack.url, api_key=stack.alice_key) as memory:
+        assert await memory.get_all() == []

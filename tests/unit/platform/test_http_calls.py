@@ -140,12 +140,12 @@ def test_an_event_is_settled_when_processed_and_embedded() -> None:
 
 def test_the_target_needs_a_key() -> None:
     assert calls.target(None, "mk_1", {}) == (calls.DEFAULT_URL, "mk_1")
-    assert calls.target(None, None, {"MEMORYD_URL": "http://gw:8420/", "MEMORYD_API_KEY": "k"}) == (
+    assert calls.target(None, None, {"MEMORYD_URL": "http://gw:8420/", "MEMORYD_KEY": "k"}) == (
         "http://gw:8420",
         "k",
     )
     with pytest.raises(ConfigError) as missing:
         calls.target("http://gw", None, {})
-    assert missing.value.setting == "MEMORYD_API_KEY"
+    assert missing.value.setting == "MEMORYD_KEY"
     with pytest.raises(ConfigError):
         calls.target("gw:8420", "k", {})
