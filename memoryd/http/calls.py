@@ -148,11 +148,14 @@ def get_all(
     state: str | None,
     limit: int,
     offset: int,
+    filters: Mapping[str, Any] | None = None,
 ) -> Call:
     query = _query(
         {"session_id": run_id, "memory_type": memory_type, "state": state, "limit": limit, "offset": offset}
         | _owner(user_id)
     )
+    if filters:
+        query["filters"] = msgspec.json.encode(dict(filters)).decode()
     return Call("GET", "/v1/memories", MemoryListResult, query=query)
 
 

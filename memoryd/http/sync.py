@@ -126,7 +126,8 @@ class Memory:
         **options: Any,
     ) -> list[RetrievedMemory]:
         """The memories most relevant to ``query``, best first; ``threshold`` drops those less
-        relevant (see ``RetrieveRequest.threshold``); ``options`` as in ``RetrieveRequest``."""
+        relevant (see ``RetrieveRequest.threshold``); ``filters`` on metadata: ``{"k": "v"}``,
+        ``{"k": {"in": [...]}}``, ``{"AND"|"OR": [...]}``; ``options`` as in ``RetrieveRequest``."""
         return self.retrieve(
             query, user_id=user_id, run_id=run_id, filters=filters, threshold=threshold, limit=limit, **options
         ).memories
@@ -185,12 +186,20 @@ class Memory:
         run_id: str | None = None,
         memory_type: str | None = None,
         state: str | None = None,
+        filters: Mapping[str, Any] | None = None,
         limit: int = 100,
         offset: int = 0,
     ) -> list[MemoryRecord]:
-        """The owner's memories, newest first (``limit`` up to 1000, then ``offset``)."""
+        """The owner's memories, newest first (``limit`` up to 1000, then ``offset``); ``filters``
+        on their metadata as in ``search``."""
         call = calls.get_all(
-            user_id=user_id, run_id=run_id, memory_type=memory_type, state=state, limit=limit, offset=offset
+            user_id=user_id,
+            run_id=run_id,
+            memory_type=memory_type,
+            state=state,
+            limit=limit,
+            offset=offset,
+            filters=filters,
         )
         memories: list[MemoryRecord] = self._send(call).memories
         return memories

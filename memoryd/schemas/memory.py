@@ -181,6 +181,8 @@ class MemoryListRequest(Wire, frozen=True):
     source: MemorySource | None = None
     #: only what this chat event stored: its turns and the facts extracted from them
     event_id: Annotated[str, msgspec.Meta(min_length=1, max_length=200)] | None = None
+    #: metadata conditions, as ``RetrieveRequest.filters`` (over REST: JSON in ``?filters=``)
+    filters: dict[str, Any] | None = None
     limit: Limit = 50
     offset: Offset = 0
     page: Page | None = None

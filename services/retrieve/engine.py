@@ -59,6 +59,7 @@ from services.retrieve.logic.plan import (
     store_mismatch,
 )
 from services.retrieve.logic.plan import tier_of as credit_tier
+from shared import metadata_filter
 from shared.observability.logging import get_logger
 from shared.observability.metrics import RETRIEVE_FALLBACKS, RETRIEVE_RESULTS, RETRIEVE_SECONDS
 from shared.ratelimit import RateLimiter
@@ -152,6 +153,7 @@ class Engine:
         started = time.perf_counter()
         if req.session_id is not None and "\x00" in req.session_id:  # PostgreSQL text cannot hold NUL
             raise ValidationFailed("session_id must not contain NUL - at `$.session_id`")
+        metadata = metadata_filter.parse(req.filters) if req.filters else None
         try:
             settings = await self.settings(req.owner)
         except _PG_ERRORS as exc:
@@ -168,7 +170,11 @@ class Engine:
             return RetrieveResult(memories=[], strategy=strategy.value, tokens_used=0, disabled_reason=reason)
         query = normalize_query(req.query)
         vis = tiers.Visibility(
-            req.owner, req.session_id, tuple(req.types) if req.types else None, settings.retention_days
+            req.owner,
+            req.session_id,
+            tuple(req.types) if req.types else None,
+            settings.retention_days,
+            metadata,
         )
         run = _Run(self, vis, query)
         ranked, vector_tier, recent_only = await run.rank(strategy, req.limit, settings)

@@ -9,7 +9,7 @@ import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 
-from memoryd.errors import Forbidden
+from memoryd.errors import Forbidden, ValidationFailed
 from shared.api_keys import ApiKeyRecord
 
 from ..context import Gateway
@@ -24,6 +24,8 @@ OWNER_VIEWS: dict[str, Callable[[Any], Any]] = {"engine.status": owner_engine_st
 #: Writes an operator key sends on the operator's subject (``admin.<op>``), which may touch a
 #: global memory; an owner key's go to the client subject, where a global memory is 403.
 OPERATOR_WRITES = ("memory.update", "memory.delete", "memory.restore", "memory.import")
+#: Query parameters that carry a JSON object (``GET /v1/memories?filters={"project":"web"}``).
+JSON_QUERY = ("filters",)
 
 
 async def raw_fields(gw: Gateway, route: Route, request: Request) -> dict[str, Any]:
@@ -36,6 +38,12 @@ async def raw_fields(gw: Gateway, route: Route, request: Request) -> dict[str, A
             raw = json_object(body)
     else:
         raw = dict(request.query_params)
+        for name in JSON_QUERY:
+            if name in raw:
+                try:
+                    raw[name] = json_object(raw[name].encode())
+                except ValidationFailed as exc:
+                    raise ValidationFailed(f"{exc.description} - at `$.{name}`") from exc
     return {**raw, **request.path_params}
 
 

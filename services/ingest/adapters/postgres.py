@@ -21,6 +21,7 @@ from services.ingest.logic.history import StoredChange
 from services.ingest.logic.imports import import_id, record_differs
 from shared.db import memories
 from shared.db.memories import COLUMNS, content_hash, to_record
+from shared.metadata_filter import Filter, to_sql
 
 
 # --- list ------------------------------------------------------------------------------------
@@ -33,6 +34,7 @@ class ListFilter:
     q: str | None = None
     source: str | None = None
     event_id: str | None = None
+    metadata: Filter | None = None
 
 
 def _where(f: ListFilter) -> tuple[str, list[Any], str | None]:
@@ -51,6 +53,13 @@ def _where(f: ListFilter) -> tuple[str, list[Any], str | None]:
     if f.event_id is not None:
         args.append(f.event_id)
         clauses.append(f"metadata->>'event_id' = ${len(args)}")
+    if f.metadata is not None:
+
+        def param(value: Any) -> str:
+            args.append(value)
+            return f"${len(args)}"
+
+        clauses.append(to_sql(f.metadata, "metadata", param))
     q_ref = None
     if f.q is not None and f.q.strip():
         args += [f.q, like_pattern(f.q)]

@@ -58,6 +58,7 @@ from services.ingest.logic.chat import (
 )
 from services.ingest.logic.history import history_entries
 from services.ingest.logic.imports import parse_import
+from shared import metadata_filter
 from shared.bus.rpc import RpcServer
 from shared.db import memories
 from shared.settings.memory import MemorySettings
@@ -243,6 +244,7 @@ class MemoryApi:
             q=req.q,
             source=req.source,
             event_id=req.event_id,
+            metadata=metadata_filter.parse(req.filters) if req.filters else None,
         )
         offset = page_offset(req.limit, req.offset, req.page)
         processed = None

@@ -40,6 +40,7 @@ from services.retrieve.logic.lexemes import (
     widen_again,
 )
 from services.retrieve.logic.plan import MemoryRow
+from shared.metadata_filter import Filter, to_sql
 from shared.vectors.port import VectorQuery, VectorStore
 
 TS_CONFIG = "english"
@@ -57,6 +58,7 @@ class Visibility:
     session_id: str | None
     types: tuple[str, ...] | None
     retention_days: int
+    metadata: Filter | None = None  # conditions on ``metadata`` (shared/metadata_filter.py)
 
     def created_after(self, now: datetime | None = None) -> datetime:
         return (now or datetime.now(UTC)) - timedelta(days=self.retention_days)
@@ -87,6 +89,8 @@ class _Clauses:
         )
         if vis.types:
             self.common += f" AND m.type = ANY({self._param(list(vis.types), first)}::text[])"
+        if vis.metadata is not None:
+            self.common += " AND " + to_sql(vis.metadata, "m.metadata", lambda v: self._param(v, first))
 
     def _param(self, value: object, first: int) -> str:
         self.args.append(value)

@@ -48,6 +48,19 @@ def sync_script(url: str, key: str, owner: str) -> None:
         assert memory.search(UNRELATED, user_id=owner, limit=5)  # something always ranks ...
         assert memory.search(UNRELATED, user_id=owner, threshold=THRESHOLD) == []  # ... nothing relevant
 
+        other = memory.add("I always deploy on Fridays.", user_id=owner, metadata={"project": "ops"})
+        deploy_turn = next(m for m in other.memories if m.source == "chat_turn")
+        web = memory.search("frontend work and deploys", user_id=owner, filters={"project": "web"})
+        assert [h.id for h in web] == [turn.id]  # the facts carry no project; the ops turn is another
+        either = memory.search("frontend work and deploys", user_id=owner, filters={"project": {"in": ["web", "ops"]}})
+        assert {h.id for h in either} == {turn.id, deploy_turn.id}
+        listed = memory.get_all(user_id=owner, filters={"OR": [{"project": "ops"}, {"role": "nobody"}]})
+        assert [m.id for m in listed] == [deploy_turn.id]
+        with pytest.raises(ValidationFailed) as bad:
+            memory.get_all(user_id=owner, filters={"project": {"gt": 1}})
+        assert bad.value.field == "$.filters.project"
+        assert [memory.delete(m.id).id for m in other.memories] == [m.id for m in other.memories]
+
         assert turn.id in [m.id for m in memory.get_all(user_id=owner)]
         updated = memory.update(turn.id, CHANGED, user_id=owner)
         assert updated.memory.content == CHANGED and memory.get(turn.id).content == CHANGED
