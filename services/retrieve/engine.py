@@ -6,9 +6,10 @@ each failure degrading to the next, then to full-text, then to newest-first); th
 are fused (RRF or score fusion with ``ftsWeight``/``vecWeight``, the keyword weight scaled by how
 much of the question its best match covers), rows fetched in one query, session/neighbour boosts
 applied, then the relevance threshold (when asked), limit and token budget; returned memories
-are queued for the ``last_accessed_at`` touch (not on ``dry_run``). A degraded tier is never an error but a ``TierReport`` with its
-reason and a ``from->to:code`` fallback; only Postgres unreachable is a 503. Hybrid fuses the top
-``rrfDepth`` of each list (so at most twice that many results); the others fetch ``limit``.
+are queued for the ``last_accessed_at`` touch (not on ``dry_run``). A degraded tier is never an
+error but a ``TierReport`` with its reason and a ``from->to:code`` fallback; only Postgres
+unreachable is a 503. Hybrid fuses the top ``rrfDepth`` of each list (so at most twice that many
+results); the others fetch ``limit``.
 """
 
 from __future__ import annotations
