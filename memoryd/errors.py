@@ -1,6 +1,5 @@
-"""One error root for memoryd, each error's RPC status; only these reach a caller with their description.
+"""``MemorydError`` (500, opaque to callers) roots every error; only these reach a caller as they are.
 
-MemorydError                 base; code 500, description opaque to callers
 ├── ConfigError              bad configuration at start-up (names the setting)
 ├── ValidationFailed    400  a request or message failed validation (names the path)
 ├── Unauthorized        401  no API key, or an unknown or revoked one (HTTP only)
@@ -14,9 +13,6 @@ MemorydError                 base; code 500, description opaque to callers
 ├── DependencyDown      503  NATS, Postgres, the embedder or the LLM is unreachable
 │   └── SecretUnavailable 503  a secret at rest cannot be sealed or opened (no key, the wrong key)
 └── RemoteError         500  any other failure: an opaque ``error_id`` finds it in the log
-
-``error_for`` turns a code and ``err_code`` back into the typed error: the NATS RPC client and
-the HTTP client share it.
 """
 
 from __future__ import annotations
@@ -146,7 +142,8 @@ def error_for(
     retry_after_s: float | None = None,
     field: str | None = None,
 ) -> MemorydError:
-    """The typed error of an RPC error or a problem response (an unknown code: ``RemoteError``)."""
+    """The typed error of an RPC error or a problem response (an unknown code: ``RemoteError``);
+    the NATS RPC client and the HTTP clients both map through it."""
     cls = _BY_ERR_CODE.get((code, err_code)) or _BY_CODE.get(code)
     if cls is RateLimited:
         return RateLimited(description, retry_after_s or 1.0)
