@@ -166,3 +166,14 @@ async def test_the_example_in_docs_clients_runs(stack: Stack) -> None:
     assert printed[-1] == str([("I prefer TypeScript for web projects.", "I prefer Rust for web projects.")])
     async with AsyncMemory(stack.url, api_key=stack.alice_key) as memory:
         assert await memory.get_all() == []
+
+
+async def test_filters_in_a_query_string_are_json_and_documented(stack: Stack) -> None:
+    async with stack.client(stack.alice_key) as http:
+        bad = await http.get("/v1/memories", params={"filters": "{nope"})
+        assert bad.status_code == 400 and bad.json()["field"] == "$.filters", bad.text
+        listed = await http.get("/v1/memories", params={"filters": '{"project": {"in": ["none"]}}'})
+        assert listed.status_code == 200 and listed.json()["memories"] == []
+        doc = (await http.get("/openapi.json")).json()
+    (param,) = [p for p in doc["paths"]["/v1/memories"]["get"]["parameters"] if p["name"] == "filters"]
+    assert "schema" not in param and "application/json" in param["content"]
