@@ -348,7 +348,8 @@ class _Run:
             at = time.perf_counter()
             try:
                 ranked = await asyncio.wait_for(
-                    tiers.vector_search(store, active, self.vis, vector, limit), self.e.config.store_timeout_s
+                    tiers.vector_search(store, active, self.vis, vector, limit, self.e.pool),
+                    self.e.config.store_timeout_s,
                 )
             except Exception as exc:
                 code, reason = store_failure(store.name, exc, self.e.config.store_timeout_s)
