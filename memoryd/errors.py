@@ -1,8 +1,8 @@
-"""One error root for memoryd, each error's RPC status; only these reach a caller with their description.
+"""``MemorydError`` (500, opaque to callers) roots every error; only these reach a caller as they are.
 
-MemorydError                 base; code 500, description opaque to callers
 ├── ConfigError              bad configuration at start-up (names the setting)
 ├── ValidationFailed    400  a request or message failed validation (names the path)
+├── Unauthorized        401  no API key, or an unknown or revoked one (HTTP only)
 ├── Forbidden           403  an owner-bound credential acted for another owner
 ├── NotFound            404  the addressed memory/run does not exist for this owner
 ├── Conflict            409  the request contradicts current state
@@ -54,6 +54,13 @@ class ValidationFailed(MemorydError):
     def at(cls, field: str, problem: str) -> ValidationFailed:
         """``problem`` with the field at JSON path ``field`` (``$.owner``), worded as msgspec words it."""
         return cls(f"{problem} - at `{field}`", field=field)
+
+
+class Unauthorized(MemorydError):
+    """The gateway did not accept the request's API key (none, unknown or revoked)."""
+
+    code = 401
+    err_code = "unauthorized"
 
 
 class Forbidden(MemorydError):
@@ -112,3 +119,41 @@ class RemoteError(MemorydError):
     def __init__(self, description: str, error_id: str | None) -> None:
         super().__init__(f"{description} (error_id={error_id})")
         self.error_id = error_id
+
+
+_BY_CODE: dict[int, type[MemorydError]] = {
+    400: ValidationFailed,
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    409: Conflict,
+    413: TooLarge,
+    429: BudgetExceeded,
+    503: DependencyDown,
+}
+_BY_ERR_CODE: dict[tuple[int, str], type[MemorydError]] = {
+    (429, RateLimited.err_code): RateLimited,
+    (429, QuotaExceeded.err_code): QuotaExceeded,
+    (503, SecretUnavailable.err_code): SecretUnavailable,
+}
+
+
+def error_for(
+    code: int,
+    err_code: str,
+    description: str,
+    *,
+    error_id: str | None = None,
+    retry_after_s: float | None = None,
+    field: str | None = None,
+) -> MemorydError:
+    """The typed error of an RPC error or a problem response (an unknown code: ``RemoteError``);
+    the NATS RPC client and the HTTP clients both map through it."""
+    cls = _BY_ERR_CODE.get((code, err_code)) or _BY_CODE.get(code)
+    if cls is RateLimited:
+        return RateLimited(description, retry_after_s or 1.0)
+    if cls is ValidationFailed:
+        return ValidationFailed(description, field)
+    if cls is None:
+        return RemoteError(description, error_id)
+    return cls(description)

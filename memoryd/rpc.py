@@ -14,49 +14,22 @@ from nats.errors import TimeoutError as NatsTimeout
 
 from memoryd import tracing
 from memoryd.codec import decode_reply, encode
-from memoryd.errors import (
-    BudgetExceeded,
-    Conflict,
-    DependencyDown,
-    Forbidden,
-    MemorydError,
-    NotFound,
-    QuotaExceeded,
-    RateLimited,
-    RemoteError,
-    SecretUnavailable,
-    TooLarge,
-    ValidationFailed,
-)
+from memoryd.errors import DependencyDown, error_for
 from memoryd.schemas import RPC_OPS, RpcError, RpcOp
 from memoryd.subjects import REQUEST_ID_HEADER, rpc_subject
 
 T = TypeVar("T")
 
-_BY_CODE: dict[int, type[MemorydError]] = {
-    400: ValidationFailed,
-    403: Forbidden,
-    404: NotFound,
-    409: Conflict,
-    413: TooLarge,
-    429: BudgetExceeded,
-    503: DependencyDown,
-}
-
 
 def raise_for(err: RpcError) -> None:
-    if err.code == 429 and err.err_code == RateLimited.err_code:
-        raise RateLimited(err.description, err.retry_after_s or 1.0)
-    if err.code == 429 and err.err_code == QuotaExceeded.err_code:
-        raise QuotaExceeded(err.description)
-    if err.code == 503 and err.err_code == SecretUnavailable.err_code:
-        raise SecretUnavailable(err.description)
-    if err.code == 400:
-        raise ValidationFailed(err.description, field=err.field)
-    cls = _BY_CODE.get(err.code)
-    if cls is not None:
-        raise cls(err.description)
-    raise RemoteError(err.description, err.error_id)
+    raise error_for(
+        err.code,
+        err.err_code,
+        err.description,
+        error_id=err.error_id,
+        retry_after_s=err.retry_after_s,
+        field=err.field,
+    )
 
 
 async def call(nc: Client, op: str | RpcOp, request: Any, *, timeout: float = 10.0, subject: str | None = None) -> Any:

@@ -93,6 +93,7 @@ OWNER_BOUND_OPS = (
     "inject",
     "memory.create",
     "memory.get",
+    "memory.history",
     "memory.update",
     "memory.delete",
     "memory.restore",

@@ -81,7 +81,8 @@ def _environment() -> list[str]:
         "`memoryd up` keeps its state in the data directory. Without arguments, an application's "
         "`MemoryClient.connect()` and the client commands find a running stack through "
         "`MEMORYD_NATS_CREDENTIALS` and/or `MEMORYD_NATS_URL` (above; the URL wins over the file's), "
-        "else the data directory's `client.json`."
+        "else the data directory's `client.json`. `Memory()` and `AsyncMemory()` (the HTTP clients) "
+        "read `MEMORYD_URL` and `MEMORYD_KEY`."
     )
     out += ["", table(data), ""]
     seen.update((r.name, "applications and the `memoryd` command") for r in data)

@@ -135,6 +135,33 @@ class MemoryDeleteResult(Wire, frozen=True):
     removed: DeletionReceipt
 
 
+class MemoryHistoryRequest(Wire, frozen=True):
+    owner: Owner
+    id: MemoryId
+    limit: Limit = 100
+
+
+class HistoryEntry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One change of a memory's text: what it was, what it became, why and when.
+
+    ``reason``: ``api_update``, or the consolidation decision that changed it (``run_id`` set).
+    """
+
+    old_content: str
+    new_content: str
+    reason: str
+    changed_at: datetime
+    run_id: str | None = None
+
+
+class MemoryHistoryResult(Wire, frozen=True):
+    """The memory's text changes, oldest first (the last ``new_content`` is its text now)."""
+
+    id: str
+    content: str
+    entries: list[HistoryEntry] = []
+
+
 class MemoryRestoreRequest(Wire, frozen=True):
     owner: Owner
     id: MemoryId
@@ -152,6 +179,10 @@ class MemoryListRequest(Wire, frozen=True):
     q: Annotated[str, msgspec.Meta(max_length=2_000)] | None = None
     state: MemoryState | None = None
     source: MemorySource | None = None
+    #: only what this chat event stored: its turns and the facts extracted from them
+    event_id: Annotated[str, msgspec.Meta(min_length=1, max_length=200)] | None = None
+    #: metadata conditions, as ``RetrieveRequest.filters`` (over REST: JSON in ``?filters=``)
+    filters: dict[str, Any] | None = None
     limit: Limit = 50
     offset: Offset = 0
     page: Page | None = None
@@ -162,6 +193,9 @@ class MemoryListResult(Wire, frozen=True):
     total: int
     tokens_used: int
     hit_rate: float
+    #: with ``event_id``: whether the event is fully processed (ingested, and its new turns'
+    #: extraction committed); its memories may still be waiting for their vectors
+    event_processed: bool | None = None
 
 
 class MemoryStatsRequest(Wire, frozen=True):

@@ -28,6 +28,12 @@ class RetrieveRequest(Wire, frozen=True):
     types: list[MemoryType] | None = None
     dry_run: bool = False
     no_memory: bool = False
+    #: minimum relevance: a result's vector similarity (cosine, ``vec_score``) must reach it,
+    #: unless the keyword tier matched the query's words; None returns every ranked result
+    threshold: Annotated[float, msgspec.Meta(ge=-1.0, le=1.0)] | None = None
+    #: metadata conditions every result meets: ``{"project": "web"}``, ``{"k": {"in": [...]}}``,
+    #: ``{"AND": [...]}`` / ``{"OR": [...]}`` (see shared/metadata_filter.py)
+    filters: dict[str, Any] | None = None
 
 
 class RetrievedMemory(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):

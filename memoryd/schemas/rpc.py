@@ -35,6 +35,7 @@ RPC_OPS: dict[str, RpcOp] = {
         RpcOp("admin.memory.delete", m.MemoryDeleteRequest, m.MemoryDeleteResult, "ingest"),
         RpcOp("admin.memory.import", m.MemoryImportRequest, m.MemoryImportResult, "ingest"),
         RpcOp("memory.get", m.MemoryGetRequest, m.MemoryGetResult, "ingest"),
+        RpcOp("memory.history", m.MemoryHistoryRequest, m.MemoryHistoryResult, "ingest"),
         RpcOp("memory.update", m.MemoryUpdateRequest, m.MemoryUpdateResult, "ingest"),
         RpcOp("memory.delete", m.MemoryDeleteRequest, m.MemoryDeleteResult, "ingest"),
         RpcOp("memory.restore", m.MemoryRestoreRequest, m.MemoryRestoreResult, "ingest"),

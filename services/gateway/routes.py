@@ -55,6 +55,8 @@ ROUTES: tuple[Route, ...] = (
           "memories", m.MemoryClearRequest, m.MemoryClearResult, "memory.clear"),
     Route("memories_get", "GET", "/v1/memories/{id}", "One memory", "memories",
           m.MemoryGetRequest, m.MemoryGetResult, "memory.get"),
+    Route("memories_history", "GET", "/v1/memories/{id}/history", "A memory's text changes, oldest first",
+          "memories", m.MemoryHistoryRequest, m.MemoryHistoryResult, "memory.history"),
     Route("memories_update", "PATCH", "/v1/memories/{id}", "Change a memory (only the fields given)", "memories",
           m.MemoryUpdateRequest, m.MemoryUpdateResult, "memory.update"),
     Route("memories_delete", "DELETE", "/v1/memories/{id}", "Delete a memory from every store", "memories",

@@ -5,10 +5,11 @@
 each failure degrading to the next, then to full-text, then to newest-first); the ranked lists
 are fused (RRF or score fusion with ``ftsWeight``/``vecWeight``, the keyword weight scaled by how
 much of the question its best match covers), rows fetched in one query, session/neighbour boosts
-applied, then limit and token budget; returned memories are queued for the ``last_accessed_at``
-touch (not on ``dry_run``). A degraded tier is never an error but a ``TierReport`` with its
-reason and a ``from->to:code`` fallback; only Postgres unreachable is a 503. Hybrid fuses the top
-``rrfDepth`` of each list (so at most twice that many results); the others fetch ``limit``.
+applied, then the relevance threshold (when asked), limit and token budget; returned memories
+are queued for the ``last_accessed_at`` touch (not on ``dry_run``). A degraded tier is never an
+error but a ``TierReport`` with its reason and a ``from->to:code`` fallback; only Postgres
+unreachable is a 503. Hybrid fuses the top ``rrfDepth`` of each list (so at most twice that many
+results); the others fetch ``limit``.
 """
 
 from __future__ import annotations
@@ -53,11 +54,13 @@ from services.retrieve.logic.plan import (
     fallback_labels,
     plan,
     recency_ranking,
+    relevant,
     single_ranking,
     store_failure,
     store_mismatch,
 )
 from services.retrieve.logic.plan import tier_of as credit_tier
+from shared import metadata_filter
 from shared.observability.logging import get_logger
 from shared.observability.metrics import RETRIEVE_FALLBACKS, RETRIEVE_RESULTS, RETRIEVE_SECONDS
 from shared.ratelimit import RateLimiter
@@ -151,6 +154,7 @@ class Engine:
         started = time.perf_counter()
         if req.session_id is not None and "\x00" in req.session_id:  # PostgreSQL text cannot hold NUL
             raise ValidationFailed.at("$.session_id", "session_id must not contain NUL")
+        metadata = metadata_filter.parse(req.filters) if req.filters else None
         try:
             settings = await self.settings(req.owner)
         except _PG_ERRORS as exc:
@@ -167,7 +171,11 @@ class Engine:
             return RetrieveResult(memories=[], strategy=strategy.value, tokens_used=0, disabled_reason=reason)
         query = normalize_query(req.query)
         vis = tiers.Visibility(
-            req.owner, req.session_id, tuple(req.types) if req.types else None, settings.retention_days
+            req.owner,
+            req.session_id,
+            tuple(req.types) if req.types else None,
+            settings.retention_days,
+            metadata,
         )
         run = _Run(self, vis, query)
         ranked, vector_tier, recent_only = await run.rank(strategy, req.limit, settings)
@@ -180,7 +188,7 @@ class Engine:
             ranked, skipped = await self.reranker.rerank(req.owner, query, ranked, rows, settings.rerank_depth)
             fallbacks += skipped
         memories, tokens = answer(
-            ranked,
+            relevant(ranked, req.threshold),
             rows,
             limit=req.limit,
             max_tokens=budget_tokens(req.max_tokens, settings.max_tokens),
@@ -340,7 +348,8 @@ class _Run:
             at = time.perf_counter()
             try:
                 ranked = await asyncio.wait_for(
-                    tiers.vector_search(store, active, self.vis, vector, limit), self.e.config.store_timeout_s
+                    tiers.vector_search(store, active, self.vis, vector, limit, self.e.pool),
+                    self.e.config.store_timeout_s,
                 )
             except Exception as exc:
                 code, reason = store_failure(store.name, exc, self.e.config.store_timeout_s)

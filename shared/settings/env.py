@@ -162,10 +162,15 @@ DATA_ENV_PREFIX = "MEMORYD_"
 
 class ClientConfig(msgspec.Struct, frozen=True, kw_only=True):
     """How an application's ``MemoryClient.connect()`` finds NATS without arguments
-    (``memoryd.credentials`` reads it, with ``MEMORYD_NATS_URL`` and the data directory)."""
+    (``memoryd.credentials`` reads it, with ``MEMORYD_NATS_URL`` and the data directory), and
+    ``Memory()`` / ``AsyncMemory()`` the gateway (``memoryd.http.calls.target`` reads it)."""
 
     #: a credentials file (JSON url, user, password, inbox prefix, owners), e.g. `<data-dir>/client.json`
     nats_credentials: str | None = None
+    #: the gateway `Memory`/`AsyncMemory` call when given no URL (unset: `http://127.0.0.1:8420`)
+    url: str | None = None
+    #: the API key `Memory`/`AsyncMemory` send when given none (`memoryd keys create` prints one)
+    key: str | None = None
 
 
 class ServiceConfig(msgspec.Struct, frozen=True, kw_only=True):

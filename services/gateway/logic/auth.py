@@ -9,14 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from memoryd.errors import Forbidden, MemorydError, ValidationFailed
+from memoryd.errors import Forbidden, Unauthorized, ValidationFailed
 
 OWNER_HEADER = "x-memory-owner"
 
-
-class Unauthorized(MemorydError):
-    code = 401
-    err_code = "unauthorized"
+__all__ = ["OWNER_HEADER", "Unauthorized", "acting_owner", "bearer_token", "require_operator"]
 
 
 def bearer_token(authorization: str | None, api_key_header: str | None = None) -> str | None:

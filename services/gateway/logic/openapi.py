@@ -45,6 +45,11 @@ def _errors() -> dict[str, Any]:
     return {code: {"description": text, "content": content} for code, text in _ERRORS.items()}
 
 
+def _is_object(schema: dict[str, Any]) -> bool:
+    """Whether a field's schema is a JSON object (possibly nullable)."""
+    return schema.get("type") == "object" or any(s.get("type") == "object" for s in schema.get("anyOf", []))
+
+
 def _operation(route: Route, components: dict[str, Any]) -> dict[str, Any]:
     op: dict[str, Any] = {
         "operationId": route.name,
@@ -79,7 +84,12 @@ def _operation(route: Route, components: dict[str, Any]) -> dict[str, Any]:
             for name, prop in schema.get("properties", {}).items():
                 if name in optional - {"owner"} or name in path_fields:
                     continue
-                op["parameters"].append({"name": name, "in": "query", "required": name in required, "schema": prop})
+                param: dict[str, Any] = {"name": name, "in": "query", "required": name in required}
+                if _is_object(prop):  # a JSON object in one parameter (``?filters={...}``)
+                    param["content"] = {"application/json": {"schema": prop}}
+                else:
+                    param["schema"] = prop
+                op["parameters"].append(param)
     elif route.path == "/v1/chat/completions":
         op["requestBody"] = {"required": True, "content": {"application/json": {"schema": {"type": "object"}}}}
         op["parameters"] += [

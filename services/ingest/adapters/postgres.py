@@ -1,5 +1,6 @@
 """Postgres queries of the memory API that ``shared.db.memories`` does not already cover:
-list with filters, partial update, clear selection, export pages and import writes.
+list with filters, a memory's text history, partial update, clear selection, export pages and
+import writes.
 
 Every query is scoped by ``owner``; values only ever travel as bind parameters.
 """
@@ -16,9 +17,11 @@ import asyncpg
 from memoryd.errors import Forbidden
 from memoryd.schemas.memory import MemoryRecord
 from services.ingest.logic.chat import GLOBAL_REFUSED, like_pattern, utc
+from services.ingest.logic.history import StoredChange
 from services.ingest.logic.imports import import_id, record_differs
 from shared.db import memories
 from shared.db.memories import COLUMNS, content_hash, to_record
+from shared.metadata_filter import Filter, to_sql
 
 
 # --- list ------------------------------------------------------------------------------------
@@ -30,6 +33,8 @@ class ListFilter:
     state: str | None = None
     q: str | None = None
     source: str | None = None
+    event_id: str | None = None
+    metadata: Filter | None = None
 
 
 def _where(f: ListFilter) -> tuple[str, list[Any], str | None]:
@@ -45,6 +50,16 @@ def _where(f: ListFilter) -> tuple[str, list[Any], str | None]:
         if value is not None:
             args.append(value)
             clauses.append(f"{column} = ${len(args)}")
+    if f.event_id is not None:
+        args.append(f.event_id)
+        clauses.append(f"metadata->>'event_id' = ${len(args)}")
+    if f.metadata is not None:
+
+        def param(value: Any) -> str:
+            args.append(value)
+            return f"${len(args)}"
+
+        clauses.append(to_sql(f.metadata, "metadata", param))
     q_ref = None
     if f.q is not None and f.q.strip():
         args += [f.q, like_pattern(f.q)]
@@ -71,6 +86,44 @@ async def list_memories(
         offset,
     )
     return [to_record(r) for r in rows], int(counts["n"]), int(counts["hits"])
+
+
+async def event_processed(conn: asyncpg.Connection | asyncpg.Pool, owner: str, event_id: str) -> bool:
+    """Whether ingest has recorded and published the event and, when it had new turns, the
+    extraction of those turns has committed (``extract_runs``)."""
+    done = await conn.fetchval(
+        "SELECT e.published_at IS NOT NULL AND ("
+        " NOT EXISTS (SELECT 1 FROM turn_hashes t WHERE t.owner = $1 AND t.event_id = $2)"
+        " OR EXISTS (SELECT 1 FROM extract_runs x WHERE x.owner = $1 AND x.event_id = $2))"
+        " FROM events e WHERE e.owner = $1 AND e.event_id = $2",
+        owner,
+        event_id,
+    )
+    return bool(done)
+
+
+async def content_history(
+    conn: asyncpg.Connection | asyncpg.Pool, owner: str, memory_id: str, limit: int
+) -> list[StoredChange]:
+    """The newest ``limit`` changes of the memory's text, oldest first."""
+    rows = await conn.fetch(
+        "SELECT old_content, reason, changed_at, run_id FROM ("
+        " SELECT id, old_content, reason, changed_at, run_id FROM content_history"
+        " WHERE owner = $1 AND memory_id = $2 ORDER BY changed_at DESC, id DESC LIMIT $3"
+        ") newest ORDER BY changed_at, id",
+        owner,
+        uuid.UUID(memory_id),
+        limit,
+    )
+    return [
+        StoredChange(
+            old_content=r["old_content"],
+            reason=r["reason"],
+            changed_at=r["changed_at"],
+            run_id=None if r["run_id"] is None else str(r["run_id"]),
+        )
+        for r in rows
+    ]
 
 
 async def memory_stats(conn: asyncpg.Connection | asyncpg.Pool, owner: str) -> list[asyncpg.Record]:

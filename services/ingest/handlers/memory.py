@@ -32,6 +32,8 @@ from memoryd.schemas.memory import (
     MemoryExportResult,
     MemoryGetRequest,
     MemoryGetResult,
+    MemoryHistoryRequest,
+    MemoryHistoryResult,
     MemoryImportRequest,
     MemoryImportResult,
     MemoryListRequest,
@@ -54,7 +56,9 @@ from services.ingest.logic.chat import (
     hit_rate,
     page_offset,
 )
+from services.ingest.logic.history import history_entries
 from services.ingest.logic.imports import parse_import
+from shared import metadata_filter
 from shared.bus.rpc import RpcServer
 from shared.db import memories
 from shared.settings.memory import MemorySettings
@@ -91,6 +95,7 @@ class MemoryApi:
             ("memory.create", self.create),
             ("admin.memory.create", self.admin_create),
             ("memory.get", self.get),
+            ("memory.history", self.history),
             ("memory.update", self.update),
             ("admin.memory.update", self.admin_update),
             ("memory.delete", self.delete),
@@ -162,6 +167,16 @@ class MemoryApi:
             raise NotFound(f"memory {req.id} not found")
         return MemoryGetResult(memory=record)
 
+    async def history(self, req: MemoryHistoryRequest) -> MemoryHistoryResult:
+        """The memory's text changes (``api_update`` and consolidation), oldest first."""
+        record = await memories.get(self._pool, req.owner, req.id)
+        if record is None:
+            raise NotFound(f"memory {req.id} not found")
+        changes = await crud.content_history(self._pool, record.owner, record.id, req.limit)
+        return MemoryHistoryResult(
+            id=record.id, content=record.content, entries=history_entries(changes, record.content)
+        )
+
     async def update(self, req: MemoryUpdateRequest) -> MemoryUpdateResult:
         """A global memory is 403 here: see ``admin_update``."""
         return await self._update(req, operator=False)
@@ -219,8 +234,8 @@ class MemoryApi:
     async def list(self, req: MemoryListRequest) -> MemoryListResult:
         """``total``: memories matching the filters; ``tokens_used``: ``ceil(len/4)`` summed over
         the page; ``hit_rate``: share of the matching memories retrieval ever returned
-        (``last_accessed_at`` set), 0.0 when none match."""
-        check_text({"q": req.q, "session_id": req.session_id})
+        (``last_accessed_at`` set), 0.0 when none match; ``event_processed`` with ``event_id``."""
+        check_text({"q": req.q, "session_id": req.session_id, "event_id": req.event_id})
         flt = crud.ListFilter(
             owner=req.owner,
             memory_type=req.memory_type,
@@ -228,14 +243,20 @@ class MemoryApi:
             state=req.state,
             q=req.q,
             source=req.source,
+            event_id=req.event_id,
+            metadata=metadata_filter.parse(req.filters) if req.filters else None,
         )
         offset = page_offset(req.limit, req.offset, req.page)
+        processed = None
+        if req.event_id is not None:  # read before the rows: what it reports is listed below
+            processed = await crud.event_processed(self._pool, req.owner, req.event_id)
         records, total, hits = await crud.list_memories(self._pool, flt, req.limit, offset)
         return MemoryListResult(
             memories=records,
             total=total,
             tokens_used=sum(estimate_tokens(r.content) for r in records),
             hit_rate=hit_rate(hits, total),
+            event_processed=processed,
         )
 
     async def stats(self, req: MemoryStatsRequest) -> MemoryStatsResult:

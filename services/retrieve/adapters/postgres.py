@@ -40,6 +40,7 @@ from services.retrieve.logic.lexemes import (
     widen_again,
 )
 from services.retrieve.logic.plan import MemoryRow
+from shared.metadata_filter import Filter, to_sql
 from shared.vectors.port import VectorQuery, VectorStore
 
 TS_CONFIG = "english"
@@ -57,6 +58,7 @@ class Visibility:
     session_id: str | None
     types: tuple[str, ...] | None
     retention_days: int
+    metadata: Filter | None = None  # conditions on ``metadata`` (shared/metadata_filter.py)
 
     def created_after(self, now: datetime | None = None) -> datetime:
         return (now or datetime.now(UTC)) - timedelta(days=self.retention_days)
@@ -87,6 +89,8 @@ class _Clauses:
         )
         if vis.types:
             self.common += f" AND m.type = ANY({self._param(list(vis.types), first)}::text[])"
+        if vis.metadata is not None:
+            self.common += " AND " + to_sql(vis.metadata, "m.metadata", lambda v: self._param(v, first))
 
     def _param(self, value: object, first: int) -> str:
         self.args.append(value)
@@ -427,23 +431,54 @@ def _rows_sql(c: _Clauses, turns: bool) -> str:
     )
 
 
+#: The vector stores rank without metadata: a metadata-filtered search asks them for this many
+#: times its candidates (at most ``MAX_FILTERED_CANDIDATES``), then keeps those the filter passes.
+FILTER_OVERFETCH = 10
+MAX_FILTERED_CANDIDATES = 1000
+
+
 async def vector_search(
-    store: VectorStore, signature: str, vis: Visibility, vector: list[float], limit: int
+    store: VectorStore,
+    signature: str,
+    vis: Visibility,
+    vector: list[float],
+    limit: int,
+    pool: asyncpg.Pool | None = None,
 ) -> RankedList:
-    """Tier 1/2 through the port: ``(memory_id, cosine)`` best first."""
+    """Tier 1/2 through the port: ``(memory_id, cosine)`` best first; with ``vis.metadata``, only
+    the candidates that pass it (checked in ``pool``)."""
+    filtered = vis.metadata is not None and pool is not None
+    asked = max(limit, min(limit * FILTER_OVERFETCH, MAX_FILTERED_CANDIDATES)) if filtered else limit
     hits = await store.search(
         signature,
         VectorQuery(
             owner=vis.owner,
             vector=vector,
-            limit=limit,
+            limit=asked,
             session_id=vis.session_id,
             types=list(vis.types) if vis.types else None,
             include_global=True,
             created_after=vis.created_after(),
         ),
     )
-    return [(h.memory_id, float(h.score)) for h in hits]
+    ranked = [(h.memory_id, float(h.score)) for h in hits]
+    if not filtered or not ranked:
+        return ranked
+    assert pool is not None
+    passing = await visible_ids(pool, vis, [memory_id for memory_id, _ in ranked])
+    return [(memory_id, score) for memory_id, score in ranked if memory_id in passing][:limit]
+
+
+async def visible_ids(pool: asyncpg.Pool, vis: Visibility, ids: list[str]) -> set[str]:
+    """The ids among ``ids`` that ``vis`` lets a request see (its metadata filter included)."""
+    c = _Clauses(vis, 2)
+    rows = await pool.fetch(
+        f"SELECT m.id::text FROM memories m WHERE m.id = ANY($1::uuid[]) AND (({c.own}) OR ({c.shared}))"
+        f" AND {c.common}",
+        ids,
+        *c.args,
+    )
+    return {r[0] for r in rows}
 
 
 async def embed_query(nc: Client, text: str, timeout: float, owner: str | None = None) -> EmbedResult:

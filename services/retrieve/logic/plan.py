@@ -7,6 +7,7 @@ unit-testable without NATS or Postgres.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -196,6 +197,23 @@ def single_ranking(ranked: RankedList, source: Literal["fts", "vec"]) -> list[Fu
 def recency_ranking(ids: Sequence[str]) -> list[Fused]:
     """Newest-first ids scored ``1/rank`` (no per-source scores)."""
     return [Fused(memory_id=memory_id, score=1.0 / rank) for rank, memory_id in enumerate(dict.fromkeys(ids), 1)]
+
+
+def relevant(ranked: Sequence[Fused], threshold: float | None) -> list[Fused]:
+    """The candidates that clear a relevance ``threshold`` (None: all of them).
+
+    A candidate is relevant when its vector similarity (cosine, ``vec_score``) reaches the
+    threshold, or when the keyword tier matched it (it shares the query's words). A candidate
+    with neither (newest-first, an unscored vector) is not: a threshold asks for evidence.
+    """
+    if threshold is None:
+        return list(ranked)
+    return [
+        f
+        for f in ranked
+        if f.fts_rank is not None
+        or (f.vec_score is not None and math.isfinite(f.vec_score) and f.vec_score >= threshold)
+    ]
 
 
 def tier_of(fused: Fused, vector_tier: Tier, *, recent: bool = False) -> Tier:

@@ -80,6 +80,7 @@ def rpc_examples(seeds: Seeds) -> dict[str, Wire]:
             owner=OWNER, content="Office hours are 9 to 5.", key="fuzz-global", metadata={"k": "v"}, scope="global"
         ),
         "memory.get": m.MemoryGetRequest(owner=OWNER, id=seeds.memory_id),
+        "memory.history": m.MemoryHistoryRequest(owner=OWNER, id=seeds.memory_id),
         "memory.update": m.MemoryUpdateRequest(
             owner=OWNER,
             id=seeds.memory_id,

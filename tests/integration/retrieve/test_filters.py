@@ -65,3 +65,30 @@ async def test_filters_apply_on_every_path(
     finally:
         await embed.stop()
         await pool.execute("DELETE FROM memories WHERE scope = 'global'")  # visible to later tests' owners
+
+
+@pytest.mark.parametrize("strategy", ["hybrid", "semantic"])
+async def test_a_metadata_filter_finds_a_match_the_vector_store_ranks_far_down(
+    pool: asyncpg.Pool, nc: Client, retrieve_svc: ServiceContext, strategy: str
+) -> None:
+    """The vector stores rank without metadata: twenty closer memories of another project must
+    not hide the one that passes the filter."""
+    alice = owner()
+    for i in range(20):
+        await put(pool, alice, f"note {i}", vector=V, metadata={"project": "web"})
+    far = await put(pool, alice, "the ops runbook", vector=unit(1, 1, 0, 0), metadata={"project": "ops", "n": 2})
+    embed = await ScriptedEmbed({"zebra": V}).start(nc)
+    try:
+
+        async def found(filters: dict[str, object]) -> list[str]:
+            req = RetrieveRequest(owner=alice, query="zebra", strategy=strategy, limit=5, filters=filters)  # type: ignore[arg-type]
+            res: RetrieveResult = await call(nc, "retrieve", req, timeout=10)
+            assert res.fallbacks == [], res.tiers
+            return [m.id for m in res.memories]
+
+        assert await found({"project": "ops"}) == [far]
+        assert await found({"AND": [{"project": {"in": ["ops", "api"]}}, {"n": 2}]}) == [far]
+        assert await found({"project": "none"}) == []
+        assert len(await found({"project": "web"})) == 5
+    finally:
+        await embed.stop()

@@ -106,6 +106,7 @@ def rpc_request(op: str, owner: str, global_memory: bool, global_id: str) -> Wir
             owner=owner, content=text, scope="global" if global_memory else "apiKey"
         ),
         "memory.get": m.MemoryGetRequest(owner=owner, id=target),
+        "memory.history": m.MemoryHistoryRequest(owner=owner, id=target),
         "memory.update": m.MemoryUpdateRequest(owner=owner, id=target, content=text),
         "memory.delete": m.MemoryDeleteRequest(owner=owner, id=target),
         "memory.restore": m.MemoryRestoreRequest(owner=owner, id=target),

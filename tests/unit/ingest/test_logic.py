@@ -11,6 +11,7 @@ import pytest
 from memoryd.errors import ValidationFailed
 from memoryd.schemas import ChatEvent, ChatMessage, Turn
 from services.ingest.logic import chat as logic
+from services.ingest.logic.history import StoredChange, history_entries
 from shared.tokens import estimate_tokens
 
 WHEN = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -192,3 +193,14 @@ def test_content_parts_must_be_objects_and_text_stays_within_the_limit() -> None
         msgspec.convert({"role": "user", "content": huge}, ChatMessage)
     odd = msgspec.convert({"role": "user", "content": [{"type": 7}, {"text": "no type"}]}, ChatMessage)
     assert odd.text == "" and msgspec.to_builtins(odd)["content"] == [{"type": 7}, {"text": "no type"}]
+
+
+def test_history_pairs_each_change_with_the_text_it_became() -> None:
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    changes = [StoredChange("v1", "api_update", at), StoredChange("v2", "merge", at, run_id="r1")]
+    entries = history_entries(changes, "v3")
+    assert [(e.old_content, e.new_content, e.reason, e.run_id) for e in entries] == [
+        ("v1", "v2", "api_update", None),
+        ("v2", "v3", "merge", "r1"),
+    ]
+    assert history_entries([], "v1") == []

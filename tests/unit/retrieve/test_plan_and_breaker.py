@@ -16,6 +16,7 @@ from services.retrieve.logic.plan import (
     fallback_labels,
     plan,
     recency_ranking,
+    relevant,
     single_ranking,
     store_failure,
     store_mismatch,
@@ -115,3 +116,16 @@ def test_store_mismatch_and_failure_codes() -> None:
     assert store_failure("qdrant", DependencyDown("connection refused"), 1)[0] == "store_down"
     assert store_failure("pgvector", ValidationFailed("bad signature"), 1)[0] == "store_error"
     assert store_failure("pgvector", RuntimeError("boom"), 1) == ("store_error", "pgvector failed: RuntimeError")
+
+
+def test_a_threshold_keeps_what_is_similar_enough_or_matched_the_words() -> None:
+    ranked = [
+        Fused(memory_id="close", score=0.03, vec_score=0.62, vec_rank=1),
+        Fused(memory_id="worded", score=0.02, fts_score=0.1, fts_rank=1, vec_score=0.1, vec_rank=3),
+        Fused(memory_id="far", score=0.01, vec_score=0.12, vec_rank=2),
+        Fused(memory_id="unscored", score=1.0),  # newest-first: no evidence of relevance
+        Fused(memory_id="nan", score=0.0, vec_score=float("nan"), vec_rank=4),
+    ]
+    assert [f.memory_id for f in relevant(ranked, 0.3)] == ["close", "worded"]
+    assert [f.memory_id for f in relevant(ranked, 0.1)] == ["close", "worded", "far"]
+    assert relevant(ranked, None) == ranked
