@@ -5,7 +5,7 @@ BIN    := $(abspath $(VENV))/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: chromium studio-screenshots run test lint check chaos chaos-cluster fuzz bench bench-embed bench-quality bench-paraphrase bench-dense-context bench-latency bench-ingest bench-sleep bench-gateway bench-tracing bench-peers bench-docs schemas config-docs deletion-audit authz security-docs nats-conf clean
+.PHONY: chromium node studio-screenshots run test lint check chaos chaos-cluster fuzz bench bench-embed bench-quality bench-paraphrase bench-dense-context bench-latency bench-ingest bench-sleep bench-gateway bench-tracing bench-peers bench-docs schemas openapi config-docs deletion-audit authz security-docs nats-conf clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,7 +40,16 @@ chromium:
 		else $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; fi; \
 	fi
 
-test: $(STAMP) $(VENV)/bin/docker-compose chromium  ## set up and run the whole test suite
+# The TypeScript client (clients/typescript) is built and tested under Node with npm; as root (or with
+# passwordless sudo) this installs Debian's nodejs and npm, otherwise it says what to run.
+node:
+	@if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO=none; fi; \
+		if [ "$$SUDO" = none ]; then echo "The TypeScript client's tests need Node.js: sudo apt-get install -y nodejs npm"; \
+		else $$SUDO apt-get update -qq && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm; fi; \
+	fi
+
+test: $(STAMP) $(VENV)/bin/docker-compose chromium node  ## set up and run the whole test suite
 	MEMORYD_REQUIRE_COMPOSE=1 $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS); \
 	rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
 
@@ -71,6 +80,10 @@ studio-screenshots: $(STAMP) chromium  ## re-take the Memory Studio screenshots 
 
 schemas: $(STAMP)  ## regenerate deploy/schemas from the wire messages
 	$(BIN)/memoryd schemas --out deploy/schemas
+
+openapi: $(STAMP) node  ## regenerate clients/openapi.json (the gateway's OpenAPI document) and the TypeScript client's types
+	$(BIN)/python -m services.gateway.openapi_export > clients/openapi.json
+	node clients/typescript/scripts/generate.mjs
 
 config-docs: $(STAMP)  ## regenerate docs/configuration.md from the settings Structs
 	$(BIN)/python -m services.configuration > docs/configuration.md
