@@ -9,10 +9,11 @@ const memory = new MemoryClient({ baseUrl: process.env.MEMORYD_URL ?? "http://12
 await memory.add([{ role: "user", content: "I prefer window seats on long flights." }]);
 const { memory: note } = await memory.create("The user is vegetarian.", { key: "diet" });
 
-let found = await memory.search("seat preference for flights");
-for (let i = 0; i < 50 && found.memories.length === 0; i++) {
+const query = "seat preference for flights";
+let found = await memory.search(query);
+for (let i = 0; i < 50 && !found.memories.some((m) => m.content.includes("window")); i++) {
   await new Promise((resolve) => setTimeout(resolve, 200)); // chat traffic is stored in the background
-  found = await memory.search("seat preference for flights");
+  found = await memory.search(query);
 }
 for (const m of found.memories) console.log(`${m.score.toFixed(3)} ${m.tier} ${m.content}`);
 
