@@ -17,6 +17,7 @@ from tests.support.up import RunningUp, clean_env, memoryd_cli
 
 pytestmark = pytest.mark.slow
 CLIENTS = Path(__file__).resolve().parents[2] / "clients"
+DOCS = CLIENTS.parent / "docs"
 
 
 def _run(*args: str, cwd: Path, env: dict[str, str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -71,6 +72,9 @@ def test_node_suite_passes_against_the_stack(stack: RunningUp, client_dir: Path,
 
 
 def test_docs_example_runs(stack: RunningUp, client_dir: Path) -> None:
+    example = (client_dir / "examples" / "quickstart.mjs").read_text()
+    shown = (DOCS / "clients.md").read_text().split("```js\n", 1)[1].split("```", 1)[0]
+    assert shown in example, "docs/clients.md shows clients/typescript/examples/quickstart.mjs"
     key = memoryd_cli("keys", "create", "--owner", "ts-example", env=clean_env(MEMORYD_DATA_DIR=str(stack.data_dir)))
     assert key.returncode == 0, key.stderr
     env = clean_env(MEMORYD_URL=stack.ready["gateway"], MEMORYD_API_KEY=key.stdout.strip())

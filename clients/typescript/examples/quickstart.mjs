@@ -1,10 +1,10 @@
 // The docs' example: remember a preference from chat traffic, then find it.
-// MEMORYD_URL=http://127.0.0.1:8080 MEMORYD_API_KEY=mk_... node examples/quickstart.mjs
+// MEMORYD_URL=http://127.0.0.1:8420 MEMORYD_API_KEY=mk_... node examples/quickstart.mjs
 import { MemoryClient, NotFound } from "@memoryd/client";
 
 const apiKey = process.env.MEMORYD_API_KEY; // memoryd keys create --owner my-app
 if (!apiKey) throw new Error("set MEMORYD_API_KEY");
-const memory = new MemoryClient({ baseUrl: process.env.MEMORYD_URL ?? "http://127.0.0.1:8080", apiKey });
+const memory = new MemoryClient({ baseUrl: process.env.MEMORYD_URL ?? "http://127.0.0.1:8420", apiKey });
 
 await memory.add([{ role: "user", content: "I prefer window seats on long flights." }]);
 const { memory: note } = await memory.create("The user is vegetarian.", { key: "diet" });

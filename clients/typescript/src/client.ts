@@ -21,7 +21,7 @@ import {
 import { DEFAULT_RETRY, type RetryPolicy, parseRetryAfter, retryDelayS } from "./retry.js";
 
 export interface MemoryClientOptions {
-  /** The gateway, e.g. `http://127.0.0.1:8080` (what `memoryd up` prints as `gateway=`). */
+  /** The gateway, e.g. `http://127.0.0.1:8420` (what `memoryd up` prints as `gateway=`). */
   baseUrl: string;
   /** An API key, `mk_...` (`memoryd keys create --owner ...`). */
   apiKey: string;
