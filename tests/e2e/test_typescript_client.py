@@ -1,18 +1,22 @@
 """The TypeScript client (clients/typescript) under Node against ``memoryd up``: built from a copy
 with ``npm ci && npm run build`` (types checked against clients/openapi.json, then tsc), its
-``node --test`` suite run with the gateway's URL and an owner key, and the docs' example run."""
+``node --test`` suite run with the gateway's URL and an owner key, the docs' example run, and the
+proxy example run with the ``openai`` npm package against a scripted upstream."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import shutil
 import subprocess
+import time
 import urllib.request
 from pathlib import Path
 
 import pytest
 
+from tests.support.fake_llm import FakeLlm
 from tests.support.up import RunningUp, clean_env, memoryd_cli
 
 pytestmark = pytest.mark.slow
@@ -84,3 +88,41 @@ def test_docs_example_runs(stack: RunningUp, client_dir: Path) -> None:
     window = [line for line in lines if line.endswith(" I prefer window seats on long flights.")]
     assert len(window) == 1 and re.match(r"\d\.\d{3} (keyword|pgvector|qdrant|recent) ", window[0]), done.stdout
     assert re.fullmatch(r"deleted [0-9a-f-]{36}", lines[-1]), done.stdout
+
+
+def _remembered(gateway: str, key: str, text: str, timeout: float = 60.0) -> bool:
+    request = urllib.request.Request(f"{gateway}/v1/memories?limit=50", headers={"authorization": f"Bearer {key}"})
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(request, timeout=30) as reply:
+            if any(m["content"] == text for m in json.loads(reply.read())["memories"]):
+                return True
+        time.sleep(0.3)
+    return False
+
+
+async def test_proxy_example_with_the_openai_sdk(stack: RunningUp, client_dir: Path) -> None:
+    """clients/typescript/examples/proxy.mjs: the OpenAI SDK through the proxy to the key's upstream."""
+    async with FakeLlm() as llm:
+        llm.reply_text("Use TypeScript with Vite.")
+        created = await asyncio.to_thread(
+            memoryd_cli,
+            *("keys", "create", "--owner", "ts-proxy", "--upstream", llm.base_url),
+            env=clean_env(MEMORYD_DATA_DIR=str(stack.data_dir)),
+        )
+        assert created.returncode == 0, created.stderr
+        key = created.stdout.strip()
+        env = clean_env(MEMORYD_URL=stack.ready["gateway"], MEMORYD_API_KEY=key, MODEL="fake-llm")
+        proc = await asyncio.create_subprocess_exec(
+            "node", "examples/proxy.mjs", cwd=client_dir, env=env, stdout=-1, stderr=-1
+        )
+        out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
+    assert proc.returncode == 0, err.decode()[-3000:]
+    assert out.decode().splitlines() == ["memory: injected, 1 injected", "answer: Use TypeScript with Vite."]
+    assert len(llm.requests) == 1 and llm.requests[0]["model"] == "fake-llm"
+    system, user = llm.requests[0]["messages"]
+    assert system["role"] == "system" and system["content"].startswith("Memory context:")
+    assert "The user prefers TypeScript for web projects." in system["content"]
+    assert user == {"role": "user", "content": "Which language should I use for my web project?"}
+    remembered = await asyncio.to_thread(_remembered, stack.ready["gateway"], key, "Use TypeScript with Vite.")
+    assert remembered, "the proxied answer became memory"
