@@ -77,19 +77,15 @@ test("create, get, list, update, search, delete", async () => {
 
 test("add: chat turns are stored and extracted", async () => {
   const session = `ts-${randomUUID()}`;
-  const sent = await memory.add(
-    [
-      { role: "user", content: "I prefer TypeScript for frontend work." },
-      { role: "assistant", content: "Noted: TypeScript for the frontend." },
-    ],
-    { session_id: session },
-  );
+  const messages = [
+    { role: "user", content: "I prefer TypeScript for frontend work." },
+    { role: "assistant", content: "Noted: TypeScript for the frontend." },
+  ];
+  const sent = await memory.add(messages, { session_id: session });
   assert.equal(sent.duplicate ?? false, false);
-  const repeated = await memory.add([{ role: "user", content: "I prefer TypeScript for frontend work." }], {
-    session_id: session,
-    event_id: sent.event_id,
-  });
-  assert.equal(repeated.event_id, sent.event_id);
+  assert.match(sent.event_id, /^[0-9a-f-]{36}$/);
+  const repeated = await memory.add(messages, { session_id: session, event_id: sent.event_id });
+  assert.deepEqual(repeated, { event_id: sent.event_id, duplicate: true }); // a retried publish is stored once
 
   const listed = await eventually(async () => {
     const result = await memory.list({ session_id: session, limit: 50 });
