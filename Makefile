@@ -5,7 +5,7 @@ BIN    := $(abspath $(VENV))/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: chromium prometheus studio-screenshots run test lint check chaos chaos-cluster fuzz bench bench-embed bench-quality bench-paraphrase bench-dense-context bench-latency bench-ingest bench-sleep bench-gateway bench-tracing bench-peers bench-docs schemas config-docs deletion-audit authz security-docs nats-conf clean
+.PHONY: chromium prometheus node studio-screenshots run test lint check chaos chaos-cluster fuzz bench bench-embed bench-quality bench-paraphrase bench-dense-context bench-latency bench-ingest bench-sleep bench-gateway bench-tracing bench-peers bench-docs schemas openapi config-docs deletion-audit authz security-docs nats-conf clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -52,7 +52,12 @@ export MEMORYD_PROMETHEUS := $(PROMETHEUS)
 prometheus:
 	$(call apt_install,$(PROMETHEUS),prometheus,PROMETHEUS)
 
-test: $(STAMP) $(VENV)/bin/docker-compose chromium prometheus  ## set up and run the whole test suite
+# The TypeScript client (clients/typescript) is built and tested under Node with npm.
+NPM ?= /usr/bin/npm
+node:
+	$(call apt_install,$(NPM),nodejs npm,NPM)
+
+test: $(STAMP) $(VENV)/bin/docker-compose chromium prometheus node  ## set up and run the whole test suite
 	MEMORYD_REQUIRE_COMPOSE=1 MEMORYD_REQUIRE_PROMETHEUS=1 $(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS); \
 	rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
 
@@ -83,6 +88,10 @@ studio-screenshots: $(STAMP) chromium  ## re-take the Memory Studio screenshots 
 
 schemas: $(STAMP)  ## regenerate deploy/schemas from the wire messages
 	$(BIN)/memoryd schemas --out deploy/schemas
+
+openapi: $(STAMP) node  ## regenerate clients/openapi.json (the gateway's OpenAPI document) and the TypeScript client's types
+	$(BIN)/python -m services.gateway.openapi_export > clients/openapi.json
+	node clients/typescript/scripts/generate.mjs
 
 config-docs: $(STAMP)  ## regenerate docs/configuration.md from the settings Structs
 	$(BIN)/python -m services.configuration > docs/configuration.md
