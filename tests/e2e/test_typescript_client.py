@@ -57,8 +57,17 @@ def test_served_document_is_the_committed_one(stack: RunningUp) -> None:
     assert served == json.loads((CLIENTS / "openapi.json").read_text())
 
 
-def test_node_suite_passes_against_the_stack(stack: RunningUp, client_dir: Path, owner_key: str) -> None:
-    env = clean_env(MEMORYD_URL=stack.ready["gateway"], MEMORYD_API_KEY=owner_key)
+@pytest.fixture(scope="module")
+def operator_key(stack: RunningUp) -> str:
+    created = memoryd_cli("keys", "create", "--operator", env=clean_env(MEMORYD_DATA_DIR=str(stack.data_dir)))
+    assert created.returncode == 0, created.stderr
+    return created.stdout.strip()
+
+
+def test_node_suite_passes_against_the_stack(
+    stack: RunningUp, client_dir: Path, owner_key: str, operator_key: str
+) -> None:
+    env = clean_env(MEMORYD_URL=stack.ready["gateway"], MEMORYD_API_KEY=owner_key, MEMORYD_OPERATOR_KEY=operator_key)
     done = _run("node", "--test", "--test-reporter=tap", "test/", cwd=client_dir, env=env)
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-4000:]

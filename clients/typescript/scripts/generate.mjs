@@ -101,7 +101,8 @@ export function generate(openapi) {
     const query = (op.parameters ?? []).filter((p) => p.in === "query");
     if (query.length) {
       const name = `${pascal(id)}Query`;
-      const props = Object.fromEntries(query.map((p) => [p.name, p.schema]));
+      // a parameter is described by `schema`, or by `content` when it is JSON (`?filters=`)
+      const props = Object.fromEntries(query.map((p) => [p.name, p.schema ?? p.content?.["application/json"]?.schema ?? {}]));
       const required = query.filter((p) => p.required).map((p) => p.name);
       queries.push("", ...iface(name, { description: `Query parameters of ${method} ${path}.`, properties: props, required }, refs));
       parts.push(`query: ${name};`);

@@ -43,7 +43,8 @@ export type ListOptions = MemoriesListQuery;
 export type ClearOptions = Omit<MemoryClearRequestBody, "type">;
 
 type Route = { readonly method: string; readonly path: string };
-type Query = Record<string, string | number | boolean | null | undefined>;
+/** Query parameters; an object (the `filters` of a list) travels as JSON. */
+type Query = Record<string, string | number | boolean | Record<string, unknown> | null | undefined>;
 interface Parts {
   path?: Record<string, string>;
   query?: Query;
@@ -161,7 +162,8 @@ export class MemoryClient {
     });
     const search = new URLSearchParams();
     for (const [name, value] of Object.entries(parts.query ?? {})) {
-      if (value !== undefined && value !== null) search.set(name, String(value));
+      if (value === undefined || value === null) continue;
+      search.set(name, typeof value === "object" ? JSON.stringify(value) : String(value));
     }
     const query = search.size ? `?${search}` : "";
     return `${this.baseUrl}${path}${query}`;

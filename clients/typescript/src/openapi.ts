@@ -66,6 +66,14 @@ export interface MemoriesListQuery {
    */
   source?: "api" | "chat_turn" | "import" | "llm" | "rule" | "sleep" | null;
   /**
+   * @default null
+   */
+  event_id?: string | null;
+  /**
+   * @default null
+   */
+  filters?: Record<string, unknown> | null;
+  /**
    * @default 50
    */
   limit?: number;
@@ -303,6 +311,10 @@ export interface MemoryListResult {
   total: number;
   tokens_used: number;
   hit_rate: number;
+  /**
+   * @default null
+   */
+  event_processed?: boolean | null;
 }
 
 /**
@@ -492,6 +504,14 @@ export interface RetrieveRequestBody {
    * @default false
    */
   no_memory?: boolean;
+  /**
+   * @default null
+   */
+  threshold?: number | null;
+  /**
+   * @default null
+   */
+  filters?: Record<string, unknown> | null;
 }
 
 export interface RetrieveResult {

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { test } from "node:test";
 
-import { MemoryClient, NotFound, Unauthorized, ValidationFailed } from "../dist/index.js";
+import { Forbidden, MemoryClient, NotFound, Unauthorized, ValidationFailed } from "../dist/index.js";
 
 const baseUrl = process.env.MEMORYD_URL;
 const apiKey = process.env.MEMORYD_API_KEY;
@@ -21,8 +21,11 @@ async function eventually(probe, what, timeoutMs = 90_000) {
   }
 }
 
-test("health: every service answers", async () => {
-  const health = await memory.health();
+test("health: every service answers an operator; an owner key is refused", async () => {
+  await assert.rejects(memory.health(), Forbidden);
+  const operatorKey = process.env.MEMORYD_OPERATOR_KEY;
+  assert.ok(operatorKey, "set MEMORYD_OPERATOR_KEY to an operator key");
+  const health = await new MemoryClient({ baseUrl, apiKey: operatorKey }).health();
   assert.equal(health.status, "ok", JSON.stringify(health.errors));
   for (const name of ["ingest", "extract", "embed", "retrieve", "sleep"]) {
     assert.equal(health.services?.[name]?.status, "ok", name);
