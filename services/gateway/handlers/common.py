@@ -2,13 +2,15 @@
 
 ``guarded`` turns any error into ``application/problem+json``: typed errors keep their code,
 description and field path; anything else is a 500 with an opaque ``error_id`` (the full error
-goes to the log, never to the caller). Every JSON body is decoded by ``json_object``, with the
-wire contract's depth-checked ``memoryd.codec.decode`` (deep nesting is a 400, as on NATS).
+goes to the log, never to the caller); a 429 that says when to retry gets ``Retry-After``.
+Every JSON body is decoded by ``json_object``, with the wire contract's depth-checked
+``memoryd.codec.decode`` (deep nesting is a 400, as on NATS).
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -44,7 +46,10 @@ def problem_response(exc: BaseException) -> Response:
         error_id = uuid.uuid4().hex[:12]
         log.error("gateway.internal_error", error_id=error_id, exc_info=exc)
         body = problem(500, "internal", "internal error", error_id)
-    headers = {"www-authenticate": "Bearer"} if body.status == 401 else None
+    headers = {"www-authenticate": "Bearer"} if body.status == 401 else {}
+    retry_after_s = getattr(exc, "retry_after_s", None)
+    if body.status == 429 and isinstance(retry_after_s, int | float):
+        headers["retry-after"] = str(max(1, math.ceil(retry_after_s)))
     return Response(_encoder.encode(body), status_code=body.status, media_type=PROBLEM_MEDIA, headers=headers)
 
 
