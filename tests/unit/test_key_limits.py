@@ -65,10 +65,11 @@ def test_fits_counts_up_to_the_limit() -> None:
 def test_the_model_allowlist() -> None:
     check_model("anything", Limits())
     check_model("gpt-a", Limits(models=frozenset({"gpt-a"})))
-    with pytest.raises(Forbidden, match="may not use model 'gpt-b'.*allowed: gpt-a"):
+    with pytest.raises(Forbidden, match=r"may not use model 'gpt-b'.*allowed: gpt-a"):
         check_model("gpt-b", Limits(models=frozenset({"gpt-a"})))
-    with pytest.raises(Forbidden):
-        check_model(None, Limits(models=frozenset({"gpt-a"})))
+    for odd in (None, {"a": 1}, ["gpt-a"], 3):  # a hostile `model` is a 403, not a crash
+        with pytest.raises(Forbidden):
+            check_model(odd, Limits(models=frozenset({"gpt-a"})))
 
 
 def test_the_day_budget_refuses_once_spent_until_the_next_utc_day() -> None:
@@ -99,6 +100,8 @@ def test_stream_slots_expire_and_are_capped() -> None:
 def test_usage_of_a_whole_answer() -> None:
     assert usage_tokens({"usage": {"prompt_tokens": 7, "completion_tokens": 5, "total_tokens": 99}}) == 12
     assert usage_tokens({"usage": {"total_tokens": 9}}) == 9
+    responses_done = {"type": "response.completed", "response": {"usage": {"input_tokens": 5, "output_tokens": 6}}}
+    assert usage_tokens(responses_done) == 11
     assert usage_tokens({"usage": None}) is None and usage_tokens([]) is None
     assert usage_tokens({"usage": {"prompt_tokens": -1, "completion_tokens": 2}}) is None
     assert estimate(40, 0) == 10 and estimate(0, 0) == 1

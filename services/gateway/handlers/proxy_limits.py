@@ -8,6 +8,11 @@ The ``ProxyGrant`` it returns asks a stream for its usage, charges what the upst
 ``POST /v1/events`` to its events per second before anything is published. The state is in
 NATS KV (``adapters/limits_kv.py``), so the limits hold across gateway replicas; a key with
 no limits costs no KV round trip.
+
+A proxy route: ``grant = await admit_proxy(gw, key, body)``, then ``body, usage =
+grant.forwarded(body)``; feed a stream's chunks through ``usage.feed`` (and ``usage.flush``),
+charge with ``spend_stream`` / ``spend_answer``, and ``release`` in a ``finally`` (for a
+stream: when it ends, e.g. ``BoundedStream(on_close=grant.release)``).
 """
 
 from __future__ import annotations
@@ -53,9 +58,10 @@ class ProxyGrant:
     def counts_tokens(self) -> bool:
         return self.limits.tokens_per_day > 0
 
-    def forwarded(self, body: dict[str, Any]) -> tuple[dict[str, Any], SseUsage]:
-        """The body to send (a stream asks for its usage when tokens are counted) and its usage reader."""
-        if not self.counts_tokens:
+    def forwarded(self, body: dict[str, Any], *, ask_usage: bool = True) -> tuple[dict[str, Any], SseUsage]:
+        """The body to send and its usage reader; a chat completion stream asks for its usage chunk
+        when tokens are counted (``ask_usage=False`` for APIs whose streams always carry usage)."""
+        if not self.counts_tokens or not ask_usage:
             return body, SseUsage(strip=False)
         body, added = ask_for_usage(body)
         return body, SseUsage(strip=added)

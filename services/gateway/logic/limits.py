@@ -112,7 +112,7 @@ def fits(used: int, cost: int, limit: int) -> bool:
 
 def check_model(model: object, limits: Limits) -> None:
     """``Forbidden`` when the key has an allowlist and ``model`` is not on it."""
-    if limits.models and model not in limits.models:
+    if limits.models and (not isinstance(model, str) or model not in limits.models):
         allowed = ", ".join(sorted(limits.models))
         raise Forbidden(f"this API key may not use model {model!r} (allowed: {allowed})")
 

@@ -1,7 +1,8 @@
 """The LLM tokens a proxied call spent, as the upstream reports them (``usage``).
 
-A whole answer carries ``usage``; a streamed one carries it in a last chunk with no choices when
-the request says ``stream_options.include_usage``. The proxy asks for that chunk when it counts
+A whole answer carries ``usage``; a streamed chat completion carries it in a last chunk with no
+choices when the request says ``stream_options.include_usage`` (a Responses API stream always
+does, in ``response.completed``). The proxy asks for that chunk when it counts
 a key's tokens; when the caller did not ask for it, ``SseUsage`` takes it out of the stream, so
 the caller gets what it asked for. An upstream that reports no usage is charged an estimate
 (a token per four bytes of request and answer), so it cannot spend a budget for free.
@@ -18,13 +19,20 @@ _EVENT_END = re.compile(rb"\r?\n\r?\n")
 
 
 def usage_tokens(obj: Any) -> int | None:
-    """prompt + completion tokens of a completion (or chunk) object's ``usage``; None when it has none."""
+    """Input + output tokens of an answer's (or chunk's) ``usage``; None when it has none.
+
+    Chat completions say ``prompt_tokens``/``completion_tokens``; the Responses API says
+    ``input_tokens``/``output_tokens``, in a stream inside its ``response.completed`` event.
+    """
+    if isinstance(obj, dict) and isinstance(obj.get("response"), dict):
+        obj = obj["response"]
     usage = obj.get("usage") if isinstance(obj, dict) else None
     if not isinstance(usage, dict):
         return None
-    parts = [usage.get("prompt_tokens"), usage.get("completion_tokens")]
-    if all(isinstance(p, int) and p >= 0 for p in parts):
-        return int(parts[0]) + int(parts[1])  # type: ignore[arg-type]
+    for names in (("prompt_tokens", "completion_tokens"), ("input_tokens", "output_tokens")):
+        parts = [usage.get(name) for name in names]
+        if all(isinstance(p, int) and p >= 0 for p in parts):
+            return int(parts[0]) + int(parts[1])  # type: ignore[arg-type]
     total = usage.get("total_tokens")
     return total if isinstance(total, int) and total >= 0 else None
 
