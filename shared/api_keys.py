@@ -7,6 +7,7 @@ and talks only NATS, and the CLI (``memoryd keys``) writes the same bucket. A ke
 once, when it is created. An owner key acts only for its owner; an operator key may act for
 any owner (named per call) and reach the operator routes (settings, sleep runs, reindex, ...).
 A key's own upstream (``upstream_url``) is ``https://``, or plain ``http://`` to loopback only.
+A key may carry limits (``KeyLimits``); the gateway enforces them across its replicas.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from nats.js.api import KeyValueConfig
 from nats.js.errors import KeyNotFoundError, NotFoundError
 from nats.js.kv import KeyValue
 
+from memoryd.codec import validation_failed
 from memoryd.errors import NotFound, ValidationFailed
 from memoryd.schemas.base import Owner
 
@@ -36,6 +38,22 @@ KEY_PREFIX = "mk_"
 _KEY = re.compile(r"^mk_([0-9a-f]{12})_([0-9a-f]{48})$")
 
 Role = Literal["owner", "operator"]
+Limit = Annotated[int, msgspec.Meta(ge=0)]
+ModelName = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+
+
+class KeyLimits(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What one key may spend; a limit not set (None) takes the gateway's default, 0 is unlimited."""
+
+    max_tokens_per_day: Limit | None = None  # LLM tokens (prompt + completion) through the proxy per UTC day
+    requests_per_minute: Limit | None = None  # proxied chat calls per minute
+    max_streams: Limit | None = None  # streamed proxy answers open at once
+    models: list[ModelName] | None = None  # the models the proxy forwards ([] or None: the gateway's default)
+    events_per_second: Limit | None = None  # chat events through POST /v1/events per second
+
+    def public(self) -> dict[str, object]:
+        public: dict[str, object] = msgspec.to_builtins(self)
+        return public
 
 
 class ApiKeyRecord(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -48,6 +66,7 @@ class ApiKeyRecord(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True
     owner: Owner | None = None  # set for role="owner"
     name: Annotated[str, msgspec.Meta(max_length=200)] = ""
     upstream_url: str | None = None  # the proxy's upstream for this key (else the gateway's)
+    limits: KeyLimits = KeyLimits()
 
     def public(self) -> dict[str, object]:
         """What ``memoryd keys list`` shows (no hash)."""
@@ -58,7 +77,30 @@ class ApiKeyRecord(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True
             "name": self.name,
             "created_at": self.created_at.isoformat(),
             "upstream_url": self.upstream_url,
+            "limits": self.limits.public(),
         }
+
+
+def key_limits(
+    *,
+    max_tokens_per_day: int | None = None,
+    requests_per_minute: int | None = None,
+    max_streams: int | None = None,
+    models: str | None = None,
+    events_per_second: int | None = None,
+) -> KeyLimits:
+    """Limits as ``memoryd keys create`` takes them (``models`` comma-separated); ``ValidationFailed`` when bad."""
+    raw = {
+        "max_tokens_per_day": max_tokens_per_day,
+        "requests_per_minute": requests_per_minute,
+        "max_streams": max_streams,
+        "models": None if models is None else [m.strip() for m in models.split(",") if m.strip()],
+        "events_per_second": events_per_second,
+    }
+    try:
+        return msgspec.convert({k: v for k, v in raw.items() if v is not None}, KeyLimits)
+    except msgspec.ValidationError as exc:
+        raise validation_failed(exc) from exc
 
 
 def check_upstream_url(url: str) -> str:
@@ -91,7 +133,7 @@ def _sha256(secret: str) -> str:
 
 
 def new_key(
-    role: Role, owner: str | None, *, name: str = "", upstream_url: str | None = None
+    role: Role, owner: str | None, *, name: str = "", upstream_url: str | None = None, limits: KeyLimits | None = None
 ) -> tuple[str, ApiKeyRecord]:
     """A fresh key and its record; ``ValidationFailed`` when role and owner do not fit."""
     if role == "owner" and not owner:
@@ -110,6 +152,7 @@ def new_key(
             "name": name,
             "upstream_url": upstream_url,
             "created_at": datetime.now(UTC),
+            "limits": msgspec.to_builtins(limits or KeyLimits()),
         },
         ApiKeyRecord,
         from_attributes=False,

@@ -3,8 +3,9 @@
 Keys live hashed in the NATS KV bucket ``MEM_API_KEYS`` (``shared/api_keys.py``); these commands
 reach it with the operator's NATS URL (``--nats-url``, ``$MEMORYD_NATS_URL``, else
 ``<data-dir>/runtime.json`` of a running ``memoryd up``). ``create`` prints the key once, on
-stdout; only its hash is stored. ``memoryd mcp --owner O`` runs the MCP tools over stdio for
-one owner (an MCP host starts it), with the client credentials of ``memoryd up`` (client.json).
+stdout; only its hash is stored, with the key's limits (``--max-tokens-per-day`` ...).
+``memoryd mcp --owner O`` runs the MCP tools over stdio for one owner (an MCP host starts it),
+with the client credentials of ``memoryd up`` (client.json).
 """
 
 from __future__ import annotations
@@ -46,20 +47,45 @@ def keys() -> None:
 @click.option("--operator", is_flag=True, help="an operator key: any owner, settings, admin")
 @click.option("--name", default="", help="a label shown by `keys list`")
 @click.option("--upstream", metavar="URL", help="the chat proxy's upstream base URL for this key")
+@click.option(
+    "--max-tokens-per-day", type=click.IntRange(min=0), help="LLM tokens per UTC day via the proxy; 0 = no limit"
+)
+@click.option("--requests-per-minute", type=click.IntRange(min=0), help="proxied chat calls per minute; 0 = no limit")
+@click.option("--max-streams", type=click.IntRange(min=0), help="streamed proxy answers open at once; 0 = no limit")
+@click.option("--models", metavar="A,B", help="the only models the proxy forwards for this key")
+@click.option("--events-per-second", type=click.IntRange(min=0), help="chat events per second via POST /v1/events")
 @nats_options
 def create(
-    owner: str | None, operator: bool, name: str, upstream: str | None, nats_url: str | None, data_dir: str | None
+    owner: str | None,
+    operator: bool,
+    name: str,
+    upstream: str | None,
+    max_tokens_per_day: int | None,
+    requests_per_minute: int | None,
+    max_streams: int | None,
+    models: str | None,
+    events_per_second: int | None,
+    nats_url: str | None,
+    data_dir: str | None,
 ) -> int:
     """Create a key (printed once).
 
-    An owner key acts only for --owner; an operator key (--operator) for any owner.
+    An owner key acts only for --owner; an operator key (--operator) for any owner. A limit not
+    given takes the gateway's default (MEMORYD_GATEWAY_KEY_*); 0 means no limit.
     """
     if not operator and not owner:
         raise ConfigError("--owner", "give the owner this key acts for, or --operator")
-    from shared.api_keys import new_key
+    from shared.api_keys import key_limits, new_key
 
     role: Role = "operator" if operator else "owner"
-    token, record = new_key(role, owner, name=name, upstream_url=upstream)
+    limits = key_limits(
+        max_tokens_per_day=max_tokens_per_day,
+        requests_per_minute=requests_per_minute,
+        max_streams=max_streams,
+        models=models,
+        events_per_second=events_per_second,
+    )
+    token, record = new_key(role, owner, name=name, upstream_url=upstream, limits=limits)
 
     async def go() -> int:
         store, nc = await _store(nats_url, data_dir)
@@ -82,7 +108,7 @@ def create(
 def list_keys(as_json: bool, nats_url: str | None, data_dir: str | None) -> int:
     """List the keys (never their secrets).
 
-    One tab-separated line per key: id, role, owner, created, name.
+    One tab-separated line per key: id, role, owner, created, name, limits (the ones the key sets).
     """
 
     async def go() -> int:
@@ -95,10 +121,15 @@ def list_keys(as_json: bool, nats_url: str | None, data_dir: str | None) -> int:
             print(json.dumps([r.public() for r in records], indent=2))
             return 0
         for r in records:
-            print(f"{r.id}\t{r.role}\t{r.owner or '*'}\t{r.created_at:%Y-%m-%d %H:%M}\t{r.name}")
+            limits = " ".join(f"{k}={_shown(v)}" for k, v in r.limits.public().items())
+            print(f"{r.id}\t{r.role}\t{r.owner or '*'}\t{r.created_at:%Y-%m-%d %H:%M}\t{r.name}\t{limits}")
         return 0
 
     return run(go())
+
+
+def _shown(value: object) -> str:
+    return ",".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
 @keys.command("revoke", context_settings=CONTEXT_SETTINGS)

@@ -1,11 +1,11 @@
 """Wiring of the gateway: the key cache, the upstream client, the Starlette app, uvicorn.
 
-No database: the gateway talks only NATS (RPCs, chat events, the ``MEM_API_KEYS`` bucket), so
-it scales by replicas. Routes: REST ``/v1`` (``routes.py``), ``/v1/chat/completions`` (the
-proxy), ``/mcp`` (MCP over streamable HTTP, loaded on first use: ``handlers/mcp_mount.py``),
-``/openapi.json`` and ``/docs``, the probes ``/livez``, ``/readyz`` and ``/healthz``
-(``handlers/probes.py``), Memory Studio at ``/studio``
-(``studio/``). Settings: ``MEMORYD_GATEWAY_*`` (``config.py``); the upstream defaults to
+No database: the gateway talks only NATS (RPCs, chat events, the ``MEM_API_KEYS`` bucket, the
+per-key limit state in ``MEM_KEY_LIMITS``), so it scales by replicas and the limits hold across
+them. Routes: REST ``/v1`` (``routes.py``), ``/v1/chat/completions`` (the proxy), ``/mcp``
+(MCP over streamable HTTP, loaded on first use: ``handlers/mcp_mount.py``), ``/openapi.json``
+and ``/docs``, the probes ``/livez``, ``/readyz`` and ``/healthz`` (``handlers/probes.py``),
+Memory Studio at ``/studio`` (``studio/``). Settings: ``MEMORYD_GATEWAY_*`` (``config.py``); the upstream defaults to
 ``MEMORYD_LLM_BASE_URL``. The HTTP URL goes into the ready line as ``http=...``. Every request
 is counted by route template and status (``metrics.py``).
 """
@@ -30,6 +30,7 @@ from shared.service import ServiceContext
 from shared.settings.env import load
 
 from .adapters.keys import KeyCache
+from .adapters.limits_kv import LimitStore, open_limits_bucket
 from .config import GatewayConfig
 from .context import Gateway
 from .handlers import proxy, rest, special
@@ -108,8 +109,9 @@ async def setup(ctx: ServiceContext) -> None:
     config = ctx.own(GatewayConfig).with_llm_defaults(ctx.config.llm)
     try:
         kv = await open_bucket(ctx.js)
+        limits_kv = await open_limits_bucket(ctx.js)
     except Exception as exc:
-        raise ConfigError("MEMORYD_NATS_URL", f"cannot open the API key bucket: {exc}") from exc
+        raise ConfigError("MEMORYD_NATS_URL", f"cannot open the API key or key limits bucket: {exc}") from exc
     upstream = MeteredUpstream(
         config.upstream_url,
         config.upstream_api_key,
@@ -119,7 +121,12 @@ async def setup(ctx: ServiceContext) -> None:
     )
     ctx.closers.append(upstream.close)
     gw = Gateway(
-        nc=ctx.nc, js=ctx.js, config=config, keys=KeyCache(KeyStore(kv), config.key_cache_s), upstream=upstream
+        nc=ctx.nc,
+        js=ctx.js,
+        config=config,
+        keys=KeyCache(KeyStore(kv), config.key_cache_s),
+        upstream=upstream,
+        limits=LimitStore(limits_kv),
     )
     probes = Probes(gw, ctx.liveness, ctx.stop)
     http = HttpServer(

@@ -10,6 +10,7 @@ from memoryd.schemas.base import MAX_PAYLOAD_BYTES
 from shared.settings.env import LlmConfig, Port
 
 Seconds = Annotated[float, msgspec.Meta(gt=0)]
+Limit = Annotated[int, msgspec.Meta(ge=0)]
 DEFAULT_PORT = 8420
 
 
@@ -39,6 +40,19 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
     upstream_acquire_s: Seconds = 10.0
     #: how long the proxy waits for a caller to take the next piece of a streamed answer
     stream_write_timeout_s: Seconds = 60.0
+    #: LLM tokens (prompt + completion, as the upstream reports them) one API key may spend through the proxy
+    #: per UTC day, for keys that set none (`memoryd keys create --max-tokens-per-day`); 0 = unlimited
+    key_max_tokens_per_day: Limit = 0
+    #: proxied chat calls one API key may make per minute, for keys that set none; 0 = unlimited
+    key_requests_per_minute: Limit = 0
+    #: streamed proxy answers one API key may have open at once, for keys that set none; 0 = unlimited
+    key_max_streams: Limit = 0
+    #: the models the proxy forwards for keys that set none, comma-separated; empty = any model
+    key_models: str = ""
+    #: chat events one API key may publish through POST /v1/events per second, for keys that set none; 0 = unlimited
+    key_events_per_second: Limit = 0
+    #: how long a streamed answer holds its slot without renewal (a gateway that dies frees its slots by then)
+    stream_slot_lease_s: Annotated[float, msgspec.Meta(ge=1)] = 30.0
 
     def with_llm_defaults(self, llm: LlmConfig) -> GatewayConfig:
         """Fill the upstream from ``MEMORYD_LLM_*`` where ``MEMORYD_GATEWAY_UPSTREAM_*`` is not set."""

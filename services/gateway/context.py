@@ -1,4 +1,5 @@
-"""What every gateway endpoint uses: the NATS connection, the settings, the key cache, the upstream."""
+"""What every gateway endpoint uses: the NATS connection, the settings, the key cache, the upstream, the
+per-key limit state."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from memoryd.rpc import call
 from memoryd.schemas import RpcOp
 
 from .adapters.keys import KeyCache
+from .adapters.limits_kv import LimitStore
 from .adapters.upstream import Upstream
 from .config import GatewayConfig
 
@@ -23,6 +25,7 @@ class Gateway:
     config: GatewayConfig
     keys: KeyCache
     upstream: Upstream
+    limits: LimitStore
 
     async def call(
         self, op: str | RpcOp, request: Any, *, timeout: float | None = None, subject: str | None = None

@@ -20,7 +20,7 @@ from shared.observability.metrics import HTTP_REQUESTS, HTTP_SECONDS, PROXY_MEMO
 from .adapters.upstream import Upstream, UpstreamResponse
 
 MEMORY_STATUS = b"x-memory-status"
-MEMORY_OUTCOMES = frozenset({"injected", "none", "skipped", "unavailable"})
+MEMORY_OUTCOMES = frozenset({"injected", "none", "skipped", "unavailable", "rate_limited", "failed"})
 UNMATCHED = "unmatched"
 #: any other method a client sends is counted as ``other`` (a label value per made-up method would not be bounded)
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
@@ -32,7 +32,7 @@ def route_template(scope: Scope) -> str:
 
 
 def memory_outcome(headers: list[tuple[bytes, bytes]]) -> str | None:
-    """The ``x-memory-status`` of a response, when it is one of the four outcomes."""
+    """The ``x-memory-status`` of a response, when it is one of the known outcomes."""
     for name, value in headers:
         if name.lower() == MEMORY_STATUS:
             outcome = value.decode("latin-1")

@@ -1,9 +1,9 @@
 """What every HTTP endpoint shares: JSON and problem responses, authentication, body reading.
 
 ``guarded`` turns any error into ``application/problem+json``: typed errors keep their code,
-description and field path (a ``RateLimited`` adds ``Retry-After``); anything else is a 500
-with an opaque ``error_id`` (the full error goes to the log, never to the caller). Every JSON
-body is decoded by ``json_object``, with the wire contract's depth-checked
+description and field path; anything else is a 500 with an opaque ``error_id`` (the full error
+goes to the log, never to the caller); a 429 that says when to retry gets ``Retry-After``.
+Every JSON body is decoded by ``json_object``, with the wire contract's depth-checked
 ``memoryd.codec.decode`` (deep nesting is a 400, as on NATS).
 """
 
@@ -20,7 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from memoryd.codec import decode, validation_failed
-from memoryd.errors import MemorydError, RateLimited, TooLarge, ValidationFailed
+from memoryd.errors import MemorydError, TooLarge, ValidationFailed
 from shared.api_keys import ApiKeyRecord
 from shared.observability.logging import get_logger
 
@@ -46,9 +46,10 @@ def problem_response(exc: BaseException) -> Response:
         error_id = uuid.uuid4().hex[:12]
         log.error("gateway.internal_error", error_id=error_id, exc_info=exc)
         body = problem(500, "internal", "internal error", error_id)
-    headers = {"www-authenticate": "Bearer"} if body.status == 401 else None
-    if isinstance(exc, RateLimited):  # whole seconds, at least one, as HTTP has it
-        headers = {"retry-after": str(max(1, math.ceil(exc.retry_after_s)))}
+    headers = {"www-authenticate": "Bearer"} if body.status == 401 else {}
+    retry_after_s = getattr(exc, "retry_after_s", None)
+    if body.status == 429 and isinstance(retry_after_s, int | float):
+        headers["retry-after"] = str(max(1, math.ceil(retry_after_s)))
     return Response(_encoder.encode(body), status_code=body.status, media_type=PROBLEM_MEDIA, headers=headers)
 
 

@@ -4,19 +4,21 @@ Retrieve for the last user turn and inject (the retrieve service's inject RPC de
 forward to the upstream (the key's, else ``MEMORYD_LLM_BASE_URL``), return its answer unchanged
 (SSE passed through chunk by chunk), then publish the exchange as a chat event. The response
 header ``x-memory-status`` says what memory did: ``injected``, ``none`` (nothing relevant),
-``skipped`` (``x-memory-no-memory``) or ``unavailable`` (memoryd did not answer in time: the
-call went ahead without memory). Upstream errors come back with the upstream's status and body;
-of the upstream's headers only the allow-listed ones pass (``logic/exposure.py``). A key with an
-upstream of its own sends the caller's ``x-upstream-authorization`` there, never the gateway's
-key. A caller that stops reading a stream for ``stream_write_timeout_s`` loses it, and the
-upstream connection goes back to the pool.
+``skipped`` (``x-memory-no-memory``), ``unavailable`` (memoryd down or not answering in time),
+``rate_limited`` (the owner is over its searches per second) or ``failed`` (memoryd answered
+with another error, logged); in the last three the call went ahead without memory. A key's
+limits are checked before anything else (``proxy_limits.py``). Upstream errors come back with
+the upstream's status and body; of the upstream's headers only the allow-listed ones pass
+(``logic/exposure.py``). A key with an upstream of its own sends the caller's
+``x-upstream-authorization`` there, never the gateway's key. A caller that stops reading a stream
+for ``stream_write_timeout_s`` loses it, and the upstream connection goes back to the pool.
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Message, Receive, Scope, Send
 
-from memoryd.errors import DependencyDown, ValidationFailed
+from memoryd.errors import BudgetExceeded, DependencyDown, ValidationFailed
 from memoryd.schemas.base import MAX_QUERY_CHARS
 from memoryd.schemas.events import ChatEvent, ChatMessage
 from memoryd.schemas.retrieval import InjectRequest, InjectResult
@@ -40,6 +42,7 @@ from ..logic.chat import SseText, apply_memory, last_user_text, reply_text, trut
 from ..logic.exposure import pass_headers
 from ..logic.problem import PROBLEM_MEDIA, problem
 from .common import Endpoint, authenticate, guarded, json_object, named_owners, read_body
+from .proxy_limits import ProxyGrant, admit_proxy
 from .special import publish_event
 
 log = get_logger(__name__)
@@ -63,10 +66,18 @@ class BoundedStream(StreamingResponse):
     releases the upstream connection).
     """
 
-    def __init__(self, content: AsyncIterator[bytes], *, write_timeout_s: float, **kw: Any) -> None:
+    def __init__(
+        self,
+        content: AsyncIterator[bytes],
+        *,
+        write_timeout_s: float,
+        on_close: Callable[[], Awaitable[None]] | None = None,
+        **kw: Any,
+    ) -> None:
         super().__init__(content, **kw)
         self.write_timeout_s = write_timeout_s
         self._content = content
+        self._on_close = on_close  # also when the stream never started (the caller left first)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         async def bounded_send(message: Message) -> None:
@@ -81,6 +92,8 @@ class BoundedStream(StreamingResponse):
             log.warning("proxy.stream_abandoned", write_timeout_s=self.write_timeout_s)
         finally:
             await self._content.aclose()  # type: ignore[attr-defined]
+            if self._on_close is not None:
+                await self._on_close()
 
 
 class Exchange(msgspec.Struct, kw_only=True):
@@ -113,9 +126,17 @@ async def with_memory(gw: Gateway, ex: Exchange) -> list[Any]:
         result: InjectResult = await asyncio.wait_for(
             gw.call("inject", req, timeout=gw.config.memory_timeout_s), gw.config.memory_timeout_s + 0.5
         )
-    except Exception as exc:  # memoryd down, slow or failing never breaks the chat call
+    except (DependencyDown, TimeoutError) as exc:  # memoryd down or slow never breaks the chat call
         log.warning("proxy.memory_unavailable", error=str(exc) or type(exc).__name__)
         ex.status = "unavailable"
+        return ex.messages
+    except BudgetExceeded as exc:  # the owner's searches per second: this call goes without memory
+        log.info("proxy.memory_rate_limited", owner=ex.owner, error=exc.description)
+        ex.status = "rate_limited"
+        return ex.messages
+    except Exception as exc:  # any other failure is memoryd's, not the caller's: said, logged, not fatal
+        log.error("proxy.memory_failed", owner=ex.owner, error=str(exc) or type(exc).__name__)
+        ex.status = "failed"
         return ex.messages
     ex.injected = len(result.injected)
     ex.status = "injected" if result.injected and result.placement != "none" else "none"
@@ -168,45 +189,71 @@ def chat_endpoint(gw: Gateway) -> Endpoint:
         key = await authenticate(gw, request)
         body = json_object(await read_body(gw, request))
         ex = _exchange(key, request, body)
-        forwarded = body if not ex.remember else {**body, "messages": await with_memory(gw, ex)}
-        url = gw.upstream.url(key.upstream_url)
-        headers = gw.upstream.headers(request.headers.get(UPSTREAM_AUTH_HEADER), own_upstream=bool(key.upstream_url))
-        memory_headers = {STATUS_HEADER: ex.status, INJECTED_HEADER: str(ex.injected)}
+        grant = await admit_proxy(gw, key, body)  # the key's limits, before memory and the upstream
+        streaming = False
         try:
-            upstream = await gw.upstream.open(url, msgspec.json.encode(forwarded), headers)
-        except DependencyDown as exc:
-            body502 = problem(502, "upstream_unreachable", exc.description)
-            return Response(msgspec.json.encode(body502), 502, media_type=PROBLEM_MEDIA, headers=memory_headers)
-        passed = pass_headers(upstream.headers.items())
-        media = upstream.headers.get("content-type", "application/json")
-        if upstream.status_code == 200 and media.startswith("text/event-stream"):
-            sse = SseText()
-
-            async def relay() -> AsyncIterator[bytes]:
-                try:
-                    async for chunk in upstream.aiter_raw():
-                        sse.feed(chunk)
-                        yield chunk
-                finally:
-                    await upstream.aclose()
-                await remember(gw, ex, sse.text)
-
-            return BoundedStream(
-                relay(),
-                write_timeout_s=gw.config.stream_write_timeout_s,
-                status_code=200,
-                headers={**passed, **memory_headers},
-            )
-        try:
-            content = await upstream.aread()
+            response, streaming = await _forward(gw, key, request, body, ex, grant)
+            return response
         finally:
-            await upstream.aclose()
-        response = Response(content, status_code=upstream.status_code, headers={**passed, **memory_headers})
-        if upstream.status_code == 200:
-            reply = reply_text(content)
-            if reply:
-                # after the reply is sent: the caller never waits for the event
-                response.background = BackgroundTask(remember, gw, ex, reply)
-        return response
+            if not streaming:  # a stream frees its slot when it ends
+                await grant.release()
 
     return endpoint
+
+
+async def _forward(
+    gw: Gateway, key: ApiKeyRecord, request: Request, body: dict[str, Any], ex: Exchange, grant: ProxyGrant
+) -> tuple[Response, bool]:
+    """The upstream's answer to the call, and whether it is a stream (which then owns the grant)."""
+    forwarded = body if not ex.remember else {**body, "messages": await with_memory(gw, ex)}
+    forwarded, usage = grant.forwarded(forwarded)
+    data = msgspec.json.encode(forwarded)
+    url = gw.upstream.url(key.upstream_url)
+    headers = gw.upstream.headers(request.headers.get(UPSTREAM_AUTH_HEADER), own_upstream=bool(key.upstream_url))
+    memory_headers = {STATUS_HEADER: ex.status, INJECTED_HEADER: str(ex.injected)}
+    try:
+        upstream = await gw.upstream.open(url, data, headers)
+    except DependencyDown as exc:
+        body502 = problem(502, "upstream_unreachable", exc.description)
+        return Response(msgspec.json.encode(body502), 502, media_type=PROBLEM_MEDIA, headers=memory_headers), False
+    passed = pass_headers(upstream.headers.items())
+    media = upstream.headers.get("content-type", "application/json")
+    if upstream.status_code == 200 and media.startswith("text/event-stream"):
+        sse = SseText()
+
+        async def relay() -> AsyncIterator[bytes]:
+            try:
+                async for chunk in upstream.aiter_raw():
+                    sse.feed(chunk)
+                    out = usage.feed(chunk)
+                    if out:
+                        yield out
+                rest = usage.flush()
+                if rest:
+                    yield rest
+            finally:
+                await upstream.aclose()
+                await grant.release()
+                await grant.spend_stream(len(data), usage)
+            await remember(gw, ex, sse.text)
+
+        stream = BoundedStream(
+            relay(),
+            write_timeout_s=gw.config.stream_write_timeout_s,
+            on_close=grant.release,
+            status_code=200,
+            headers={**passed, **memory_headers},
+        )
+        return stream, True
+    try:
+        content = await upstream.aread()
+    finally:
+        await upstream.aclose()
+    response = Response(content, status_code=upstream.status_code, headers={**passed, **memory_headers})
+    if upstream.status_code == 200:
+        await grant.spend_answer(len(data), content)
+        reply = reply_text(content)
+        if reply:
+            # after the reply is sent: the caller never waits for the event
+            response.background = BackgroundTask(remember, gw, ex, reply)
+    return response, False

@@ -28,6 +28,7 @@ from ..logic.chat import nul_path
 from ..routes import BY_NAME, NDJSON
 from ..schemas import ChatPublishRequest, ChatPublishResult, ServicesHealth, SleepReceiptsResult
 from .common import Endpoint, authenticate, guarded, json_response
+from .proxy_limits import admit_events
 from .rest import build_request, raw_fields
 
 
@@ -60,6 +61,7 @@ def events_endpoint(gw: Gateway) -> Endpoint:
         found = nul_path(msgspec.to_builtins(req))
         if found:  # the ingest service would refuse the event after the 202: say so now
             raise ValidationFailed(f"text contains a NUL character (U+0000) - at `{found}`")
+        await admit_events(gw, key)  # over the key's events per second: 429, nothing published
         event = ChatEvent(
             event_id=req.event_id or uuid.uuid4().hex,
             owner=req.owner,
