@@ -4,17 +4,14 @@
         llm.reply_json({"facts": []})           # queue one reply (FIFO)
         llm.fail(503)                           # queue one HTTP error
         llm.handler = lambda req: (200, FakeLlm.completion(req, "{}"))  # when the queue is empty
-        cfg = LlmConfig(base_url=llm.base_url, model="fake")
-        llm.requests                            # decoded JSON bodies of /v1/chat/completions and /v1/responses
+        llm.requests                            # JSON bodies of /v1/chat/completions and /v1/responses
 
-Real HTTP on 127.0.0.1, so tests use production's client code. Chat replies come from the queue,
-then ``handler`` (may be async, may return the content string), else a 500, and carry ``usage``
-(about ``len/4``); ``"stream": true`` gets server-sent chunks. ``POST /v1/responses`` answers from
-the same queue and handler as a ``response`` object (streamed: ``response.created``,
-``response.output_text.delta`` per word, ..., ``response.completed`` with ``usage``).
-``POST /v1/embeddings`` returns deterministic unit vectors from a hash of each text
-(``fail_embeddings`` queues errors); ``GET /v1/models`` lists ``model`` (``models_headers`` records
-who asked). Concurrent requests are served concurrently.
+Real HTTP on 127.0.0.1, so tests use production's client code. Replies come from the queue, then
+``handler`` (may be async, may return the content string), else a 500, with ``usage`` (about
+``len/4``); ``"stream": true`` gets server-sent events. ``/v1/responses`` answers the same script
+as a ``response`` (streamed: ``response.created``, a ``response.output_text.delta`` per word, ...,
+``response.completed``). ``/v1/embeddings`` returns deterministic unit vectors per text
+(``fail_embeddings`` queues errors); ``GET /v1/models`` lists ``model``.
 """
 
 from __future__ import annotations
