@@ -9,7 +9,6 @@ import asyncio
 import uuid
 
 import httpx
-import openai
 import pytest
 from agents import Agent, Runner, set_default_openai_api, set_default_openai_client, set_tracing_disabled
 
@@ -133,19 +132,37 @@ async def test_models_are_the_keys_upstreams_with_the_same_header_rules(stack: S
         assert (await http.get(f"{stack.url}/v1/models")).status_code == 401
 
 
-async def test_an_agents_sdk_run_answers_through_the_proxy_and_is_remembered(stack: Stack) -> None:
+async def test_an_agents_sdk_run_answers_with_memory_through_the_proxy_and_is_remembered(stack: Stack) -> None:
+    session = f"s-{uuid.uuid4().hex[:8]}"
     marker = uuid.uuid4().hex[:10]
-    question = f"I prefer Zig for systems programming, marker{marker}. What should my next tool use?"
-    stack.llm.reply_text("Zig, since you prefer it.")
-    client = openai.AsyncOpenAI(base_url=f"{stack.url}/v1", api_key=stack.alice_key, max_retries=0)
-    set_default_openai_client(client, use_for_tracing=False)
+    question = f"Which language should my next systems tool use, marker{marker}?"
+    await _known(stack, "I always write systems tools in Zig.", question, session)
+    stack.llm.reply_text("Zig, since you always use it.")
+    set_default_openai_client(_sdk(stack, stack.alice_key, **{"x-memory-session": session}), use_for_tracing=False)
     set_default_openai_api("responses")
     set_tracing_disabled(True)
     agent = Agent(name="helper", instructions="You are a concise assistant.", model="fake")
     result = await Runner.run(agent, question)
-    assert result.final_output == "Zig, since you prefer it."
+    assert result.final_output == "Zig, since you always use it."
     assert stack.llm.request_routes[-1] == "responses"
     sent = stack.llm.requests[-1]
-    assert sent["instructions"].endswith("You are a concise assistant.")
+    memory, _, own = sent["instructions"].partition("\n\n---\n\n")
+    assert memory.startswith("Memory context:") and "Zig" in memory and own == "You are a concise assistant."
     assert any(item.get("role") == "user" and item.get("content") == question for item in sent["input"])
-    assert await _searchable(stack, question, query=f"Zig systems programming marker{marker}")
+    assert await _searchable(stack, question, session, query=f"systems tool marker{marker}")
+
+
+async def test_a_streamed_agents_sdk_run_is_remembered(stack: Stack) -> None:
+    marker = uuid.uuid4().hex[:10]
+    stack.llm.reply_text(f"Streamed agents answer marker{marker} done.")
+    set_default_openai_client(_sdk(stack, stack.alice_key), use_for_tracing=False)
+    set_default_openai_api("responses")
+    set_tracing_disabled(True)
+    agent = Agent(name="helper", instructions="You are a concise assistant.", model="fake")
+    run = Runner.run_streamed(agent, f"Tell me something, marker{marker}.")
+    kinds = {event.type async for event in run.stream_events()}
+    assert "raw_response_event" in kinds
+    assert run.final_output == f"Streamed agents answer marker{marker} done."
+    assert stack.llm.requests[-1]["stream"] is True
+    assert stack.llm.requests[-1]["instructions"].endswith("You are a concise assistant.")
+    assert await _searchable(stack, f"Streamed agents answer marker{marker} done.", query=f"marker{marker}")
