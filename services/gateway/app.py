@@ -2,12 +2,13 @@
 
 No database: the gateway talks only NATS (RPCs, chat events, the ``MEM_API_KEYS`` bucket, the
 per-key limit state in ``MEM_KEY_LIMITS``), so it scales by replicas and the limits hold across
-them. Routes: REST ``/v1`` (``routes.py``), ``/v1/chat/completions`` (the proxy), ``/mcp``
-(MCP over streamable HTTP, loaded on first use: ``handlers/mcp_mount.py``), ``/openapi.json``
-and ``/docs``, the probes ``/livez``, ``/readyz`` and ``/healthz`` (``handlers/probes.py``),
-Memory Studio at ``/studio`` (``studio/``). Settings: ``MEMORYD_GATEWAY_*`` (``config.py``); the upstream defaults to
-``MEMORYD_LLM_BASE_URL``. The HTTP URL goes into the ready line as ``http=...``. Every request
-is counted by route template and status (``metrics.py``).
+them. Routes: REST ``/v1`` (``routes.py``), the proxy's ``/v1/chat/completions``,
+``/v1/responses`` and ``/v1/models``, ``/mcp`` (MCP over streamable HTTP, loaded on first use:
+``handlers/mcp_mount.py``), ``/openapi.json`` and ``/docs``, the probes ``/livez``, ``/readyz``
+and ``/healthz`` (``handlers/probes.py``), Memory Studio at ``/studio`` (``studio/``).
+Settings: ``MEMORYD_GATEWAY_*`` (``config.py``); the upstream defaults to ``MEMORYD_LLM_BASE_URL``.
+The HTTP URL goes into the ready line as ``http=...``. Every request is counted by route
+template and status (``metrics.py``).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from .adapters.keys import KeyCache
 from .adapters.limits_kv import LimitStore, open_limits_bucket
 from .config import GatewayConfig
 from .context import Gateway
-from .handlers import proxy, rest, special
+from .handlers import models, proxy, responses, rest, special
 from .handlers.common import json_response
 from .handlers.mcp_mount import LazyMcp
 from .handlers.probes import Probes, healthz
@@ -55,6 +56,8 @@ _SPECIAL = {
     "health": special.health_endpoint,
     "sleep_receipts": special.receipts_endpoint,
     "chat_completions": proxy.chat_endpoint,
+    "responses": responses.responses_endpoint,
+    "models_list": models.models_endpoint,
     "whoami": whoami_endpoint,
     "activity": activity_endpoint,
 }

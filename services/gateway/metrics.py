@@ -75,7 +75,7 @@ class HttpMetrics:
 class MeteredUpstream(Upstream):
     """The upstream LLM, timed up to its response headers by status (``unreachable``: no answer)."""
 
-    async def open(self, url: str, body: bytes, headers: dict[str, str]) -> UpstreamResponse:
+    async def open(self, url: str, body: bytes | None, headers: dict[str, str]) -> UpstreamResponse:
         started = time.perf_counter()
         try:
             response = await super().open(url, body, headers)

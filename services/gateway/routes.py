@@ -105,6 +105,11 @@ ROUTES: tuple[Route, ...] = (
     Route("chat_completions", "POST", "/v1/chat/completions",
           "OpenAI-compatible chat with memory: retrieve, inject, forward, then remember the exchange", "proxy",
           None, None),
+    Route("responses", "POST", "/v1/responses",
+          "OpenAI Responses API with memory: retrieve, inject into instructions, forward, then remember", "proxy",
+          None, None),
+    Route("models_list", "GET", "/v1/models", "The upstream's models (the key's upstream, else the gateway's)",
+          "proxy", None, None),
 )  # fmt: skip
 
 BY_NAME: dict[str, Route] = {route.name: route for route in ROUTES}

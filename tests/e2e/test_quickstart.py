@@ -60,7 +60,7 @@ async def _ready(proc: asyncio.subprocess.Process) -> dict[str, str]:
 async def test_every_quickstart_snippet_runs(tmp_path: Path) -> None:
     blocks = BLOCK.findall((ROOT / "docs" / "quickstart.md").read_text())
     kinds = [k for k, _ in blocks]
-    assert kinds == ["sh", "bash", "bash", "python", "python", "json", "json"], kinds
+    assert kinds == ["sh", "bash", "bash", "python", "python", "python", "json", "json"], kinds
     port = _free_port()
     async with FakeLlm() as llm:
         env = _env(MEMORYD_LLM_BASE_URL=llm.base_url)
@@ -84,9 +84,15 @@ async def test_every_quickstart_snippet_runs(tmp_path: Path) -> None:
             answer = await asyncio.to_thread(_run, *snippets[3], tmp_path, env)
             assert answer == "Use TypeScript with Vite.\n"
             assert "TypeScript" in llm.requests[-1]["messages"][0]["content"]
-            hits = await asyncio.to_thread(_run, *snippets[4], tmp_path, env)  # no MEMORYD_NATS_*: client.json
+            llm.reply_text("Vite, for TypeScript.")
+            answer = await asyncio.to_thread(_run, *snippets[4], tmp_path, env)  # the Responses API
+            assert answer == "Vite, for TypeScript.\n"
+            instructions = llm.requests[-1]["instructions"]
+            assert instructions.startswith("Memory context:") and "TypeScript" in instructions
+            assert instructions.endswith("Answer in one sentence.")
+            hits = await asyncio.to_thread(_run, *snippets[5], tmp_path, env)  # no MEMORYD_NATS_*: client.json
             assert "PostgreSQL" in hits
-            stdio_cfg = json.loads(snippets[5][1])["mcpServers"]["memoryd"]
+            stdio_cfg = json.loads(snippets[6][1])["mcpServers"]["memoryd"]
             command = shutil.which(stdio_cfg["command"], path=env["PATH"])
             assert command is not None
             params = StdioServerParameters(command=command, args=stdio_cfg["args"], env=env, cwd=tmp_path)
@@ -94,7 +100,7 @@ async def test_every_quickstart_snippet_runs(tmp_path: Path) -> None:
                 await session.initialize()
                 found = await session.call_tool("memory_search", {"query": "TypeScript web projects"})
                 assert not found.is_error and "TypeScript" in found.content[0].text
-            http_cfg = json.loads(snippets[6][1].replace("mk_...", key))["mcpServers"]["memoryd"]
+            http_cfg = json.loads(snippets[7][1].replace("mk_...", key))["mcpServers"]["memoryd"]
             async with (
                 httpx2.AsyncClient(headers=http_cfg["headers"], timeout=30) as http,
                 streamable_http_client(http_cfg["url"], http_client=http) as streams,

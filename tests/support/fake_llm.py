@@ -1,17 +1,17 @@
-"""A scripted OpenAI-compatible HTTP server for tests: chat completions and embeddings.
+"""A scripted OpenAI-compatible HTTP server for tests: chat completions, responses, embeddings.
 
     async with FakeLlm() as llm:
         llm.reply_json({"facts": []})           # queue one reply (FIFO)
         llm.fail(503)                           # queue one HTTP error
         llm.handler = lambda req: (200, FakeLlm.completion(req, "{}"))  # when the queue is empty
-        cfg = LlmConfig(base_url=llm.base_url, model="fake")
-        llm.requests                            # decoded JSON bodies of /v1/chat/completions
+        llm.requests                            # JSON bodies of /v1/chat/completions and /v1/responses
 
-Real HTTP on 127.0.0.1, so tests use production's client code. Chat replies come from the queue,
-then ``handler`` (may be async, may return the content string), else a 500, and carry ``usage``
-(about ``len/4``); ``"stream": true`` gets server-sent chunks. ``POST /v1/embeddings`` returns
-deterministic unit vectors from a hash of each text (``fail_embeddings`` queues errors);
-``GET /v1/models`` lists ``model``. Concurrent requests are served concurrently.
+Real HTTP on 127.0.0.1, so tests use production's client code. Replies come from the queue, then
+``handler`` (may be async, may return the content string), else a 500, with ``usage`` (about
+``len/4``); ``"stream": true`` gets server-sent events. ``/v1/responses`` answers the same script
+as a ``response`` (streamed: ``response.created``, a ``response.output_text.delta`` per word, ...,
+``response.completed``). ``/v1/embeddings`` returns deterministic unit vectors per text
+(``fail_embeddings`` queues errors); ``GET /v1/models`` lists ``model``.
 """
 
 from __future__ import annotations
@@ -66,6 +66,10 @@ class FakeLlm:
         self.requests: list[dict[str, Any]] = []
         #: Lower-cased request headers of each chat-completion request (same order).
         self.request_headers: list[dict[str, str]] = []
+        #: The route of each of those requests: ``chat/completions`` or ``responses`` (same order).
+        self.request_routes: list[str] = []
+        #: Lower-cased request headers of each ``GET /v1/models``.
+        self.models_headers: list[dict[str, str]] = []
         #: Decoded JSON bodies of embedding requests.
         self.embedding_requests: list[dict[str, Any]] = []
         self._queue: deque[_Scripted] = deque()
@@ -154,7 +158,7 @@ class FakeLlm:
         completion_tokens: int | None = None,
     ) -> dict[str, Any]:
         """A ``chat.completion`` body answering ``request`` with ``content`` (for handlers)."""
-        prompt = "".join(str(m.get("content") or "") for m in request.get("messages") or [] if isinstance(m, dict))
+        prompt = _prompt_text(request)
         p_tokens = _tokens(prompt) if prompt_tokens is None else prompt_tokens
         c_tokens = _tokens(content) if completion_tokens is None else completion_tokens
         return {
@@ -193,8 +197,9 @@ class FakeLlm:
                 method, path, version, headers, body = request
                 status, payload = await self._dispatch(method, path, headers, body)
                 close = headers.get("connection", "").lower() == "close" or version == "HTTP/1.0"
-                if status == 200 and "choices" in payload and _wants_stream(body):
-                    await self._stream(writer, payload, close)
+                if status == 200 and _wants_stream(body) and ("choices" in payload or "output" in payload):
+                    events = self.sse_chunks(payload) if "choices" in payload else self.response_events(payload)
+                    await self._stream(writer, events, close)
                     if close:
                         break
                     continue
@@ -235,15 +240,90 @@ class FakeLlm:
         ]  # fmt: skip
         return [*chunks, {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]
 
-    async def _stream(self, writer: asyncio.StreamWriter, completion: dict[str, Any], close: bool) -> None:
-        """Answer as server-sent events (``stream: true``), one HTTP chunk per event, then ``[DONE]``."""
+    @staticmethod
+    def response(
+        request: dict[str, Any],
+        content: str,
+        *,
+        model: str | None = None,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+    ) -> dict[str, Any]:
+        """A completed ``response`` object answering a Responses API ``request`` with ``content``."""
+        p_tokens = _tokens(_prompt_text(request)) if prompt_tokens is None else prompt_tokens
+        c_tokens = _tokens(content) if completion_tokens is None else completion_tokens
+        message = {
+            "type": "message",
+            "id": "msg_fake",
+            "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": content, "annotations": []}],
+        }
+        return {
+            "id": "resp_fake",
+            "object": "response",
+            "created_at": 0,
+            "status": "completed",
+            "model": model or str(request.get("model") or "fake-llm"),
+            "instructions": request.get("instructions"),
+            "previous_response_id": request.get("previous_response_id"),
+            "output": [message],
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
+            "text": {"format": {"type": "text"}},
+            "error": None,
+            "incomplete_details": None,
+            "metadata": {},
+            "usage": {
+                "input_tokens": p_tokens,
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens": c_tokens,
+                "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": p_tokens + c_tokens,
+            },
+        }
+
+    @staticmethod
+    def response_events(response: dict[str, Any]) -> list[dict[str, Any]]:
+        """The Responses API stream of ``response``: created, the message's text word by word, completed."""
+        message = response["output"][0]
+        text = message["content"][0]["text"]
+        words = [w + " " for w in text.split(" ")]
+        words[-1] = words[-1][:-1]
+        started = {**response, "status": "in_progress", "output": [], "usage": None}
+        empty = {**message, "status": "in_progress", "content": []}
+        part = {"type": "output_text", "text": "", "annotations": []}
+        at = {"item_id": message["id"], "output_index": 0, "content_index": 0}
+        events: list[dict[str, Any]] = [
+            {"type": "response.created", "response": started},
+            {"type": "response.in_progress", "response": started},
+            {"type": "response.output_item.added", "output_index": 0, "item": empty},
+            {"type": "response.content_part.added", **at, "part": part},
+            *({"type": "response.output_text.delta", **at, "delta": w, "logprobs": []} for w in words),
+            {"type": "response.output_text.done", **at, "text": text, "logprobs": []},
+            {"type": "response.content_part.done", **at, "part": message["content"][0]},
+            {"type": "response.output_item.done", "output_index": 0, "item": message},
+            {"type": "response.completed", "response": response},
+        ]
+        return [{**event, "sequence_number": i} for i, event in enumerate(events)]
+
+    async def _stream(self, writer: asyncio.StreamWriter, events: list[dict[str, Any]], close: bool) -> None:
+        """Answer as server-sent events (``stream: true``), one HTTP chunk per event.
+
+        Chat chunks end with ``[DONE]``; Responses API events carry their type as the SSE ``event``.
+        """
         head = (
             "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n"
             f"cache-control: no-cache\r\nconnection: {'close' if close else 'keep-alive'}\r\n\r\n"
         )
         writer.write(head.encode("latin-1"))
-        events = [f"data: {json.dumps(c)}\n\n".encode() for c in self.sse_chunks(completion)]
-        for data in [*events, b"data: [DONE]\n\n"]:
+        chat = not events or "type" not in events[0]
+        frames = [
+            (f"data: {json.dumps(e)}\n\n" if chat else f"event: {e['type']}\ndata: {json.dumps(e)}\n\n").encode()
+            for e in events
+        ]
+        for data in [*frames, *([b"data: [DONE]\n\n"] if chat else [])]:
             writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
             await writer.drain()
         writer.write(b"0\r\n\r\n")
@@ -252,10 +332,13 @@ class FakeLlm:
     async def _dispatch(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> Reply:
         route = path.split("?", 1)[0].rstrip("/")
         if method == "GET" and route in ("/v1/models", "/models"):
-            return 200, {"object": "list", "data": [{"id": self.model, "object": "model"}]}
+            self.models_headers.append(headers)
+            return 200, {"object": "list", "data": [{"id": self.model, "object": "model", "owned_by": "fake"}]}
         if method != "POST" or route not in (
             "/v1/chat/completions",
             "/chat/completions",
+            "/v1/responses",
+            "/responses",
             "/v1/embeddings",
             "/embeddings",
         ):
@@ -271,7 +354,19 @@ class FakeLlm:
             return self._embeddings(body)
         self.requests.append(body)
         self.request_headers.append(headers)
-        return await self._chat(body)
+        responses = route.endswith("/responses")
+        self.request_routes.append("responses" if responses else "chat/completions")
+        status, payload = await self._chat(body)
+        if responses and status == 200 and "choices" in payload:  # the same scripted answer, the Responses way
+            usage = payload.get("usage") or {}
+            return status, self.response(
+                body,
+                str(payload["choices"][0]["message"].get("content") or ""),
+                model=payload.get("model"),
+                prompt_tokens=usage.get("prompt_tokens"),
+                completion_tokens=usage.get("completion_tokens"),
+            )
+        return status, payload
 
     async def _chat(self, body: dict[str, Any]) -> Reply:
         if self._queue:
@@ -321,6 +416,16 @@ class FakeLlm:
             ],
             "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
         }
+
+
+def _prompt_text(request: dict[str, Any]) -> str:
+    """The text a request sends: its chat messages, or its Responses instructions and input."""
+    parts: list[Any] = [m.get("content") for m in request.get("messages") or [] if isinstance(m, dict)]
+    parts.append(request.get("instructions"))
+    given = request.get("input")
+    items = [{"content": given}] if isinstance(given, str) else given if isinstance(given, list) else []
+    parts += [m.get("content") for m in items if isinstance(m, dict)]
+    return "".join(str(p or "") for p in parts)
 
 
 def _wants_stream(raw: bytes) -> bool:

@@ -63,11 +63,12 @@ class Upstream:
             )
         return self._session
 
-    def url(self, base: str | None) -> str:
+    def url(self, base: str | None, path: str = "chat/completions") -> str:
+        """``path`` under the key's upstream (``base``), else under the gateway's."""
         root = (base.rstrip("/") if base else None) or self.default_url
         if not root:
             raise DependencyDown("no upstream LLM: set MEMORYD_LLM_BASE_URL or a per-key upstream")
-        return f"{root}/chat/completions"
+        return f"{root}/{path}"
 
     def headers(self, authorization: str | None, *, own_upstream: bool = False) -> dict[str, str]:
         """The forwarded headers: the caller's upstream credential, else (the gateway's upstream only) its key."""
@@ -78,14 +79,17 @@ class Upstream:
             headers["authorization"] = f"Bearer {self.api_key}"
         return headers
 
-    async def open(self, url: str, body: bytes, headers: dict[str, str]) -> UpstreamResponse:
+    async def open(self, url: str, body: bytes | None, headers: dict[str, str]) -> UpstreamResponse:
         """The upstream's response with its body not read yet: the caller streams or reads it, then closes it.
+
+        A ``body`` is POSTed; without one it is a GET (``/models``).
 
         ``DependencyDown`` when it cannot be reached; its description names no address (the
         caller sees it), the log has the full error.
         """
         try:
-            return UpstreamResponse(await self.session.post(url, data=body, headers=headers))
+            method = "GET" if body is None else "POST"
+            return UpstreamResponse(await self.session.request(method, url, data=body, headers=headers))
         except (TimeoutError, aiohttp.ClientError) as exc:
             log.warning("proxy.upstream_unreachable", url=url, error=f"{type(exc).__name__}: {exc}")
             what = "timed out (connecting, or waiting for a free connection)" if isinstance(exc, TimeoutError) else ""

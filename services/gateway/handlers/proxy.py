@@ -1,17 +1,16 @@
-"""``POST /v1/chat/completions``: the OpenAI-compatible memory proxy.
+"""The OpenAI-compatible memory proxy: ``POST /v1/chat/completions`` and what every proxied API shares.
 
-Retrieve for the last user turn and inject (the retrieve service's inject RPC decides placement),
-forward to the upstream (the key's, else ``MEMORYD_LLM_BASE_URL``), return its answer unchanged
-(SSE passed through chunk by chunk), then publish the exchange as a chat event. The response
-header ``x-memory-status`` says what memory did: ``injected``, ``none`` (nothing relevant),
-``skipped`` (``x-memory-no-memory``), ``unavailable`` (memoryd down or not answering in time),
-``rate_limited`` (the owner is over its searches per second) or ``failed`` (memoryd answered
-with another error, logged); in the last three the call went ahead without memory. A key's
-limits are checked before anything else (``proxy_limits.py``). Upstream errors come back with
-the upstream's status and body; of the upstream's headers only the allow-listed ones pass
-(``logic/exposure.py``). A key with an upstream of its own sends the caller's
-``x-upstream-authorization`` there, never the gateway's key. A caller that stops reading a stream
-for ``stream_write_timeout_s`` loses it, and the upstream connection goes back to the pool.
+Shared (``responses.py`` and ``models.py`` use it too): the exchange (owner from the key, session,
+provider and opt-out headers), ``recall`` (memory for the last user turn, within
+``memory_timeout_s``), ``forward`` (to the key's upstream, else ``MEMORYD_LLM_BASE_URL``; the answer
+back unchanged, SSE chunk by chunk; then ``remember`` publishes the exchange as a chat event). A
+key's limits are checked before memory and the upstream (``proxy_limits.py``); ``forward`` charges
+and releases what was granted. ``x-memory-status`` says what memory did: ``injected``, ``none``,
+``skipped`` (``x-memory-no-memory``), ``unavailable`` (memoryd did not answer in time),
+``rate_limited`` (the owner's searches per second) or ``failed`` (another error, logged); in the
+last three the call went ahead without memory. Only allow-listed upstream headers pass
+(``logic/exposure.py``); a key with an upstream of its own sends the caller's
+``x-upstream-authorization`` there, never the gateway's key.
 """
 
 from __future__ import annotations
@@ -19,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -36,9 +36,10 @@ from memoryd.subjects import NO_MEMORY_HEADER
 from shared.api_keys import ApiKeyRecord
 from shared.observability.logging import get_logger
 
+from ..adapters.upstream import UpstreamResponse
 from ..context import Gateway
 from ..logic.auth import acting_owner
-from ..logic.chat import SseText, apply_memory, last_user_text, reply_text, truthy, turns
+from ..logic.chat import SseData, SseText, apply_memory, last_user_text, reply_text, truthy, turns
 from ..logic.exposure import pass_headers
 from ..logic.problem import PROBLEM_MEDIA, problem
 from .common import Endpoint, authenticate, guarded, json_object, named_owners, read_body
@@ -109,11 +110,28 @@ class Exchange(msgspec.Struct, kw_only=True):
     injected: int = 0
 
 
-async def with_memory(gw: Gateway, ex: Exchange) -> list[Any]:
-    """The messages to forward: with memory when memoryd answers in time, else as they came."""
+def open_exchange(key: ApiKeyRecord, request: Request, messages: list[Any], model: Any) -> Exchange:
+    """The exchange a proxied call starts: the owner from the key, session, provider and opt-out from headers."""
+    owner = acting_owner(key.role, key.owner, named_owners(request), required=True)
+    assert owner is not None
+    skip = truthy(request.headers.get(NO_MEMORY_HEADER))
+    return Exchange(
+        owner=owner,
+        session_id=request.headers.get(SESSION_HEADER) or None,
+        provider=request.headers.get(PROVIDER_HEADER) or None,
+        model=model if isinstance(model, str) else None,
+        messages=messages,
+        remember=not skip,
+        status="skipped" if skip else "none",
+    )
+
+
+async def recall(gw: Gateway, ex: Exchange) -> InjectResult | None:
+    """The owner's memory for the last user turn (``ex.status`` says what it was); None when memory is skipped,
+    there is no user text, or memoryd does not answer in time."""
     query = last_user_text(ex.messages)[:MAX_QUERY_CHARS]
-    if not query.strip():
-        return ex.messages
+    if not ex.remember or not query.strip():
+        return None
     req = InjectRequest(
         owner=ex.owner,
         messages=[ChatMessage(role="user", content=query)],
@@ -129,18 +147,18 @@ async def with_memory(gw: Gateway, ex: Exchange) -> list[Any]:
     except (DependencyDown, TimeoutError) as exc:  # memoryd down or slow never breaks the chat call
         log.warning("proxy.memory_unavailable", error=str(exc) or type(exc).__name__)
         ex.status = "unavailable"
-        return ex.messages
+        return None
     except BudgetExceeded as exc:  # the owner's searches per second: this call goes without memory
         log.info("proxy.memory_rate_limited", owner=ex.owner, error=exc.description)
         ex.status = "rate_limited"
-        return ex.messages
+        return None
     except Exception as exc:  # any other failure is memoryd's, not the caller's: said, logged, not fatal
         log.error("proxy.memory_failed", owner=ex.owner, error=str(exc) or type(exc).__name__)
         ex.status = "failed"
-        return ex.messages
+        return None
     ex.injected = len(result.injected)
     ex.status = "injected" if result.injected and result.placement != "none" else "none"
-    return apply_memory(ex.messages, result.context, result.placement)
+    return result
 
 
 async def remember(gw: Gateway, ex: Exchange, reply: str) -> None:
@@ -164,23 +182,104 @@ async def remember(gw: Gateway, ex: Exchange, reply: str) -> None:
         log.warning("proxy.remember_failed", error=str(exc))
 
 
-def _exchange(key: ApiKeyRecord, request: Request, body: dict[str, Any]) -> Exchange:
-    messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise ValidationFailed.at("$.messages", "Expected a non-empty `array` of messages")
-    owner = acting_owner(key.role, key.owner, named_owners(request), required=True)
-    assert owner is not None
-    skip = truthy(request.headers.get(NO_MEMORY_HEADER))
-    model = body.get("model") if isinstance(body.get("model"), str) else None
-    return Exchange(
-        owner=owner,
-        session_id=request.headers.get(SESSION_HEADER) or None,
-        provider=request.headers.get(PROVIDER_HEADER) or None,
-        model=model,
-        messages=messages,
-        remember=not skip,
-        status="skipped" if skip else "none",
-    )
+@dataclass(frozen=True)
+class Api:
+    """One OpenAI API the proxy serves: its path under the upstream and where the answer's text is."""
+
+    path: str
+    reply_text: Callable[[bytes], str]  # of a whole answer
+    stream_text: Callable[[], SseData]  # a collector of a streamed one
+    ask_usage: bool = True  # a stream reports its usage only when asked (Responses streams always do)
+
+
+CHAT = Api("chat/completions", reply_text, SseText)
+
+
+async def open_upstream(
+    gw: Gateway, key: ApiKeyRecord, request: Request, path: str, body: bytes | None
+) -> UpstreamResponse:
+    """``path`` at the key's upstream (else the gateway's), with the forwarded headers' rules; ``DependencyDown``
+    when it cannot be reached."""
+    url = gw.upstream.url(key.upstream_url, path)
+    headers = gw.upstream.headers(request.headers.get(UPSTREAM_AUTH_HEADER), own_upstream=bool(key.upstream_url))
+    return await gw.upstream.open(url, body, headers)
+
+
+def unreachable(exc: DependencyDown, headers: dict[str, str] | None = None) -> Response:
+    """The 502 a caller gets when the upstream cannot be reached."""
+    body = problem(502, "upstream_unreachable", exc.description)
+    return Response(msgspec.json.encode(body), 502, media_type=PROBLEM_MEDIA, headers=headers)
+
+
+async def read_through(upstream: UpstreamResponse, headers: dict[str, str] | None = None) -> Response:
+    """The upstream's whole answer with its status and allow-listed headers (plus ``headers``); released."""
+    try:
+        content = await upstream.aread()
+    finally:
+        await upstream.aclose()
+    passed = pass_headers(upstream.headers.items())
+    return Response(content, status_code=upstream.status_code, headers={**passed, **(headers or {})})
+
+
+async def forward(
+    gw: Gateway,
+    key: ApiKeyRecord,
+    request: Request,
+    ex: Exchange,
+    api: Api,
+    forwarded: dict[str, Any],
+    grant: ProxyGrant,
+) -> Response:
+    """Send ``forwarded`` upstream, pass its answer back (streamed or whole) and remember the exchange;
+    charge the key for what the upstream reports and give back what ``grant`` holds (a stream, when it ends)."""
+    memory_headers = {STATUS_HEADER: ex.status, INJECTED_HEADER: str(ex.injected)}
+    forwarded, usage = grant.forwarded(forwarded, ask_usage=api.ask_usage)
+    data = msgspec.json.encode(forwarded)
+    streaming = False
+    try:
+        try:
+            upstream = await open_upstream(gw, key, request, api.path, data)
+        except DependencyDown as exc:
+            return unreachable(exc, memory_headers)
+        media = upstream.headers.get("content-type", "application/json")
+        if upstream.status_code == 200 and media.startswith("text/event-stream"):
+            sse = api.stream_text()
+
+            async def relay() -> AsyncIterator[bytes]:
+                try:
+                    async for chunk in upstream.aiter_raw():
+                        sse.feed(chunk)
+                        out = usage.feed(chunk)
+                        if out:
+                            yield out
+                    rest = usage.flush()
+                    if rest:
+                        yield rest
+                finally:
+                    await upstream.aclose()
+                    await grant.release()
+                    await grant.spend_stream(len(data), usage)
+                await remember(gw, ex, sse.text)
+
+            streaming = True
+            return BoundedStream(
+                relay(),
+                write_timeout_s=gw.config.stream_write_timeout_s,
+                on_close=grant.release,
+                status_code=200,
+                headers={**pass_headers(upstream.headers.items()), **memory_headers},
+            )
+        response = await read_through(upstream, memory_headers)
+        if upstream.status_code == 200:
+            await grant.spend_answer(len(data), bytes(response.body))
+            reply = api.reply_text(bytes(response.body))
+            if reply:
+                # after the reply is sent: the caller never waits for the event
+                response.background = BackgroundTask(remember, gw, ex, reply)
+        return response
+    finally:
+        if not streaming:  # a stream gives its slot back when it ends
+            await grant.release()
 
 
 def chat_endpoint(gw: Gateway) -> Endpoint:
@@ -188,72 +287,15 @@ def chat_endpoint(gw: Gateway) -> Endpoint:
     async def endpoint(request: Request) -> Response:
         key = await authenticate(gw, request)
         body = json_object(await read_body(gw, request))
-        ex = _exchange(key, request, body)
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise ValidationFailed.at("$.messages", "Expected a non-empty `array` of messages")
+        ex = open_exchange(key, request, messages, body.get("model"))
         grant = await admit_proxy(gw, key, body)  # the key's limits, before memory and the upstream
-        streaming = False
-        try:
-            response, streaming = await _forward(gw, key, request, body, ex, grant)
-            return response
-        finally:
-            if not streaming:  # a stream frees its slot when it ends
-                await grant.release()
+        memory = await recall(gw, ex)
+        forwarded = (
+            body if memory is None else {**body, "messages": apply_memory(messages, memory.context, memory.placement)}
+        )
+        return await forward(gw, key, request, ex, CHAT, forwarded, grant)
 
     return endpoint
-
-
-async def _forward(
-    gw: Gateway, key: ApiKeyRecord, request: Request, body: dict[str, Any], ex: Exchange, grant: ProxyGrant
-) -> tuple[Response, bool]:
-    """The upstream's answer to the call, and whether it is a stream (which then owns the grant)."""
-    forwarded = body if not ex.remember else {**body, "messages": await with_memory(gw, ex)}
-    forwarded, usage = grant.forwarded(forwarded)
-    data = msgspec.json.encode(forwarded)
-    url = gw.upstream.url(key.upstream_url)
-    headers = gw.upstream.headers(request.headers.get(UPSTREAM_AUTH_HEADER), own_upstream=bool(key.upstream_url))
-    memory_headers = {STATUS_HEADER: ex.status, INJECTED_HEADER: str(ex.injected)}
-    try:
-        upstream = await gw.upstream.open(url, data, headers)
-    except DependencyDown as exc:
-        body502 = problem(502, "upstream_unreachable", exc.description)
-        return Response(msgspec.json.encode(body502), 502, media_type=PROBLEM_MEDIA, headers=memory_headers), False
-    passed = pass_headers(upstream.headers.items())
-    media = upstream.headers.get("content-type", "application/json")
-    if upstream.status_code == 200 and media.startswith("text/event-stream"):
-        sse = SseText()
-
-        async def relay() -> AsyncIterator[bytes]:
-            try:
-                async for chunk in upstream.aiter_raw():
-                    sse.feed(chunk)
-                    out = usage.feed(chunk)
-                    if out:
-                        yield out
-                rest = usage.flush()
-                if rest:
-                    yield rest
-            finally:
-                await upstream.aclose()
-                await grant.release()
-                await grant.spend_stream(len(data), usage)
-            await remember(gw, ex, sse.text)
-
-        stream = BoundedStream(
-            relay(),
-            write_timeout_s=gw.config.stream_write_timeout_s,
-            on_close=grant.release,
-            status_code=200,
-            headers={**passed, **memory_headers},
-        )
-        return stream, True
-    try:
-        content = await upstream.aread()
-    finally:
-        await upstream.aclose()
-    response = Response(content, status_code=upstream.status_code, headers={**passed, **memory_headers})
-    if upstream.status_code == 200:
-        await grant.spend_answer(len(data), content)
-        reply = reply_text(content)
-        if reply:
-            # after the reply is sent: the caller never waits for the event
-            response.background = BackgroundTask(remember, gw, ex, reply)
-    return response, False

@@ -126,8 +126,12 @@ def reply_text(body: bytes) -> str:
         return ""
 
 
-class SseText:
-    """Collects the first choice's ``delta.content`` from an SSE stream fed chunk by chunk."""
+class SseData:
+    """The JSON ``data:`` payloads of an SSE stream fed chunk by chunk, handed to ``take`` one by one.
+
+    The framing (lines split across chunks, ``[DONE]``, comments and ``event:`` lines) is read
+    here once; what a payload means is the subclass's ``take``. ``text`` is what was collected.
+    """
 
     def __init__(self) -> None:
         self._buffer = b""
@@ -143,14 +147,26 @@ class SseText:
             data = line[5:].strip()
             if not data or data == b"[DONE]":
                 continue
-            try:
-                delta = upstream_json(data)["choices"][0].get("delta") or {}
-            except (KeyError, IndexError, TypeError, AttributeError):
-                continue
-            text = content_text(delta.get("content")) if isinstance(delta, dict) else ""
-            if text:
-                self.parts.append(text)
+            payload = upstream_json(data)
+            if isinstance(payload, dict):
+                self.take(payload)
+
+    def take(self, payload: dict[str, Any]) -> None:
+        raise NotImplementedError
 
     @property
     def text(self) -> str:
         return "".join(self.parts)
+
+
+class SseText(SseData):
+    """Collects the first choice's ``delta.content`` of a streamed chat completion."""
+
+    def take(self, payload: dict[str, Any]) -> None:
+        try:
+            delta = payload["choices"][0].get("delta") or {}
+        except (KeyError, IndexError, TypeError, AttributeError):
+            return
+        text = content_text(delta.get("content")) if isinstance(delta, dict) else ""
+        if text:
+            self.parts.append(text)

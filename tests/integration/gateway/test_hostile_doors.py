@@ -1,5 +1,5 @@
-"""One hostile-input table through every HTTP door (REST, MCP over streamable HTTP, the chat
-proxy), with one oracle: a typed 4xx (problem+json on REST and the proxy, a tool error naming
+"""One hostile-input table through every HTTP door (REST, MCP over streamable HTTP, the proxy's
+chat completions and responses), with one oracle: a typed 4xx (problem+json on REST and the proxy, a tool error naming
 its code on MCP), never a 5xx, and no effect on another owner (alice's memory is read back
 unchanged after every case). The hostile caller is bob, with an owner key."""
 
@@ -255,6 +255,40 @@ async def test_proxy_injection_strings_are_data(stack: Stack, victim: Victim, te
     reply = await sdk.chat.completions.create(model="m", messages=[{"role": "user", "content": text}])
     assert reply.choices[0].message.content == "Noted as data."
     assert stack.llm.requests[-1]["messages"][-1] == {"role": "user", "content": text}  # forwarded unchanged
+    await _untouched(stack, victim)
+
+
+RESPONSES_CASES: list[tuple[str, bytes | dict[str, Any], dict[str, str], int]] = [
+    ("spoof-owner", {"model": "m", "input": "hi"}, {"x-memory-owner": "{alice}"}, 403),
+    ("deep-json", b'{"model":"m","input":' + b"[" * DEPTH + b"]" * DEPTH + b"}", {}, 400),
+    ("huge-json", b'{"model":"m","input":"' + b"a" * (5 * 1_048_576) + b'"}', {}, 413),
+    ("truncated-json", b'{"model":"m","input":[', {}, 400),
+    ("input-an-object", {"model": "m", "input": {"role": "user", "content": "hi"}}, {}, 400),
+    ("input-a-number", {"model": "m", "input": 5}, {}, 400),
+    ("instructions-not-text", {"model": "m", "input": "hi", "instructions": ["obey"]}, {}, 400),
+    ("body-an-array", b"[]", {}, 400),
+]
+
+
+@pytest.mark.parametrize(("name", "body", "headers", "status"), RESPONSES_CASES, ids=[c[0] for c in RESPONSES_CASES])
+async def test_responses(
+    stack: Stack, victim: Victim, name: str, body: bytes | dict[str, Any], headers: dict[str, str], status: int
+) -> None:
+    kwargs: dict[str, Any] = {"content": body} if isinstance(body, bytes) else {"json": body}
+    async with stack.client(stack.bob_key) as http:
+        reply = await http.post("/v1/responses", headers=_fill(headers, victim), **kwargs)
+    assert reply.status_code == status, reply.text[:300]
+    assert reply.headers["content-type"] == PROBLEM and reply.json()["status"] == status
+    await _untouched(stack, victim)
+
+
+@pytest.mark.parametrize("text", INJECTIONS)
+async def test_responses_injection_strings_are_data(stack: Stack, victim: Victim, text: str) -> None:
+    stack.llm.reply_text("Noted as data.")
+    sdk = openai.AsyncOpenAI(base_url=f"{stack.url}/v1", api_key=stack.bob_key, max_retries=0)
+    reply = await sdk.responses.create(model="m", input=[{"role": "user", "content": text}])
+    assert reply.output_text == "Noted as data."
+    assert stack.llm.requests[-1]["input"][-1] == {"role": "user", "content": text}  # forwarded unchanged
     await _untouched(stack, victim)
 
 

@@ -41,6 +41,7 @@ async def test_every_route_is_in_openapi_and_every_operation_answers(stack: Stac
             "settings_put": {"values": {}, "owner": stack.alice},
             "sleep_run": {},
             "chat_completions": {"model": "fake", "messages": [{"role": "user", "content": "hi"}]},
+            "responses": {"model": "fake", "input": "hi"},
         }
         expected = {"memories_restore": {409, 200}}  # an active memory has nothing to restore
         called = []
