@@ -73,8 +73,9 @@ from shared.vectors.port import VectorHit, VectorQuery, VectorStore
 from shared.vectors.qdrant import QdrantStore
 from shared.vectors.registry import VectorStores, open_stores
 from tests.support.auth import AuthBus, run_as_roles, start_auth_bus
+from tests.support.eventually import eventually
 
-from .helpers import CANARY, canary, eventually, property_settings, tenant_user
+from .helpers import CANARY, canary, property_settings, tenant_user
 
 EXAMPLES = int(os.environ.get("MEMORYD_ISOLATION_EXAMPLES", "25"))
 SEED = int(os.environ.get("MEMORYD_ISOLATION_SEED", "8"))
