@@ -6,7 +6,7 @@ owner was active after the run's snapshot (KV bucket or the live subject) and
 redelivered), and otherwise keeps the JetStream message alive.
 
 `RunContext.ask()` is the one LLM call of a batch: it returns the decoded JSON reply
-(re-encoded, for the tolerant parsers of the `logic` modules) or raises `BatchBroken`
+(for the tolerant parsers of the `logic` modules) or raises `BatchBroken`
 for anything that makes the batch unusable (HTTP error after the client's retry, bad
 reply, spent budget). Owner activity during the call cancels it and aborts the run
 there (counted in `llmCallsCancelled`), without waiting for the reply.
@@ -22,7 +22,6 @@ from datetime import datetime
 from typing import Any, Literal
 
 import asyncpg
-import msgspec
 import nats.errors
 from nats.js import JetStreamContext
 
@@ -150,8 +149,8 @@ class RunContext:
                 self.extra["llmCallsCancelled"] = int(self.extra.get("llmCallsCancelled", 0)) + 1
                 raise RunAborted(f"owner activity at {active.isoformat()} during the {operation} LLM call")
 
-    async def ask(self, operation: str, prompt: str) -> bytes:
-        """One LLM call; the decoded JSON reply re-encoded, or `BatchBroken`.
+    async def ask(self, operation: str, prompt: str) -> object:
+        """One LLM call; the decoded JSON reply, or `BatchBroken`.
 
         Owner activity during the call cancels it and aborts the run (`RunAborted`).
         """
@@ -175,7 +174,7 @@ class RunContext:
             raise BatchBroken(f"{exc.err_code}: {exc.description}") from exc
         self.prompt_tokens += result.prompt_tokens
         self.completion_tokens += result.completion_tokens
-        return msgspec.json.encode(result.value)
+        return result.value
 
     async def publish_embeds(self, items: Sequence[Embed]) -> None:
         """EmbedJobs for (memory_id, content_hash, reason) after a commit; failures only logged.

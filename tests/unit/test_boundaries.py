@@ -37,6 +37,8 @@ PURE_SHARED = (
     "shared.settings.sleep",
     "shared.quoting",
     "shared.digest",
+    "shared.llm.reply",
+    "shared.llm.errors",
 )
 SERVER_ONLY = (
     "asyncpg",

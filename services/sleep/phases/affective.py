@@ -31,12 +31,12 @@ from services.sleep.adapters.pattern_store import (
 )
 from services.sleep.context import BatchBroken, Embed, RunContext
 from services.sleep.logic.affective import AffectiveEdge, AffectivePlan, attribute_affect, parse_affective_reply
-from services.sleep.logic.llm_reply import LlmReplyError
 from services.sleep.logic.prompts import PoolMemory, PromptEntity, affective_prompt
 from services.sleep.logic.relations import Entity
 from services.sleep.logic.schedule import affective_skip_reason
 from services.sleep.logic.traits import ExistingTrait
 from services.sleep.receipt import AffectiveResult
+from shared.llm import LlmBadReply
 
 TRAIT_PREFIX = "affect:"
 NO_POOL = "no memories in the lookback window"
@@ -174,7 +174,7 @@ async def run(rc: RunContext, result: AffectiveResult) -> None:
     result.batches = 1
     try:
         reply = parse_affective_reply(await rc.ask("sleep.affective", prompt))
-    except (BatchBroken, LlmReplyError) as exc:
+    except (BatchBroken, LlmBadReply) as exc:
         result.single_batch_failed(exc)
         return
     result.malformed = reply.malformed
