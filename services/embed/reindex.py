@@ -38,12 +38,11 @@ from typing import Any
 import asyncpg
 from nats.js import JetStreamContext
 
-from memoryd.codec import encode
 from memoryd.errors import Conflict
 from memoryd.schemas import EmbedJob
 from memoryd.schemas.ops import ReindexRequest, ReindexResult
-from memoryd.subjects import EMBED_JOBS, MSG_ID_HEADER
 from services.embed.adapters import postgres as db
+from shared.bus.embed_jobs import publish_embed_jobs
 from shared.observability.logging import get_logger
 from shared.settings.engine import reattached
 from shared.vectors.port import VectorStore
@@ -278,16 +277,13 @@ class Signatures:
             page = await db.needing_page(self.pool, self.signature, owner, after, batch_size, updated_before)
             if not page:
                 return queued
-            acks = await asyncio.gather(
-                *(
-                    self.js.publish(
-                        EMBED_JOBS,
-                        encode(EmbedJob(memory_id=str(mid), owner=own, content_hash=digest, reason="reindex")),
-                        headers={MSG_ID_HEADER: reindex_msg_id(str(mid), digest, self.signature, current)},
-                    )
-                    for mid, own, digest, current in page
+            ids = {
+                EmbedJob(memory_id=str(mid), owner=own, content_hash=digest, reason="reindex"): reindex_msg_id(
+                    str(mid), digest, self.signature, current
                 )
-            )
+                for mid, own, digest, current in page
+            }
+            acks = await publish_embed_jobs(self.js, list(ids), msg_id=ids.__getitem__)
             queued += sum(1 for ack in acks if not ack.duplicate)
             after = page[-1][0]
 

@@ -25,14 +25,13 @@ import asyncpg
 import nats.errors
 from nats.js import JetStreamContext
 
-from memoryd.codec import encode
 from memoryd.errors import BudgetExceeded, DependencyDown
 from memoryd.schemas.events import EmbedJob
-from memoryd.subjects import EMBED_JOBS, MSG_ID_HEADER, embed_msg_id
 from services.sleep.adapters.activity_kv import ActivityReader, LiveActivity
 from services.sleep.config import SleepServiceConfig
 from services.sleep.logic.schedule import should_abort
 from services.sleep.logic.settings import SleepSettings
+from shared.bus.embed_jobs import publish_embed_jobs
 from shared.llm import LlmBadReply, LlmClient, LlmNotConfigured, LlmUnavailable
 from shared.observability.logging import get_logger
 from shared.vectors.pgvector import PgVectorStore
@@ -182,14 +181,11 @@ class RunContext:
         A memory whose job is lost keeps `needs_reindex`, which the embed service's lost-job sweep
         (`services/embed/sweep.py`) finds.
         """
-        for memory_id, digest, reason in items:
-            job = EmbedJob(memory_id=memory_id, owner=self.owner, content_hash=digest, reason=reason)
-            try:
-                await self.deps.js.publish(
-                    EMBED_JOBS, encode(job), headers={MSG_ID_HEADER: embed_msg_id(memory_id, digest)}, timeout=5.0
-                )
-            except (nats.errors.Error, TimeoutError) as exc:
-                log.warning("sleep.embed_publish_failed", memory_id=memory_id, error=str(exc) or type(exc).__name__)
+        jobs = [EmbedJob(memory_id=m, owner=self.owner, content_hash=digest, reason=r) for m, digest, r in items]
+        try:
+            await publish_embed_jobs(self.deps.js, jobs)
+        except DependencyDown as exc:
+            log.warning("sleep.embed_publish_failed", count=len(jobs), error=exc.description)
 
     async def mirror_state(self, memory_ids: Sequence[str], state: str) -> None:
         """Tell stores that filter on their own payload (Qdrant) about state changes."""
