@@ -28,7 +28,6 @@ writes or deletions while it was out of use.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -44,6 +43,7 @@ from memoryd.schemas.ops import ReindexRequest, ReindexResult
 from services.embed.adapters import postgres as db
 from shared.bus.embed_jobs import publish_embed_jobs
 from shared.observability.logging import get_logger
+from shared.periodic import every
 from shared.settings.engine import reattached
 from shared.vectors.port import VectorStore
 
@@ -241,17 +241,15 @@ class Signatures:
         self, stop: asyncio.Event, period_s: float, on_tick: Callable[[], Awaitable[None]] | None = None
     ) -> None:
         """Every `period_s`: follow the meta rows, switch when a backfill is done, drop retired vectors."""
-        while not stop.is_set():
-            try:
-                async with self.lock:
-                    await self.try_complete()
-                    await self.retire_due()
-                if on_tick is not None:
-                    await on_tick()
-            except Exception as exc:  # the next round retries; the service keeps serving
-                log.warning("embed.signature_watch_failed", error=f"{type(exc).__name__}: {exc}")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=period_s)
+
+        async def round_() -> None:
+            async with self.lock:
+                await self.try_complete()
+                await self.retire_due()
+            if on_tick is not None:
+                await on_tick()
+
+        await every(period_s, stop, round_, failed="embed.signature_watch_failed")
 
     # --- the reindex RPC ------------------------------------------------------------------
     async def reindex(self, req: ReindexRequest) -> ReindexResult:

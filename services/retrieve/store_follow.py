@@ -29,6 +29,7 @@ from memoryd.errors import DependencyDown
 from services.retrieve.engine import Engine
 from services.retrieve.logic.breaker import Breaker
 from services.retrieve.status import store_check
+from shared.periodic import wait_or_stop
 from shared.service import ServiceContext
 from shared.settings.engine import qdrant_location, reattached
 from shared.vectors.open_stores import LiveStores
@@ -92,8 +93,7 @@ class StoreFollower:
                 if await self._prepared() and self._waiting is waiting:
                     self._waiting = None
                     self.use(waiting)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=self.poll_s)
+            await wait_or_stop(stop, self.poll_s)
 
     async def _prepared(self) -> bool:
         qdrant = self.live.qdrant

@@ -13,7 +13,6 @@ import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
-import asyncpg
 import msgspec
 
 from memoryd.errors import Conflict, Forbidden, NotFound
@@ -36,8 +35,10 @@ from services.ingest.logic.lifecycle import (
     tokens_of,
 )
 from shared.db import memories
+from shared.db.advisory import try_advisory_lock
 from shared.llm import LlmClient
 from shared.observability.logging import get_logger
+from shared.periodic import every
 from shared.settings.memory import GLOBAL_OWNER, MemorySettings
 from shared.vectors.port import VectorStore
 
@@ -248,19 +249,10 @@ class LifecycleApi:
 
     async def cleanup_periodically(self, interval_s: float, stop: asyncio.Event) -> None:
         """Run ``cleanup`` every ``interval_s`` on one ingest replica at a time."""
-        while not stop.is_set():
-            try:
-                await asyncio.wait_for(stop.wait(), timeout=interval_s)
-                return
-            except TimeoutError:
-                pass
-            try:
-                async with self._pool.acquire() as conn:
-                    if not await conn.fetchval("SELECT pg_try_advisory_lock($1)", CLEANUP_LOCK):
-                        continue
-                    try:
-                        await self.cleanup(CleanupRequest())
-                    finally:
-                        await conn.execute("SELECT pg_advisory_unlock($1)", CLEANUP_LOCK)
-            except (OSError, asyncpg.PostgresError) as exc:
-                log.warning("cleanup.failed", error=str(exc))
+
+        async def one_replica() -> None:
+            async with self._pool.acquire() as conn, try_advisory_lock(conn, CLEANUP_LOCK) as taken:
+                if taken:
+                    await self.cleanup(CleanupRequest())
+
+        await every(interval_s, stop, one_replica, failed="cleanup.failed", wait_first=True)
