@@ -250,3 +250,12 @@ def test_the_public_package_stands_without_shared_and_services() -> None:
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().endswith("ok 0 MemoryClient")
     assert "memoryd up" in out.stdout  # the help text listed the commands
+
+
+def test_the_command_line_names_the_services_of_the_server() -> None:
+    """``memoryd`` cannot import ``shared`` at module level, so the command line keeps its own copy
+    of the service names (for ``--only`` and status): it must stay the server's list."""
+    from memoryd.cli.commands_server import SERVICES as CLI_SERVICES
+    from shared.service_names import SERVICES
+
+    assert CLI_SERVICES == SERVICES

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from services.gateway.routes import ROUTES
+from shared.service_names import BACKEND_SERVICES
 
 from .conftest import Stack
 
@@ -148,7 +149,7 @@ async def test_readyz_reports_every_service(stack: Stack) -> None:
     async with stack.client(None) as http:
         ready = await http.get("/readyz")
         assert ready.status_code == 200, ready.text
-        assert set(ready.json()["services"]) == {"ingest", "extract", "embed", "retrieve", "sleep"}
+        assert set(ready.json()["services"]) == set(BACKEND_SERVICES)
         docs = await http.get("/docs")
         assert docs.status_code == 200 and "openapi.json" in docs.text and "cdn" not in docs.text.lower()
 

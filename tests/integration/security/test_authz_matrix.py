@@ -59,6 +59,7 @@ from shared import authz
 from shared.authz import Case, Outcome
 from shared.db.memories import content_hash
 from shared.nats_auth import OPERATOR_ROLE, Credentials
+from shared.service_names import BACKEND_SERVICES
 from shared.settings.env import NatsConfig
 from tests.support.digest import changed_tables, digest, digest_query
 from tests.support.eventually import eventually
@@ -66,7 +67,7 @@ from tests.support.stack import run_services, service_config
 
 pytestmark = pytest.mark.integration
 
-RUNNING = ("ingest", "extract", "embed", "retrieve", "sleep")
+RUNNING = BACKEND_SERVICES
 PIPELINE = [
     (EVENTS_STREAM, INGEST_CONSUMER),
     (JOBS_STREAM, EXTRACT_CONSUMER),
