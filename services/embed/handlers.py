@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-import asyncpg
 from nats.js import JetStreamContext
 
 from memoryd.schemas import EmbedJob
@@ -29,6 +28,7 @@ from memoryd.schemas.retrieval import EmbedRequest, EmbedResult
 from services.embed.adapters import postgres as db
 from shared.bus.consumer import JobContext
 from shared.bus.embed_jobs import no_msg_id, publish_embed_jobs
+from shared.db.pool import Pool
 from shared.observability.logging import get_logger
 from shared.observability.metrics import EMBED_CACHE, EMBED_SKIPPED, EMBED_TEXTS
 from shared.vectors.cache import Vector, VectorCache
@@ -49,7 +49,7 @@ class Jobs:
 
     def __init__(
         self,
-        pool: asyncpg.Pool,
+        pool: Pool,
         js: JetStreamContext,
         stores: Sequence[VectorStore],
         source: EmbedSource,

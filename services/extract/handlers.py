@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-import asyncpg
 import structlog
 from nats.js import JetStreamContext
 
@@ -36,6 +35,7 @@ from services.extract.logic.llm_facts import ValidFact
 from services.extract.logic.quota import admit
 from services.extract.logic.rules import Fact, extract_facts, fact_metadata
 from shared.bus.embed_jobs import publish_embed_jobs
+from shared.db.pool import Connection, Pool
 from shared.observability.logging import get_logger
 from shared.observability.metrics import FACTS
 from shared.settings.memory import MemorySettings
@@ -47,7 +47,7 @@ SettingsLookup = Callable[[str], Awaitable[MemorySettings]]
 
 @dataclass(frozen=True)
 class ExtractDeps:
-    pool: asyncpg.Pool
+    pool: Pool
     js: JetStreamContext
     settings: SettingsLookup
     llm: LlmExtractor | None = None
@@ -173,7 +173,7 @@ async def handle_extract(job: ExtractJob, deps: ExtractDeps) -> ExtractOutcome:
 
 
 async def within_quota(
-    conn: asyncpg.Connection, owner: str, planned: list[store.PlannedFact], settings: MemorySettings
+    conn: Connection, owner: str, planned: list[store.PlannedFact], settings: MemorySettings
 ) -> tuple[list[store.PlannedFact], list[store.PlannedFact]]:
     """The facts that fit the owner's quota, and those refused (counted and logged)."""
     if not planned or (settings.max_memories <= 0 and settings.max_memory_bytes <= 0):
