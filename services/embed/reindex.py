@@ -127,11 +127,7 @@ class Signatures:
                     await store.drop(sig)
                 except Exception as exc:  # down: its data is dropped when it is attached again
                     log.warning("embed.detach_drop_failed", store=name, signature=sig, error=str(exc))
-            await self.pool.execute(
-                "UPDATE memory_vec_meta SET details = details || '{\"detached\": true}'::jsonb, updated_at = now()"
-                " WHERE store = $1",
-                name,
-            )
+            await db.mark_detached(self.pool, name)
             log.info("embed.store_detached", store=name)
 
     async def _prepare(self) -> dict[str, MetaAction]:
@@ -227,12 +223,7 @@ class Signatures:
                 continue
             if old not in (row.active, row.pending):
                 dropped += await self.stores[row.store].drop(old)  # idempotent: two workers may race here
-            await self.pool.execute(
-                "UPDATE memory_vec_meta SET details = details - 'retired' - 'retired_at', updated_at = now()"
-                " WHERE store = $1 AND details->>'retired' = $2",
-                row.store,
-                old,
-            )
+            await db.clear_retired(self.pool, row.store, old)
             log.info("embed.signature_retired", store=row.store, signature=old, vectors=dropped)
         await self.refresh()
         return dropped

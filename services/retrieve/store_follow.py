@@ -26,6 +26,7 @@ from collections.abc import Coroutine, Mapping
 from typing import Any, cast
 
 from memoryd.errors import DependencyDown
+from services.retrieve.adapters import postgres_status
 from services.retrieve.engine import Engine
 from services.retrieve.logic.breaker import Breaker
 from services.retrieve.status import store_check
@@ -99,8 +100,8 @@ class StoreFollower:
         qdrant = self.live.qdrant
         if qdrant is None:
             return True
-        details = await self.engine.pool.fetchval("SELECT details FROM memory_vec_meta WHERE store = 'qdrant'")
-        return details is not None and not reattached(dict(details), qdrant_location(qdrant))
+        details = await postgres_status.qdrant_details(self.engine.pool)
+        return details is not None and not reattached(details, qdrant_location(qdrant))
 
     def use(self, opened: VectorStores) -> None:
         engine, cfg = self.engine, self.engine.config

@@ -113,7 +113,7 @@ async def run(rc: RunContext, result: ConflictResult) -> None:
     for batch in selection.batches:
         await rc.checkpoint()
         result.batches += 1
-        sent_at = await rc.pool.fetchval("SELECT clock_timestamp()")
+        sent_at = await db.db_clock(rc.pool)
         texts = await db.contents(rc.pool, rc.owner, {i for pair in batch for i in pair.key})
         try:
             prompt = conflict_prompt(batch, texts, settings.sleep_action_set)
