@@ -10,6 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from shared.service_names import SERVICES
+
 
 def fmt(value: Any, digits: int = 3) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -47,8 +49,8 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
 #: the model and its activations, every other service only Python, its clients and buffers.
 RSS_BUDGET_MB: dict[str, float] = {"embed": 200.0}
 RSS_BUDGET_DEFAULT_MB = 100.0
-#: The processes judged against a budget; PostgreSQL, nats-server and the benchmark are listed only.
-SERVICES = ("ingest", "extract", "embed", "retrieve", "sleep", "gateway")
+#: The processes judged against a budget are the services (``SERVICES``); PostgreSQL, nats-server
+#: and the benchmark are listed only.
 
 
 def rss_budget(service: str) -> float:

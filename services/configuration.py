@@ -16,6 +16,7 @@ from collections.abc import Mapping
 import msgspec
 from msgspec import inspect as mi
 
+from shared.service_names import SERVICES
 from shared.settings import engine as engine_settings
 from shared.settings.env import (
     DATA_ENV_PREFIX,
@@ -29,7 +30,8 @@ from shared.settings.memory import MemorySettings
 from shared.settings.reference import Row, rows, table
 from shared.settings.sleep import SleepSettings
 
-SERVICES = ("embed", "ingest", "extract", "retrieve", "sleep", "gateway")
+#: The reference lists embed first: the variables it shares with other services are described under it.
+REFERENCE_ORDER = ("embed", *(s for s in SERVICES if s != "embed"))
 
 HEADER = """# Configuration reference
 
@@ -56,13 +58,13 @@ def _env_rows(cls: type[msgspec.Struct], prefix: str) -> list[Row]:
 
 def service_env() -> dict[str, Mapping[str, type[msgspec.Struct]]]:
     """Each service's own variables, by prefix (its ``app.ENV``)."""
-    return {name: importlib.import_module(f"services.{name}.app").ENV for name in SERVICES}
+    return {name: importlib.import_module(f"services.{name}.app").ENV for name in REFERENCE_ORDER}
 
 
 def retired() -> dict[str, str]:
     """Variables that became runtime settings (a service's ``app.RETIRED``): variable -> setting."""
     out: dict[str, str] = {}
-    for name in SERVICES:
+    for name in REFERENCE_ORDER:
         out.update(getattr(importlib.import_module(f"services.{name}.app"), "RETIRED", {}))
     return out
 

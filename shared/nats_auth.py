@@ -21,7 +21,9 @@ from pathlib import Path
 
 from memoryd.subjects import CLIENT_ROLE, OPERATOR_ROLE, inbox_prefix
 
-SERVICE_ROLES = ("ingest", "extract", "embed", "retrieve", "sleep", "gateway")
+from .service_names import SERVICES
+
+SERVICE_ROLES = SERVICES  # one NATS user per service
 
 _JS = ["$JS.API.>", "$JS.ACK.>", "$JS.FC.>", "$SRV.>", "mem.v1.dlq.>"]
 _SERVICE_SUB = ["$SRV.>", "mem.v1.rpc.health", "mem.v1.settings.changed"]

@@ -41,8 +41,8 @@ from memoryd.subjects import CLIENT_ROLE, OPERATOR_ROLE, inbox_prefix
 from shared.db.migrate import migrate
 from shared.nats_auth import Credentials, render_authorization
 from shared.secrets import KEY_ENV, KEY_FILE_ENV, generate_key
+from shared.service_names import SERVICES
 
-SERVICES = ("ingest", "extract", "embed", "retrieve", "sleep", "gateway")
 DATABASE = "memoryd"
 #: The NATS port of ``memoryd up`` unless ``--nats-port`` says otherwise (NATS's own default).
 DEFAULT_NATS_PORT = 4222

@@ -15,16 +15,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-import asyncpg
 from nats.js import JetStreamContext
 
-from memoryd import tracing
-from memoryd.codec import encode
 from memoryd.schemas import EmbedJob
 from memoryd.schemas.retrieval import EmbedRequest, EmbedResult
-from memoryd.subjects import EMBED_JOBS
 from services.embed.adapters import postgres as db
 from shared.bus.consumer import JobContext
+from shared.bus.embed_jobs import no_msg_id, publish_embed_jobs
+from shared.db.pool import Pool
 from shared.observability.logging import get_logger
 from shared.observability.metrics import EMBED_CACHE, EMBED_SKIPPED, EMBED_TEXTS
 from shared.vectors.cache import Vector, VectorCache
@@ -45,7 +43,7 @@ class Jobs:
 
     def __init__(
         self,
-        pool: asyncpg.Pool,
+        pool: Pool,
         js: JetStreamContext,
         stores: Sequence[VectorStore],
         source: EmbedSource,
@@ -112,10 +110,13 @@ class Jobs:
             await self._requeue(await db.flag_changed(self.pool, embedded))
 
     async def _requeue(self, changed: list[tuple[str, str, str]]) -> None:
-        for memory_id, owner, digest in changed:
-            job = EmbedJob(memory_id=memory_id, owner=owner, content_hash=digest, reason="update")
-            await self.js.publish(EMBED_JOBS, encode(job), headers=tracing.inject())
-            log.info("embed.requeued_changed", memory_id=memory_id, owner=owner)
+        # no dedupe id: a job for this content may have run already, before the vector was overwritten
+        jobs = [
+            EmbedJob(memory_id=m, owner=owner, content_hash=digest, reason="update") for m, owner, digest in changed
+        ]
+        await publish_embed_jobs(self.js, jobs, msg_id=no_msg_id)
+        for job in jobs:
+            log.info("embed.requeued_changed", memory_id=job.memory_id, owner=job.owner)
 
 
 def _item(row: db.MemoryRow, vector: Vector) -> VectorItem:

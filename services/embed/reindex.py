@@ -14,7 +14,6 @@ every memory backfilled, so it never serves vectors that missed writes or deleti
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -24,13 +23,13 @@ from typing import Any
 import asyncpg
 from nats.js import JetStreamContext
 
-from memoryd.codec import encode
 from memoryd.errors import Conflict
 from memoryd.schemas import EmbedJob
 from memoryd.schemas.ops import ReindexRequest, ReindexResult
-from memoryd.subjects import EMBED_JOBS, MSG_ID_HEADER
 from services.embed.adapters import postgres as db
+from shared.bus.embed_jobs import publish_embed_jobs
 from shared.observability.logging import get_logger
+from shared.periodic import every
 from shared.settings.engine import reattached
 from shared.vectors.port import VectorStore
 
@@ -114,11 +113,7 @@ class Signatures:
                     await store.drop(sig)
                 except Exception as exc:  # down: its data is dropped when it is attached again
                     log.warning("embed.detach_drop_failed", store=name, signature=sig, error=str(exc))
-            await self.pool.execute(
-                "UPDATE memory_vec_meta SET details = details || '{\"detached\": true}'::jsonb, updated_at = now()"
-                " WHERE store = $1",
-                name,
-            )
+            await db.mark_detached(self.pool, name)
             log.info("embed.store_detached", store=name)
 
     async def _prepare(self) -> dict[str, MetaAction]:
@@ -214,12 +209,7 @@ class Signatures:
                 continue
             if old not in (row.active, row.pending):
                 dropped += await self.stores[row.store].drop(old)  # idempotent: two workers may race here
-            await self.pool.execute(
-                "UPDATE memory_vec_meta SET details = details - 'retired' - 'retired_at', updated_at = now()"
-                " WHERE store = $1 AND details->>'retired' = $2",
-                row.store,
-                old,
-            )
+            await db.clear_retired(self.pool, row.store, old)
             log.info("embed.signature_retired", store=row.store, signature=old, vectors=dropped)
         await self.refresh()
         return dropped
@@ -228,17 +218,15 @@ class Signatures:
         self, stop: asyncio.Event, period_s: float, on_tick: Callable[[], Awaitable[None]] | None = None
     ) -> None:
         """Every `period_s`: follow the meta rows, switch when a backfill is done, drop retired vectors."""
-        while not stop.is_set():
-            try:
-                async with self.lock:
-                    await self.try_complete()
-                    await self.retire_due()
-                if on_tick is not None:
-                    await on_tick()
-            except Exception as exc:  # the next round retries; the service keeps serving
-                log.warning("embed.signature_watch_failed", error=f"{type(exc).__name__}: {exc}")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=period_s)
+
+        async def round_() -> None:
+            async with self.lock:
+                await self.try_complete()
+                await self.retire_due()
+            if on_tick is not None:
+                await on_tick()
+
+        await every(period_s, stop, round_, failed="embed.signature_watch_failed")
 
     # --- the reindex RPC ------------------------------------------------------------------
     async def reindex(self, req: ReindexRequest) -> ReindexResult:
@@ -264,16 +252,13 @@ class Signatures:
             page = await db.needing_page(self.pool, self.signature, owner, after, batch_size, updated_before)
             if not page:
                 return queued
-            acks = await asyncio.gather(
-                *(
-                    self.js.publish(
-                        EMBED_JOBS,
-                        encode(EmbedJob(memory_id=str(mid), owner=own, content_hash=digest, reason="reindex")),
-                        headers={MSG_ID_HEADER: reindex_msg_id(str(mid), digest, self.signature, current)},
-                    )
-                    for mid, own, digest, current in page
+            ids = {
+                EmbedJob(memory_id=str(mid), owner=own, content_hash=digest, reason="reindex"): reindex_msg_id(
+                    str(mid), digest, self.signature, current
                 )
-            )
+                for mid, own, digest, current in page
+            }
+            acks = await publish_embed_jobs(self.js, list(ids), msg_id=ids.__getitem__)
             queued += sum(1 for ack in acks if not ack.duplicate)
             after = page[-1][0]
 

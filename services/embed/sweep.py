@@ -12,12 +12,12 @@ ids, which the jobs stream deduplicates.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 
 from nats.js import JetStreamContext
 
 from memoryd.subjects import EMBED_CONSUMER, JOBS_STREAM
 from shared.observability.logging import get_logger
+from shared.periodic import every
 
 from .reindex import Signatures
 
@@ -35,17 +35,12 @@ async def sweep_lost_jobs(
     js: JetStreamContext, sigs: Signatures, stop: asyncio.Event, interval_s: float, min_age_s: float
 ) -> None:
     """Every ``interval_s`` until ``stop``: queue the memories whose embed job was lost."""
-    while not stop.is_set():
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), timeout=interval_s)
-        if stop.is_set():
+
+    async def sweep() -> None:
+        if not await queue_idle(js):
             return
-        try:
-            if not await queue_idle(js):
-                continue
-            queued = await sigs.sweep(min_age_s, SWEEP_BATCH)
-        except Exception as exc:  # the next round retries; the service keeps serving
-            log.warning("embed.sweep_failed", error=f"{type(exc).__name__}: {exc}")
-            continue
+        queued = await sigs.sweep(min_age_s, SWEEP_BATCH)
         if queued:
             log.info("embed.sweep_queued", queued=queued, min_age_s=min_age_s)
+
+    await every(interval_s, stop, sweep, failed="embed.sweep_failed", wait_first=True)

@@ -13,28 +13,22 @@ new and republishes only what JetStream dedupes.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
-import asyncpg
-import nats.errors
 import structlog
 from nats.js import JetStreamContext
 
-from memoryd import tracing
-from memoryd.codec import encode
-from memoryd.errors import DependencyDown
 from memoryd.schemas import EmbedJob, ExtractJob
 from memoryd.schemas.events import Turn
-from memoryd.subjects import EMBED_JOBS, MSG_ID_HEADER, embed_msg_id
 from services.extract.adapters import postgres as store
 from services.extract.adapters.llm import LlmExtractor
 from services.extract.logic.entities import Entity, extract_entities
 from services.extract.logic.llm_facts import ValidFact
 from services.extract.logic.quota import admit
 from services.extract.logic.rules import Fact, extract_facts, fact_metadata
+from shared.bus.embed_jobs import publish_embed_jobs
+from shared.db.pool import Connection, Pool
 from shared.observability.logging import get_logger
 from shared.observability.metrics import FACTS
 from shared.settings.memory import MemorySettings
@@ -46,7 +40,7 @@ SettingsLookup = Callable[[str], Awaitable[MemorySettings]]
 
 @dataclass(frozen=True)
 class ExtractDeps:
-    pool: asyncpg.Pool
+    pool: Pool
     js: JetStreamContext
     settings: SettingsLookup
     llm: LlmExtractor | None = None
@@ -155,7 +149,8 @@ async def handle_extract(job: ExtractJob, deps: ExtractDeps) -> ExtractOutcome:
             known = {f.memory_id for f in to_embed}
             pending = await store.unembedded_llm_facts(deps.pool, job.owner, job.event_id)
             to_embed += [f for f in pending if f.memory_id not in known]
-        await publish_embed_jobs(deps.js, job.owner, to_embed)
+        # a failed publish is DependencyDown: the consumer naks and retries (facts are upserts)
+        await publish_embed_jobs(deps.js, embed_jobs(job.owner, to_embed))
         for fact in stored:
             FACTS.labels(fact.source, "created" if fact.created else "updated" if fact.changed else "unchanged").inc()
         log.info(
@@ -171,7 +166,7 @@ async def handle_extract(job: ExtractJob, deps: ExtractDeps) -> ExtractOutcome:
 
 
 async def within_quota(
-    conn: asyncpg.Connection, owner: str, planned: list[store.PlannedFact], settings: MemorySettings
+    conn: Connection, owner: str, planned: list[store.PlannedFact], settings: MemorySettings
 ) -> tuple[list[store.PlannedFact], list[store.PlannedFact]]:
     """The facts that fit the owner's quota, and those refused (counted and logged)."""
     if not planned or (settings.max_memories <= 0 and settings.max_memory_bytes <= 0):
@@ -194,19 +189,13 @@ async def within_quota(
     return [planned[i] for i in sorted(admitted)], over
 
 
-async def publish_embed_jobs(js: JetStreamContext, owner: str, facts: list[store.StoredFact]) -> None:
-    async def one(fact: store.StoredFact) -> Any:
-        job = EmbedJob(
-            memory_id=fact.memory_id,
+def embed_jobs(owner: str, facts: list[store.StoredFact]) -> list[EmbedJob]:
+    return [
+        EmbedJob(
+            memory_id=f.memory_id,
             owner=owner,
-            content_hash=fact.content_hash,
-            reason="new" if fact.created else "update",
+            content_hash=f.content_hash,
+            reason="new" if f.created else "update",
         )
-        headers = tracing.inject({MSG_ID_HEADER: embed_msg_id(fact.memory_id, fact.content_hash)})
-        return await js.publish(EMBED_JOBS, encode(job), headers=headers)
-
-    try:
-        await asyncio.gather(*(one(f) for f in facts))
-    except (nats.errors.Error, TimeoutError) as exc:  # e.g. the jobs stream at its byte limit
-        # transient: the consumer naks and retries the job (its facts are upserts); never the DLQ
-        raise DependencyDown(f"cannot publish to {EMBED_JOBS}: {type(exc).__name__}: {exc}") from exc
+        for f in facts
+    ]

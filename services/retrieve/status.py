@@ -23,6 +23,7 @@ from memoryd.errors import MemorydError
 from memoryd.schemas.ops import EngineStatusRequest, EngineStatusResult
 from memoryd.schemas.retrieval import RetrieveRequest
 from memoryd.subjects import EMBED_CONSUMER, EXTRACT_CONSUMER, JOBS_STREAM
+from services.retrieve.adapters import postgres_status
 from services.retrieve.adapters.postgres import KEYWORD_TIER_DESCRIPTION, embed_query
 from shared.db import memories
 from shared.observability.metrics import QUEUE_LAG
@@ -87,9 +88,7 @@ async def _stores(engine: Engine, meta: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _pending(engine: Engine, owner: str | None) -> int:
-    if owner is None:
-        return int(await engine.pool.fetchval("SELECT count(*) FROM memories WHERE needs_reindex"))
-    return int(await engine.pool.fetchval("SELECT count(*) FROM memories WHERE needs_reindex AND owner = $1", owner))
+    return await postgres_status.pending_reindex(engine.pool, owner)
 
 
 async def _lag(js: JetStreamContext) -> dict[str, int]:

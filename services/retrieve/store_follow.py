@@ -18,9 +18,11 @@ from collections.abc import Coroutine, Mapping
 from typing import Any, cast
 
 from memoryd.errors import DependencyDown
+from services.retrieve.adapters import postgres_status
 from services.retrieve.engine import Engine
 from services.retrieve.logic.breaker import Breaker
 from services.retrieve.status import store_check
+from shared.periodic import wait_or_stop
 from shared.service import ServiceContext
 from shared.settings.engine import qdrant_location, reattached
 from shared.vectors.open_stores import LiveStores
@@ -84,15 +86,14 @@ class StoreFollower:
                 if await self._prepared() and self._waiting is waiting:
                     self._waiting = None
                     self.use(waiting)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=self.poll_s)
+            await wait_or_stop(stop, self.poll_s)
 
     async def _prepared(self) -> bool:
         qdrant = self.live.qdrant
         if qdrant is None:
             return True
-        details = await self.engine.pool.fetchval("SELECT details FROM memory_vec_meta WHERE store = 'qdrant'")
-        return details is not None and not reattached(dict(details), qdrant_location(qdrant))
+        details = await postgres_status.qdrant_details(self.engine.pool)
+        return details is not None and not reattached(details, qdrant_location(qdrant))
 
     def use(self, opened: VectorStores) -> None:
         engine, cfg = self.engine, self.engine.config

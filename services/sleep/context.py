@@ -6,7 +6,7 @@ owner was active after the run's snapshot (KV bucket or the live subject) and
 redelivered), and otherwise keeps the JetStream message alive.
 
 `RunContext.ask()` is the one LLM call of a batch: it returns the decoded JSON reply
-(re-encoded, for the tolerant parsers of the `logic` modules) or raises `BatchBroken`
+(for the tolerant parsers of the `logic` modules) or raises `BatchBroken`
 for anything that makes the batch unusable (HTTP error after the client's retry, bad
 reply, spent budget). Owner activity during the call cancels it and aborts the run
 there (counted in `llmCallsCancelled`), without waiting for the reply.
@@ -22,18 +22,16 @@ from datetime import datetime
 from typing import Any, Literal
 
 import asyncpg
-import msgspec
 import nats.errors
 from nats.js import JetStreamContext
 
-from memoryd.codec import encode
 from memoryd.errors import BudgetExceeded, DependencyDown
 from memoryd.schemas.events import EmbedJob
-from memoryd.subjects import EMBED_JOBS, MSG_ID_HEADER, embed_msg_id
 from services.sleep.adapters.activity_kv import ActivityReader, LiveActivity
 from services.sleep.config import SleepServiceConfig
 from services.sleep.logic.schedule import should_abort
 from services.sleep.logic.settings import SleepSettings
+from shared.bus.embed_jobs import publish_embed_jobs
 from shared.llm import LlmBadReply, LlmClient, LlmNotConfigured, LlmUnavailable
 from shared.observability.logging import get_logger
 from shared.vectors.pgvector import PgVectorStore
@@ -150,8 +148,8 @@ class RunContext:
                 self.extra["llmCallsCancelled"] = int(self.extra.get("llmCallsCancelled", 0)) + 1
                 raise RunAborted(f"owner activity at {active.isoformat()} during the {operation} LLM call")
 
-    async def ask(self, operation: str, prompt: str) -> bytes:
-        """One LLM call; the decoded JSON reply re-encoded, or `BatchBroken`.
+    async def ask(self, operation: str, prompt: str) -> object:
+        """One LLM call; the decoded JSON reply, or `BatchBroken`.
 
         Owner activity during the call cancels it and aborts the run (`RunAborted`).
         """
@@ -175,7 +173,7 @@ class RunContext:
             raise BatchBroken(f"{exc.err_code}: {exc.description}") from exc
         self.prompt_tokens += result.prompt_tokens
         self.completion_tokens += result.completion_tokens
-        return msgspec.json.encode(result.value)
+        return result.value
 
     async def publish_embeds(self, items: Sequence[Embed]) -> None:
         """EmbedJobs for (memory_id, content_hash, reason) after a commit; failures only logged.
@@ -183,14 +181,11 @@ class RunContext:
         A memory whose job is lost keeps `needs_reindex`, which the embed service's lost-job sweep
         (`services/embed/sweep.py`) finds.
         """
-        for memory_id, digest, reason in items:
-            job = EmbedJob(memory_id=memory_id, owner=self.owner, content_hash=digest, reason=reason)
-            try:
-                await self.deps.js.publish(
-                    EMBED_JOBS, encode(job), headers={MSG_ID_HEADER: embed_msg_id(memory_id, digest)}, timeout=5.0
-                )
-            except (nats.errors.Error, TimeoutError) as exc:
-                log.warning("sleep.embed_publish_failed", memory_id=memory_id, error=str(exc) or type(exc).__name__)
+        jobs = [EmbedJob(memory_id=m, owner=self.owner, content_hash=digest, reason=r) for m, digest, r in items]
+        try:
+            await publish_embed_jobs(self.deps.js, jobs)
+        except DependencyDown as exc:
+            log.warning("sleep.embed_publish_failed", count=len(jobs), error=exc.description)
 
     async def mirror_state(self, memory_ids: Sequence[str], state: str) -> None:
         """Tell stores that filter on their own payload (Qdrant) about state changes."""

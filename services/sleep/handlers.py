@@ -13,8 +13,6 @@ import time
 import uuid
 from datetime import UTC, datetime
 
-import asyncpg
-
 from memoryd.errors import NotFound, ValidationFailed
 from memoryd.schemas.events import SleepRun
 from memoryd.schemas.ops import SleepRunRecord, SleepRunRequest, SleepRunResult, SleepStatusRequest, SleepStatusResult
@@ -22,6 +20,7 @@ from services.sleep import jobs, runner
 from services.sleep.adapters import postgres as store
 from services.sleep.context import Deps
 from shared.bus.consumer import JobContext
+from shared.db.pool import Connection
 
 MODE_OFF = (
     "sleepModeEnabled is false for this owner: this run was queued because it was asked for by hand;"
@@ -35,7 +34,7 @@ class SleepApi:
     def __init__(self, deps: Deps) -> None:
         self._deps = deps
 
-    async def on_job(self, job: SleepRun, ctx: JobContext, lock_conn: asyncpg.Connection | None = None) -> None:
+    async def on_job(self, job: SleepRun, ctx: JobContext, lock_conn: Connection | None = None) -> None:
         await runner.execute(self._deps, job, ctx.in_progress, lock_conn)
 
     async def run(self, req: SleepRunRequest) -> SleepRunResult:

@@ -31,7 +31,9 @@ from memoryd.schemas.events import SleepRun
 from services.sleep.adapters import postgres as store
 from services.sleep.config import SleepServiceConfig
 from shared.bus.consumer import ConsumerSpec, JobContext, PullConsumer, consumer_config, consumer_spec
+from shared.db.advisory import try_lock, unlock
 from shared.observability.logging import get_logger
+from shared.periodic import wait_or_stop
 from shared.settings.env import NatsConfig
 from shared.settings.memory import GLOBAL_OWNER
 
@@ -49,14 +51,13 @@ def sleep_consumer(cfg: SleepServiceConfig, nats: NatsConfig) -> ConsumerSpec:
 async def take_slot(conn: asyncpg.Connection, limit: int) -> int | None:
     """Lock a free slot of `0..limit-1` on `conn`; its number, or None when all are taken."""
     for slot in range(limit):
-        if await conn.fetchval("SELECT pg_try_advisory_lock($1::int, $2::int)", SLOT_NAMESPACE, slot):
+        if await try_lock(conn, (SLOT_NAMESPACE, slot)):
             return slot
     return None
 
 
 async def release_slot(conn: asyncpg.Connection, slot: int) -> None:
-    with contextlib.suppress(asyncpg.PostgresError, OSError, asyncpg.InterfaceError):
-        await conn.execute("SELECT pg_advisory_unlock($1::int, $2::int)", SLOT_NAMESPACE, slot)
+    await unlock(conn, (SLOT_NAMESPACE, slot))
 
 
 class Lanes:
@@ -133,8 +134,7 @@ class Lanes:
                 log.warning("sleep.lane_failed", error=f"{type(exc).__name__}: {exc}")
                 busy = False
             if not busy:
-                with contextlib.suppress(TimeoutError):
-                    poll = self._cfg.lock_poll_s * (0.5 + random.random())  # replicas do not poll in step
-                    await asyncio.wait_for(stop.wait(), timeout=poll)
+                poll = self._cfg.lock_poll_s * (0.5 + random.random())  # replicas do not poll in step
+                await wait_or_stop(stop, poll)
         with contextlib.suppress(Exception):
             await sub.unsubscribe()

@@ -46,6 +46,7 @@ from services.sleep.receipt import (
     run_counters,
     run_receipt,
 )
+from shared.db.advisory import try_advisory_lock
 from shared.observability.logging import get_logger
 from shared.observability.metrics import SLEEP_RUNS
 
@@ -80,14 +81,10 @@ def owner_lock_key(owner: str) -> int:
 @contextlib.asynccontextmanager
 async def owner_lock(conn: asyncpg.Connection, owner: str, retry_after_s: float) -> AsyncIterator[None]:
     """Hold the owner's run lock on `conn` (a session lock: it dies with the connection)."""
-    key = owner_lock_key(owner)
-    if not await conn.fetchval("SELECT pg_try_advisory_lock($1)", key):
-        raise OwnerBusy(f"a sleep run of {owner!r} is in progress: requeued", retry_after_s)
-    try:
+    async with try_advisory_lock(conn, owner_lock_key(owner)) as taken:
+        if not taken:
+            raise OwnerBusy(f"a sleep run of {owner!r} is in progress: requeued", retry_after_s)
         yield
-    finally:
-        with contextlib.suppress(asyncpg.PostgresError, OSError, asyncpg.InterfaceError):
-            await conn.execute("SELECT pg_advisory_unlock($1)", key)
 
 
 @contextlib.asynccontextmanager

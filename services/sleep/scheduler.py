@@ -12,7 +12,6 @@ With `sleepModeEnabled=false` (the default) nothing is ever scheduled.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from datetime import UTC, datetime
 
 from memoryd.errors import MemorydError
@@ -23,6 +22,7 @@ from services.sleep.context import Deps
 from services.sleep.logic.schedule import consecutive_failures, due_slot, interval_start, is_due, slot_start
 from shared.observability.logging import get_logger
 from shared.observability.metrics import SLEEP_FAILURE_STREAK
+from shared.periodic import every
 
 log = get_logger(__name__)
 
@@ -67,10 +67,4 @@ class Scheduler:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Tick until `stop`; a failed tick is logged and retried on the next one."""
-        while not stop.is_set():
-            try:
-                await self.tick()
-            except Exception as exc:
-                log.warning("sleep.tick_failed", error=f"{type(exc).__name__}: {exc}")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=self._deps.cfg.tick_s)
+        await every(self._deps.cfg.tick_s, stop, self.tick, failed="sleep.tick_failed")

@@ -34,6 +34,7 @@ from memoryd.subjects import dlq_subject
 
 from ..observability.logging import get_logger
 from ..observability.metrics import DLQ_MESSAGES, JOB_SECONDS, JOBS, QUEUE_LAG
+from ..periodic import wait_or_stop
 from ..settings.env import NatsConfig
 from .age import AgeWatch
 from .transient import is_transient
@@ -153,8 +154,7 @@ class PullConsumer(Generic[T]):
                 if not is_transient(exc):
                     raise
                 log.warning("consumer.subscribe_failed", stage=spec.stage, error=str(exc) or type(exc).__name__)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), timeout=delay)
+                await wait_or_stop(stop, delay)
                 delay = min(delay * 2, 10.0)
         return None
 

@@ -15,6 +15,8 @@ from importlib import resources
 
 import asyncpg
 
+from shared.db.advisory import advisory_lock
+
 MIGRATION_LOCK = 0x6D656D6F  # "memo"
 
 
@@ -32,8 +34,7 @@ async def migrate(conn: asyncpg.Connection) -> list[str]:
         " version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
     )
     applied_now: list[str] = []
-    await conn.execute("SELECT pg_advisory_lock($1)", MIGRATION_LOCK)
-    try:
+    async with advisory_lock(conn, MIGRATION_LOCK):
         done = {r["version"] for r in await conn.fetch("SELECT version FROM schema_migrations")}
         for version, sql in migration_files():
             if version in done:
@@ -42,6 +43,4 @@ async def migrate(conn: asyncpg.Connection) -> list[str]:
                 await conn.execute(sql)
                 await conn.execute("INSERT INTO schema_migrations (version) VALUES ($1)", version)
             applied_now.append(version)
-    finally:
-        await conn.execute("SELECT pg_advisory_unlock($1)", MIGRATION_LOCK)
     return applied_now

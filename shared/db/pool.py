@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from typing import Any
+from typing import Any, TypeAlias
 
 import asyncpg
 from pgvector.asyncpg import register_vector
@@ -14,6 +14,10 @@ from memoryd.errors import ConfigError
 from shared.settings.env import PgConfig
 
 from ..vectors import pgvector_sql as vector_sql
+
+#: The driver's types under the names handlers use, so that a handler imports no driver.
+Pool: TypeAlias = asyncpg.Pool
+Connection: TypeAlias = asyncpg.Connection
 
 
 async def init_connection(conn: asyncpg.Connection) -> None:

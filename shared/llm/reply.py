@@ -4,7 +4,8 @@ Models asked for JSON still wrap it in a markdown fence or add a sentence around
 ``decode_json_content`` accepts, in order: the whole text as JSON, the first fenced
 code block (```json ... ``` or plain ```), and the span from the first ``{`` to the
 last ``}``. Anything else raises ``LlmBadReply`` saying why (with msgspec's path for
-a shape error).
+a shape error). ``reply_items`` and ``convert_items`` read a list of items out of a
+decoded reply leniently, so one malformed item never breaks its batch.
 """
 
 from __future__ import annotations
@@ -49,6 +50,31 @@ def decode_json_content(content: str, tp: type[T]) -> T:
     if shape_error is not None:
         raise LlmBadReply(f"reply JSON has the wrong shape: {shape_error}")
     raise LlmBadReply(f"reply is not JSON: {snippet(content)!r}")
+
+
+def reply_items(decoded: object, key: str) -> list[object]:
+    """The items of a decoded reply: ``decoded[key]`` or the bare list itself; ``LlmBadReply``
+    when there is no such list."""
+    if isinstance(decoded, list):
+        return decoded
+    if isinstance(decoded, dict):
+        items = decoded.get(key)
+        if isinstance(items, list):
+            return items
+    raise LlmBadReply(f"reply has no `{key}` list")
+
+
+def convert_items(items: list[object], kind: type[T]) -> tuple[list[T], list[str]]:
+    """Convert each item to ``kind`` leniently (``"0"`` -> 0); the converted items and one
+    problem per rejected item."""
+    converted: list[T] = []
+    problems: list[str] = []
+    for index, item in enumerate(items):
+        try:
+            converted.append(msgspec.convert(item, kind, strict=False))
+        except (msgspec.ValidationError, ValueError, TypeError) as exc:
+            problems.append(f"item {index}: {exc}")
+    return converted, problems
 
 
 def snippet(text: str, limit: int = MAX_SNIPPET) -> str:

@@ -25,6 +25,7 @@ from nats.aio.subscription import Subscription
 
 from memoryd.subjects import SETTINGS_CHANGED
 from shared.observability.logging import get_logger
+from shared.periodic import every
 from shared.service import ServiceContext
 from shared.settings.memory import GLOBAL_OWNER
 from shared.settings.store import read_values
@@ -73,17 +74,9 @@ class GlobalSettingsWatch:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Until ``stop``: wait for a notification (or the poll), apply what changed."""
-        while not stop.is_set():
-            waiters = [asyncio.ensure_future(self._wake.wait()), asyncio.ensure_future(stop.wait())]
-            try:
-                await asyncio.wait(waiters, timeout=self._poll_s, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for w in waiters:
-                    w.cancel()
-            if stop.is_set():
-                return
-            self._wake.clear()
-            await self.check()
+        await every(
+            self._poll_s, stop, self.check, failed="settings.global_watch_failed", wait_first=True, wake=self._wake
+        )
 
     async def check(self) -> bool:
         """Apply the row if it changed since the last applied one; True when applied."""

@@ -28,6 +28,7 @@ from pgvector import Vector
 
 from memoryd.errors import DependencyDown, ValidationFailed
 
+from ..db.advisory import advisory_lock
 from ..observability.logging import get_logger
 from . import pgvector_sql as sql
 from .bulk_pairs import CLUSTER_SIZE, bulk_pairs
@@ -117,17 +118,13 @@ class PgVectorStore:
             log.warning("pgvector.no_hnsw_index", signature=signature, dim=dim, half=self.half)
             return
         name = sql.index_name(signature, dim, self.half)
-        async with self._conn() as conn:
-            await conn.execute("SELECT pg_advisory_lock($1)", sql.lock_key(signature))
-            try:
-                valid = await conn.fetchval(sql.INDEX_VALID, name)
-                if valid is False:
-                    await conn.execute(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"', timeout=_BUILD_TIMEOUT_S)
-                if valid is not True:
-                    await conn.execute(sql.create_index(signature, dim, self.half), timeout=_BUILD_TIMEOUT_S)
-                    log.info("pgvector.index_created", signature=signature, dim=dim, index=name)
-            finally:
-                await conn.execute("SELECT pg_advisory_unlock($1)", sql.lock_key(signature))
+        async with self._conn() as conn, advisory_lock(conn, sql.lock_key(signature)):
+            valid = await conn.fetchval(sql.INDEX_VALID, name)
+            if valid is False:
+                await conn.execute(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"', timeout=_BUILD_TIMEOUT_S)
+            if valid is not True:
+                await conn.execute(sql.create_index(signature, dim, self.half), timeout=_BUILD_TIMEOUT_S)
+                log.info("pgvector.index_created", signature=signature, dim=dim, index=name)
 
     async def ensure_owner(self, signature: str, owner: str) -> bool:
         """Build the owner's own partial HNSW index if it should have one; return whether it has one.
@@ -150,8 +147,7 @@ class PgVectorStore:
             if int(share["mine"]) > self.owner_index_max_share * int(share["total"]):
                 return False
             name = sql.owner_index_name(signature, owner, dim, self.half)
-            await conn.execute("SELECT pg_advisory_lock($1)", sql.lock_key(signature, owner))
-            try:
+            async with advisory_lock(conn, sql.lock_key(signature, owner)):
                 valid = await conn.fetchval(sql.INDEX_VALID, name)
                 if valid is False:
                     await conn.execute(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"', timeout=_BUILD_TIMEOUT_S)
@@ -160,8 +156,6 @@ class PgVectorStore:
                         sql.create_owner_index(signature, owner, dim, self.half), timeout=_BUILD_TIMEOUT_S
                     )
                     log.info("pgvector.owner_index_created", signature=signature, owner=owner, index=name)
-            finally:
-                await conn.execute("SELECT pg_advisory_unlock($1)", sql.lock_key(signature, owner))
         self._routes[(signature, owner)] = (True, True)
         return True
 

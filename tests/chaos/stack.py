@@ -23,11 +23,12 @@ from memoryd.local.nats import EmbeddedNats
 from memoryd.local.postgres import EmbeddedPostgres
 from memoryd.local.supervisor import Child, Supervisor, child_env
 from memoryd.local.up import apply_migrations, ensure_database
+from shared.service_names import BACKEND_SERVICES
 from tests.support.fake_llm import FakeLlm
 
 from .cluster import NatsCluster
 
-SERVICES = ("ingest", "extract", "embed", "retrieve", "sleep")
+SERVICES = BACKEND_SERVICES
 
 
 def keep_everything(request: dict[str, Any]) -> tuple[int, dict[str, Any]]:

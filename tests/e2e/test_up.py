@@ -20,10 +20,11 @@ import psutil
 import pytest
 
 from memoryd.local.process import free_port
+from shared.service_names import BACKEND_SERVICES
 from tests.support.ports import free_port_base
 
 MEMORYD = [sys.executable, "-m", "memoryd.cli.main"]
-SERVICES = ("ingest", "extract", "embed", "retrieve", "sleep")
+SERVICES = BACKEND_SERVICES
 pytestmark = pytest.mark.slow
 
 

@@ -30,6 +30,7 @@ import pytest
 import yaml
 
 from shared.nats_auth import APP_USER, DEPLOY_USERS, password_variable
+from shared.service_names import BACKEND_SERVICES
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -40,7 +41,7 @@ STREAMS_DIR = DEPLOY / "nats" / "streams"
 K8S = DEPLOY / "k8s"
 DASHBOARD = DEPLOY / "grafana" / "dashboards" / "memoryd.json"
 
-SERVICES = ("ingest", "extract", "embed", "retrieve", "sleep")
+SERVICES = BACKEND_SERVICES
 #: A password per user of nats.conf, as the server's environment gives them.
 NATS_PASSWORDS = {password_variable(u): f"pw-{u}" for u in DEPLOY_USERS}
 METRICS_PORT = 9100

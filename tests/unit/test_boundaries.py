@@ -8,6 +8,8 @@
 - there is no import cycle among the installed modules;
 - pure decision modules (``logic.py``, ``logic/``, ``receipt.py``) import no I/O: only the
   standard library, msgspec, other pure modules and the pure shared settings;
+- handlers (``services.*.handlers``) hold no SQL and import no database driver: SQL lives in
+  a service's ``adapters/`` or in ``shared.db``;
 - importing the client and the wire schemas loads none of the server's dependencies, and works
   with ``shared`` and ``services`` unimportable;
 - every module says in a docstring what lives there.
@@ -37,6 +39,8 @@ PURE_SHARED = (
     "shared.settings.sleep",
     "shared.quoting",
     "shared.digest",
+    "shared.llm.reply",
+    "shared.llm.errors",
 )
 SERVER_ONLY = (
     "asyncpg",
@@ -260,3 +264,37 @@ def test_the_public_package_stands_without_shared_and_services() -> None:
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().endswith("ok 0 MemoryClient")
     assert "memoryd up" in out.stdout  # the help text listed the commands
+
+
+def test_the_command_line_names_the_services_of_the_server() -> None:
+    """``memoryd`` cannot import ``shared`` at module level, so the command line keeps its own copy
+    of the service names (for ``--only`` and status): it must stay the server's list."""
+    from memoryd.cli.commands_server import SERVICES as CLI_SERVICES
+    from shared.service_names import SERVICES
+
+    assert CLI_SERVICES == SERVICES
+
+
+#: A statement of SQL in a string: a verb, later its object clause.
+SQL = re.compile(r"\b(SELECT|INSERT|UPDATE|DELETE)\b.*?\b(FROM|INTO|SET|WHERE)\b", re.DOTALL)
+
+
+def handler_modules() -> list[str]:
+    return sorted(m for m in modules() if re.fullmatch(r"services\.[a-z_]+\.handlers(\..+)?", m))
+
+
+def test_there_are_handler_modules_to_check() -> None:
+    assert {m.split(".")[1] for m in handler_modules()} >= {"ingest", "embed", "extract", "sleep"}
+
+
+@pytest.mark.parametrize("name", handler_modules())
+def test_handlers_hold_no_sql_and_import_no_driver(name: str) -> None:
+    """Handlers take a decoded message and call adapters: SQL lives in ``adapters/`` (or
+    ``shared.db``), and only there is the driver imported."""
+    assert not {n for n in imports(name) if _within(n, "asyncpg")}, f"{name} imports asyncpg"
+    strings = [
+        node.value
+        for node in ast.walk(ast.parse(modules()[name].read_text()))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    ]
+    assert [s for s in strings if SQL.search(s)] == []

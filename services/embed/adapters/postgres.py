@@ -207,6 +207,25 @@ async def write_meta(
     )
 
 
+async def mark_detached(conn: Conn, store: str) -> None:
+    """Record that ``store`` was detached (its vectors dropped)."""
+    await conn.execute(
+        "UPDATE memory_vec_meta SET details = details || '{\"detached\": true}'::jsonb, updated_at = now()"
+        " WHERE store = $1",
+        store,
+    )
+
+
+async def clear_retired(conn: Conn, store: str, signature: str) -> None:
+    """Forget that ``signature`` of ``store`` was retired (its vectors are dropped)."""
+    await conn.execute(
+        "UPDATE memory_vec_meta SET details = details - 'retired' - 'retired_at', updated_at = now()"
+        " WHERE store = $1 AND details->>'retired' = $2",
+        store,
+        signature,
+    )
+
+
 async def memories_embedded(conn: Conn) -> bool:
     """Whether any memory has ever been embedded (a new store then needs a backfill)."""
     return bool(await conn.fetchval("SELECT EXISTS (SELECT 1 FROM memories WHERE embedding_signature IS NOT NULL)"))

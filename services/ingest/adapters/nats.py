@@ -8,7 +8,6 @@ those with backoff instead of dead-lettering the event.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,20 +26,18 @@ from memoryd.errors import DependencyDown, MemorydError
 from memoryd.schemas.events import Activity, ChatEvent, DeadLetter, EmbedJob, Turn
 from memoryd.subjects import (
     DLQ_STREAM,
-    EMBED_JOBS,
     EXTRACT_JOBS,
     MSG_ID_HEADER,
     activity_key,
     activity_subject,
-    embed_msg_id,
 )
 from services.ingest.logic.chat import ActivityThrottle, extract_jobs
+from shared.bus.embed_jobs import publish_embed_jobs
 from shared.observability.logging import get_logger
 
 log = get_logger(__name__)
 
 EmbedReason = Literal["new", "update", "reindex", "restore"]
-_CONCURRENT_PUBLISHES = 64
 
 
 @dataclass(frozen=True)
@@ -76,21 +73,11 @@ class Publisher:
         return len(jobs)
 
     async def embed(self, items: Sequence[Embed]) -> None:
-        """Publish one EmbedJob per memory (concurrently, in bounded chunks)."""
-        for start in range(0, len(items), _CONCURRENT_PUBLISHES):
-            chunk = items[start : start + _CONCURRENT_PUBLISHES]
-            await asyncio.gather(
-                *(
-                    self._publish(
-                        EMBED_JOBS,
-                        encode(
-                            EmbedJob(memory_id=i.memory_id, owner=i.owner, content_hash=i.content_hash, reason=i.reason)
-                        ),
-                        embed_msg_id(i.memory_id, i.content_hash),
-                    )
-                    for i in chunk
-                )
-            )
+        """Publish one EmbedJob per memory."""
+        jobs = [
+            EmbedJob(memory_id=i.memory_id, owner=i.owner, content_hash=i.content_hash, reason=i.reason) for i in items
+        ]
+        await publish_embed_jobs(self._js, jobs)
 
     async def embed_best_effort(self, items: Sequence[Embed]) -> None:
         """For API writes that are already committed: a failure is logged, never raised.

@@ -18,11 +18,11 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-import asyncpg
 import structlog
 
 from memoryd.errors import QuotaExceeded, RateLimited
 from memoryd.schemas.events import ChatEvent, Turn
+from services.ingest.adapters import postgres_events as events
 from services.ingest.adapters.nats import Embed, Publisher
 from services.ingest.logic.chat import (
     PlannedTurn,
@@ -35,6 +35,7 @@ from services.ingest.logic.chat import (
 )
 from shared.bus.consumer import JobContext
 from shared.db import memories
+from shared.db.pool import Connection, Pool
 from shared.observability.logging import get_logger
 from shared.observability.metrics import EVENTS, TURNS
 from shared.ratelimit import RateLimiter
@@ -57,7 +58,7 @@ class Outcome:
 class ChatIngestor:
     """Handles one decoded ``ChatEvent`` at a time (the consumer runs several concurrently)."""
 
-    def __init__(self, pool: asyncpg.Pool, publisher: Publisher, settings: SettingsCache) -> None:
+    def __init__(self, pool: Pool, publisher: Publisher, settings: SettingsCache) -> None:
         self._pool = pool
         self._publisher = publisher
         self._settings = settings
@@ -83,22 +84,14 @@ class ChatIngestor:
             log.debug("ingest.event", outcome=outcome.kind, new_turns=len(outcome.turns), dup=outcome.duplicates)
 
     async def _store(
-        self, conn: asyncpg.Connection, event: ChatEvent, planned: list[PlannedTurn], settings: MemorySettings | None
+        self, conn: Connection, event: ChatEvent, planned: list[PlannedTurn], settings: MemorySettings | None
     ) -> Outcome:
         """``settings`` None: the event opted out (``no_memory``)."""
         owner, skey = event.owner, session_key(event.session_id)
         kind = "no_memory" if settings is None else "stored" if settings.enabled else "disabled"
-        recorded = await conn.fetchval(
-            "INSERT INTO events (event_id, owner, session_id, outcome, no_memory, published_at)"
-            " VALUES ($1, $2, $3, $4, $5, CASE WHEN $4 = 'stored' THEN NULL ELSE now() END)"
-            " ON CONFLICT (owner, event_id) DO NOTHING RETURNING true",
-            event.event_id,
-            owner,
-            event.session_id,
-            kind,
-            settings is None,
-        )
-        if not recorded:
+        if not await events.record_event(
+            conn, event.event_id, owner, event.session_id, kind, opted_out=settings is None
+        ):
             return await self._unpublished(conn, event, planned)
         if kind != "stored" or settings is None:
             return Outcome(kind=kind)
@@ -106,18 +99,9 @@ class ChatIngestor:
         # new turns come back; their memory ids are chosen up front (the FK is checked at commit)
         store = settings.store_turns and await self._within_quota(conn, owner, planned, settings)
         ids = [uuid.uuid4() if store else None for _ in planned]
-        rows = await conn.fetch(
-            "INSERT INTO turn_hashes (owner, session_key, role, hash, event_id, memory_id)"
-            " SELECT $1, $2, r, h, $3, id FROM unnest($4::text[], $5::text[], $6::uuid[]) AS t(r, h, id)"
-            " ORDER BY r, h ON CONFLICT DO NOTHING RETURNING role, hash",
-            owner,
-            skey,
-            event.event_id,
-            [t.role for t in planned],
-            [t.hash for t in planned],
-            ids,
+        fresh = await events.insert_turn_hashes(
+            conn, owner, skey, event.event_id, [(t.role, t.hash, mid) for t, mid in zip(planned, ids, strict=True)]
         )
-        fresh = {(r["role"], r["hash"]) for r in rows}
         new = [(t, mid) for t, mid in zip(planned, ids, strict=True) if (t.role, t.hash) in fresh]
         texted = sum(1 for m in event.messages if m.text.strip())  # a message without text is no turn
         out = Outcome(kind="stored", duplicates=texted - len(new))
@@ -144,7 +128,7 @@ class ChatIngestor:
         return out
 
     async def _within_quota(
-        self, conn: asyncpg.Connection, owner: str, planned: list[PlannedTurn], settings: MemorySettings
+        self, conn: Connection, owner: str, planned: list[PlannedTurn], settings: MemorySettings
     ) -> bool:
         """Whether the event's turns fit the owner's quota; when not, they are extracted but not stored."""
         try:
@@ -162,46 +146,28 @@ class ChatIngestor:
             return False
         return True
 
-    async def _unpublished(self, conn: asyncpg.Connection, event: ChatEvent, planned: list[PlannedTurn]) -> Outcome:
+    async def _unpublished(self, conn: Connection, event: ChatEvent, planned: list[PlannedTurn]) -> Outcome:
         """A processed event: nothing to do, unless its follow-ups were never published."""
-        published = await conn.fetchval(
-            "SELECT published_at IS NOT NULL FROM events WHERE owner = $1 AND event_id = $2 FOR UPDATE",
-            event.owner,
-            event.event_id,
-        )
-        if published:
+        if await events.event_published(conn, event.owner, event.event_id):
             return Outcome(kind="duplicate")
-        rows = await conn.fetch(
-            "SELECT th.role, th.hash, th.memory_id, m.content_hash FROM turn_hashes th"
-            " LEFT JOIN memories m ON m.id = th.memory_id AND m.owner = th.owner"
-            " WHERE th.owner = $1 AND th.session_key = $2 AND th.event_id = $3",
-            event.owner,
-            session_key(event.session_id),
-            event.event_id,
-        )
-        by_turn = {(r["role"], r["hash"]): r for r in rows}
+        by_turn = await events.event_turns(conn, event.owner, session_key(event.session_id), event.event_id)
         out = Outcome(kind="republish")
         for t in planned:
-            row = by_turn.get((t.role, t.hash))
-            if row is None:
+            found = by_turn.get((t.role, t.hash))
+            if found is None:
                 continue
-            mid = str(row["memory_id"]) if row["memory_id"] and row["content_hash"] else None
+            stored, digest = found
+            mid = stored if stored and digest else None
             out.turns.append(Turn(role=t.role, content=t.extract_text, memory_id=mid, speaker=t.speaker))
-            if mid:
-                out.embeds.append(Embed(memory_id=mid, owner=event.owner, content_hash=row["content_hash"]))
+            if mid and digest:
+                out.embeds.append(Embed(memory_id=mid, owner=event.owner, content_hash=digest))
         log.info("ingest.republish", turns=len(out.turns))
         return out
 
-    async def _publish(self, conn: asyncpg.Connection, event: ChatEvent, outcome: Outcome) -> None:
+    async def _publish(self, conn: Connection, event: ChatEvent, outcome: Outcome) -> None:
         await asyncio.gather(
             self._publisher.extract(event, outcome.turns),
             self._publisher.embed(outcome.embeds),
             self._publisher.activity(event.owner, "chat", event.session_id, force=outcome.kind == "republish"),
         )
-        await conn.execute(
-            "UPDATE events SET published_at = now(), turns_stored = $3"
-            " WHERE owner = $1 AND event_id = $2 AND published_at IS NULL",
-            event.owner,
-            event.event_id,
-            len(outcome.embeds),
-        )
+        await events.mark_published(conn, event.owner, event.event_id, len(outcome.embeds))

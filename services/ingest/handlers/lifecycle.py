@@ -9,11 +9,9 @@ memories are never compacted or cleaned up.
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 
-import asyncpg
 import msgspec
 
 from memoryd.errors import Conflict, Forbidden, NotFound
@@ -23,6 +21,7 @@ from memoryd.schemas.memory import (
     MemoryRestoreResult,
 )
 from memoryd.schemas.ops import CleanupRequest, CleanupResult, SummarizeRequest, SummarizeResult
+from services.ingest.adapters import postgres_lifecycle as lifecycle_pg
 from services.ingest.adapters import retention
 from services.ingest.adapters.nats import Embed, Publisher
 from services.ingest.adapters.stores import MemoryStores
@@ -36,8 +35,10 @@ from services.ingest.logic.lifecycle import (
     tokens_of,
 )
 from shared.db import memories
+from shared.db.advisory import try_advisory_lock
 from shared.llm import LlmClient
 from shared.observability.logging import get_logger
+from shared.periodic import every
 from shared.settings.memory import GLOBAL_OWNER, MemorySettings
 from shared.vectors.port import VectorStore
 
@@ -45,14 +46,6 @@ log = get_logger(__name__)
 
 CLEANUP_LOCK = 0x636C6E75  # "clnu": one cleanup at a time across ingest replicas
 MAX_CANDIDATES = 10_000
-
-_CANDIDATES = """
-SELECT id, owner, session_id, type, content FROM memories
-WHERE state = 'active' AND scope <> 'global' AND type <> 'summary' AND created_at < $1
-  AND ($2::text IS NULL OR owner = $2) AND ($3::text IS NULL OR session_id = $3)
-ORDER BY owner, session_id NULLS FIRST, created_at, id
-LIMIT $4
-"""
 
 
 class LifecycleApi:
@@ -90,17 +83,7 @@ class LifecycleApi:
             if current.state == "active":
                 raise Conflict(f"memory {req.id} is already active")
             original = current.full_content if current.full_content is not None else current.content
-            row = await conn.fetchrow(
-                f"UPDATE memories SET content = $3, full_content = NULL, state = 'active', content_hash = $4,"
-                f" needs_reindex = true, updated_at = now(), metadata = metadata - 'summary_id'"
-                f" WHERE owner = $1 AND id = $2 RETURNING {memories.COLUMNS}",
-                req.owner,
-                uuid.UUID(req.id),
-                original,
-                memories.content_hash(original),
-            )
-        assert row is not None
-        record = memories.to_record(row)
+            record = await lifecycle_pg.restore(conn, req.owner, req.id, original)
         await self._pub.embed_best_effort([Embed(record.id, record.owner, record.content_hash, "restore")])
         await self._stores.mirror_payload([record])
         return MemoryRestoreResult(memory=record)
@@ -108,8 +91,7 @@ class LifecycleApi:
     # --- summarize --------------------------------------------------------------------------
     async def _candidates(self, req: SummarizeRequest) -> list[Candidate]:
         cutoff = datetime.now(UTC) - timedelta(days=req.older_than_days)
-        rows = await self._pool.fetch(_CANDIDATES, cutoff, req.owner, req.session_id, MAX_CANDIDATES)
-        return [Candidate(str(r["id"]), r["owner"], r["session_id"], r["type"], r["content"]) for r in rows]
+        return await lifecycle_pg.summarize_candidates(self._pool, cutoff, req.owner, req.session_id, MAX_CANDIDATES)
 
     async def _summary_text(self, owner: str, group_items: list[Candidate]) -> tuple[str, str]:
         if self._llm is not None and self._llm.configured:
@@ -137,7 +119,6 @@ class LifecycleApi:
         receipt = DeletionReceipt()
         for (owner, session_id), items in group(candidates).items():
             text, source = await self._summary_text(owner, items)
-            member_ids = [uuid.UUID(c.id) for c in items]
             async with self._pool.acquire() as conn, conn.transaction():
                 record = await memories.insert(
                     conn,
@@ -148,14 +129,7 @@ class LifecycleApi:
                     session_id=session_id,
                     metadata={"source_ids": [c.id for c in items], "older_than_days": req.older_than_days},
                 )
-                await conn.execute(
-                    "UPDATE memories SET state = 'archived', full_content = coalesce(full_content, content),"
-                    " metadata = metadata || jsonb_build_object('summary_id', $3::text), updated_at = now()"
-                    " WHERE owner = $1 AND id = ANY($2::uuid[]) AND state = 'active'",
-                    owner,
-                    member_ids,
-                    record.id,
-                )
+                await lifecycle_pg.archive_into_summary(conn, owner, [c.id for c in items], record.id)
             vectors = await self._pgvector.delete(owner, [c.id for c in items])
             points = sum([await s.delete(owner, [c.id for c in items]) for s in self._stores.external])
             receipt = receipt.plus(DeletionReceipt(pgvector_vectors=vectors, qdrant_points=points))
@@ -176,35 +150,16 @@ class LifecycleApi:
     async def _cleanup_candidates(self, owner: str | None) -> tuple[dict[str, list[str]], int, int]:
         now = datetime.now(UTC)
         by_owner: dict[str, list[str]] = {}
-        expired_rows = await self._pool.fetch(
-            "SELECT id, owner FROM memories WHERE scope <> 'global' AND expires_at IS NOT NULL AND expires_at <= $1"
-            " AND ($2::text IS NULL OR owner = $2) ORDER BY owner, id",
-            now,
-            owner,
-        )
-        for r in expired_rows:
-            by_owner.setdefault(r["owner"], []).append(str(r["id"]))
-        owners = (
-            [owner]
-            if owner
-            else [
-                r["owner"]
-                for r in await self._pool.fetch("SELECT DISTINCT owner FROM memories WHERE scope <> 'global'")
-            ]
-        )
+        expired = await lifecycle_pg.expired(self._pool, now, owner)
+        for o, memory_id in expired:
+            by_owner.setdefault(o, []).append(memory_id)
         past = 0
-        for o in owners:
+        for o in [owner] if owner else await lifecycle_pg.owners(self._pool):
             days = (await self._settings(o)).retention_days
-            rows = await self._pool.fetch(
-                "SELECT id FROM memories WHERE owner = $1 AND scope <> 'global' AND created_at < $2"
-                " AND (expires_at IS NULL OR expires_at > $3) ORDER BY id",
-                o,
-                retention_cutoff(now, days),
-                now,
-            )
-            past += len(rows)
-            by_owner.setdefault(o, []).extend(str(r["id"]) for r in rows)
-        return {o: ids for o, ids in by_owner.items() if ids}, len(expired_rows), past
+            ids = await lifecycle_pg.past_retention(self._pool, o, retention_cutoff(now, days), now)
+            past += len(ids)
+            by_owner.setdefault(o, []).extend(ids)
+        return {o: ids for o, ids in by_owner.items() if ids}, len(expired), past
 
     async def cleanup(self, req: CleanupRequest) -> CleanupResult:
         by_owner, expired, past = await self._cleanup_candidates(req.owner)
@@ -216,10 +171,8 @@ class LifecycleApi:
                 self._pool, datetime.now(UTC) - timedelta(days=days), dry_run=req.dry_run
             )
         if req.dry_run:
-            vectors = await self._pool.fetchval(
-                "SELECT count(*) FROM memory_embeddings WHERE memory_id = ANY($1::uuid[])", [uuid.UUID(i) for i in ids]
-            )
-            there = DeletionReceipt(rows=len(ids), pgvector_vectors=int(vectors or 0))
+            vectors = await lifecycle_pg.vector_count(self._pool, ids)
+            there = DeletionReceipt(rows=len(ids), pgvector_vectors=vectors)
             return CleanupResult(
                 expired=expired,
                 past_retention=past,
@@ -248,19 +201,10 @@ class LifecycleApi:
 
     async def cleanup_periodically(self, interval_s: float, stop: asyncio.Event) -> None:
         """Run ``cleanup`` every ``interval_s`` on one ingest replica at a time."""
-        while not stop.is_set():
-            try:
-                await asyncio.wait_for(stop.wait(), timeout=interval_s)
-                return
-            except TimeoutError:
-                pass
-            try:
-                async with self._pool.acquire() as conn:
-                    if not await conn.fetchval("SELECT pg_try_advisory_lock($1)", CLEANUP_LOCK):
-                        continue
-                    try:
-                        await self.cleanup(CleanupRequest())
-                    finally:
-                        await conn.execute("SELECT pg_advisory_unlock($1)", CLEANUP_LOCK)
-            except (OSError, asyncpg.PostgresError) as exc:
-                log.warning("cleanup.failed", error=str(exc))
+
+        async def one_replica() -> None:
+            async with self._pool.acquire() as conn, try_advisory_lock(conn, CLEANUP_LOCK) as taken:
+                if taken:
+                    await self.cleanup(CleanupRequest())
+
+        await every(interval_s, stop, one_replica, failed="cleanup.failed", wait_first=True)

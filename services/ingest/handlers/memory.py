@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
-import asyncpg
 import msgspec
 
 from memoryd.errors import Forbidden, NotFound, ValidationFailed
@@ -61,6 +60,7 @@ from services.ingest.logic.imports import parse_import
 from shared import metadata_filter
 from shared.bus.rpc import RpcServer
 from shared.db import memories
+from shared.db.pool import Connection, Pool
 from shared.settings.memory import MemorySettings
 from shared.tokens import estimate_tokens
 
@@ -84,7 +84,7 @@ class MemoryApi:
         self._pub = publisher
         self._settings = settings
 
-    async def _check_quota(self, conn: asyncpg.Connection | asyncpg.Pool, owner: str, adding: int, size: int) -> None:
+    async def _check_quota(self, conn: Connection | Pool, owner: str, adding: int, size: int) -> None:
         s = await self._settings(owner)
         await memories.check_quota(
             conn, owner, max_memories=s.max_memories, max_bytes=s.max_memory_bytes, adding=adding, adding_bytes=size

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import asyncpg
 from nats.aio.client import Client
 
 from memoryd.errors import ValidationFailed
 from memoryd.schemas.ops import SettingsGetRequest, SettingsGetResult, SettingsPutRequest, SettingsPutResult
+from shared.db.pool import Pool
 from shared.observability.logging import get_logger
 from shared.secrets import Keyring
 from shared.settings.cache import announce_change
@@ -41,9 +41,7 @@ log = get_logger(__name__)
 
 
 class SettingsApi:
-    def __init__(
-        self, pool: asyncpg.Pool, nc: Client, engine_env: EngineChoice[EmbeddingConfig], keyring: Keyring
-    ) -> None:
+    def __init__(self, pool: Pool, nc: Client, engine_env: EngineChoice[EmbeddingConfig], keyring: Keyring) -> None:
         self._pool = pool
         self._keyring = keyring
         self._nc = nc

@@ -24,6 +24,7 @@ from datetime import datetime
 import asyncpg
 
 from shared.observability.logging import get_logger
+from shared.periodic import every
 
 log = get_logger(__name__)
 
@@ -95,14 +96,9 @@ class Toucher:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Flush every ``interval_s`` until ``stop``, then a last time."""
-        while not stop.is_set():
-            stopping = asyncio.create_task(stop.wait())
-            woken = asyncio.create_task(self._wake.wait())
-            await asyncio.wait({stopping, woken}, timeout=self._interval, return_when=asyncio.FIRST_COMPLETED)
-            for task in (stopping, woken):
-                task.cancel()
-            self._wake.clear()
-            await self.flush_logged()
+        await every(
+            self._interval, stop, self.flush_logged, failed="retrieve.touch_failed", wait_first=True, wake=self._wake
+        )
         await self.flush_logged()
 
     async def flush_logged(self) -> None:

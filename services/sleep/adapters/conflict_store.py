@@ -153,3 +153,85 @@ async def fresh_vectors_of_old_memories(conn: Conn, owner: str, signature: str, 
             since,
         )
     )
+
+
+# --- applying a batch -------------------------------------------------------------------------
+#: What a plan's statement may raise for a plan the data refuses (the plan fails, the batch goes on).
+PLAN_REFUSED = (asyncpg.DataError, asyncpg.IntegrityConstraintViolationError)
+
+
+async def lock_memories(conn: asyncpg.Connection, owner: str, ids: Sequence[str]) -> dict[str, asyncpg.Record]:
+    """Lock the owner's memories among ``ids`` until the transaction ends; by id (``content``,
+    ``content_hash``, ``state``, ``scope``)."""
+    rows = await conn.fetch(
+        "SELECT id, content, content_hash, state, scope FROM memories WHERE owner = $1 AND id = ANY($2::uuid[])"
+        " ORDER BY id FOR UPDATE",
+        owner,
+        [uuid.UUID(i) for i in ids],
+    )
+    return {str(r["id"]): r for r in rows}
+
+
+async def archive(conn: asyncpg.Connection, owner: str, memory_id: str, metadata: dict[str, object]) -> None:
+    await conn.execute(
+        "UPDATE memories SET state = 'archived', metadata = metadata || $3::jsonb, updated_at = now()"
+        " WHERE owner = $1 AND id = $2",
+        owner,
+        uuid.UUID(memory_id),
+        metadata,
+    )
+
+
+async def add_pending(conn: asyncpg.Connection, owner: str, a: str, b: str, note: str | None, run_id: str) -> None:
+    """Queue the pair for review, unless it is queued and unresolved already."""
+    await conn.execute(
+        "INSERT INTO conflict_pending (id, owner, memory_a, memory_b, reason, run_id)"
+        " SELECT $1, $2, $3, $4, $5, $6 WHERE NOT EXISTS (SELECT 1 FROM conflict_pending"
+        " WHERE owner = $2 AND memory_a = $3 AND memory_b = $4 AND resolved_at IS NULL)",
+        uuid.uuid4(),
+        owner,
+        uuid.UUID(a),
+        uuid.UUID(b),
+        note,
+        uuid.UUID(run_id),
+    )
+
+
+async def record_differentiated(
+    conn: asyncpg.Connection, owner: str, a: str, b: str, hashes: tuple[str, str], distinctions: str, run_id: str
+) -> None:
+    """Record that the pair differs (with both content hashes, so a change re-opens it)."""
+    await conn.execute(
+        "INSERT INTO differentiated_pairs (owner, memory_a, memory_b, hash_a, hash_b, distinctions, run_id)"
+        " VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (owner, memory_a, memory_b) DO UPDATE SET"
+        " hash_a = EXCLUDED.hash_a, hash_b = EXCLUDED.hash_b, distinctions = EXCLUDED.distinctions,"
+        " run_id = EXCLUDED.run_id, created_at = now()",
+        owner,
+        uuid.UUID(a),
+        uuid.UUID(b),
+        hashes[0],
+        hashes[1],
+        distinctions,
+        uuid.UUID(run_id),
+    )
+
+
+async def record_reviewed(
+    conn: asyncpg.Connection, owner: str, entries: Sequence[tuple[str, str, datetime, str]], run_id: str
+) -> None:
+    """Write the ``conflict_reviewed`` ledger rows ``(a, b, judged_at, outcome)``."""
+    await conn.executemany(
+        "INSERT INTO conflict_reviewed (owner, memory_a, memory_b, judged_at, outcome, run_id)"
+        " VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (owner, memory_a, memory_b) DO UPDATE SET"
+        " judged_at = EXCLUDED.judged_at, outcome = EXCLUDED.outcome, run_id = EXCLUDED.run_id",
+        [
+            (owner, uuid.UUID(a), uuid.UUID(b), judged_at, outcome, uuid.UUID(run_id))
+            for a, b, judged_at, outcome in entries
+        ],
+    )
+
+
+async def db_clock(conn: Conn) -> datetime:
+    """The database's clock now: the ``judged_at`` of a batch compares with ``updated_at`` it wrote."""
+    now: datetime = await conn.fetchval("SELECT clock_timestamp()")
+    return now

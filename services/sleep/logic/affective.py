@@ -15,10 +15,10 @@ from typing import Final
 
 import msgspec
 
-from services.sleep.logic.llm_reply import convert_items, decode_llm_json, reply_items
 from services.sleep.logic.relations import Entity
 from services.sleep.logic.traits import ExistingTrait, TraitPattern, plan_trait, trait_key
 from services.sleep.receipt import AffectiveResult
+from shared.llm.reply import convert_items, reply_items
 
 OCCASION: Final = "occasion"
 TRAIT: Final = "trait"
@@ -121,9 +121,10 @@ class _Group:
         return grew
 
 
-def parse_affective_reply(raw: bytes | str) -> AffectiveReply:
-    """Decode the LLM reply; malformed items are counted, an undecodable reply raises."""
-    items, problems = convert_items(reply_items(decode_llm_json(raw), "candidates"), AffectiveCandidate)
+def parse_affective_reply(reply: object) -> AffectiveReply:
+    """Read the decoded LLM reply; malformed items are counted, a reply without a candidate list
+    raises ``LlmBadReply``."""
+    items, problems = convert_items(reply_items(reply, "candidates"), AffectiveCandidate)
     return AffectiveReply(candidates=tuple(items), malformed=len(problems), problems=tuple(problems))
 
 

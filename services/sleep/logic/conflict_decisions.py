@@ -8,7 +8,7 @@ also nameable by `"ids"`, a side by `"a"`/`"b"` or its id. Actions: keep; merge 
 `differentiated_pairs` row, never content). Replaced text goes to `content_history`; the I/O
 layer applies a batch's plans in one transaction. An invalid decision (counted in `invalid`) or
 none (`undecided`) means keep; a reply that is not JSON or has no decision list raises
-`LlmReplyError` (the batch is broken).
+`LlmBadReply` (the batch is broken).
 """
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -18,7 +18,7 @@ from typing import Final
 import msgspec
 
 from services.sleep.logic.conflict_pairs import ConflictPair, PairKey, normalise_pair
-from services.sleep.logic.llm_reply import decode_llm_json, reply_items
+from shared.llm.reply import reply_items
 from shared.quoting import quote
 
 DEFAULT_ACTIONS: Final = frozenset({"keep", "merge", "conflict", "create", "archive", "update"})
@@ -216,10 +216,10 @@ def _plan(raw: _RawDecision, pair: ConflictPair, allowed: frozenset[str]) -> Con
     return UpdatePlan(memory_id=target, content=content)
 
 
-def parse_decisions(raw: bytes | str, batch: Sequence[ConflictPair], action_set: str) -> ParsedBatch:
-    """Validate an LLM reply for one batch; raises LlmReplyError when wholly undecodable."""
+def parse_decisions(reply: object, batch: Sequence[ConflictPair], action_set: str) -> ParsedBatch:
+    """Validate the decoded LLM reply of one batch; ``LlmBadReply`` when it has no decision list."""
     allowed = allowed_actions(action_set)
-    items = reply_items(decode_llm_json(raw), "decisions")
+    items = reply_items(reply, "decisions")
     chosen: dict[int, ConflictPlan] = {}
     seen: set[int] = set()
     problems: list[str] = []

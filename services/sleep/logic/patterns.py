@@ -19,8 +19,8 @@ from typing import Final
 
 import msgspec
 
-from services.sleep.logic.llm_reply import convert_items, decode_llm_json, reply_items
 from services.sleep.receipt import PatternResult
+from shared.llm.reply import convert_items, reply_items
 
 PATTERN_KEY_PREFIX: Final = "pattern:"
 
@@ -89,9 +89,10 @@ def pattern_key(title: str) -> str:
     return PATTERN_KEY_PREFIX + title_key(title)
 
 
-def parse_pattern_reply(raw: bytes | str) -> PatternReply:
-    """Decode the LLM reply; malformed items are counted, an undecodable reply raises."""
-    proposals, problems = convert_items(reply_items(decode_llm_json(raw), "patterns"), PatternProposal)
+def parse_pattern_reply(reply: object) -> PatternReply:
+    """Read the decoded LLM reply; malformed items are counted, a reply without a pattern list
+    raises ``LlmBadReply``."""
+    proposals, problems = convert_items(reply_items(reply, "patterns"), PatternProposal)
     return PatternReply(proposals=tuple(proposals), malformed=len(problems), problems=tuple(problems))
 
 

@@ -15,12 +15,7 @@ of one run is written in one transaction.
 
 from __future__ import annotations
 
-import uuid
-from typing import Any
-
-import asyncpg
-
-from services.sleep.adapters.entity_store import AFFECTIVE, owner_entities
+from services.sleep.adapters import entity_store as store
 from services.sleep.adapters.pattern_store import (
     create_pattern,
     evidence_of,
@@ -30,13 +25,13 @@ from services.sleep.adapters.pattern_store import (
     window_start,
 )
 from services.sleep.context import BatchBroken, Embed, RunContext
-from services.sleep.logic.affective import AffectiveEdge, AffectivePlan, attribute_affect, parse_affective_reply
-from services.sleep.logic.llm_reply import LlmReplyError
+from services.sleep.logic.affective import AffectivePlan, attribute_affect, parse_affective_reply
 from services.sleep.logic.prompts import PoolMemory, PromptEntity, affective_prompt
 from services.sleep.logic.relations import Entity
 from services.sleep.logic.schedule import affective_skip_reason
 from services.sleep.logic.traits import ExistingTrait
 from services.sleep.receipt import AffectiveResult
+from shared.llm import LlmBadReply
 
 TRAIT_PREFIX = "affect:"
 NO_POOL = "no memories in the lookback window"
@@ -49,30 +44,9 @@ def small_pool(minimum: int) -> str:
 MAX_PROMPT_ENTITIES = 200
 
 
-def _edge(row: asyncpg.Record) -> AffectiveEdge:
-    meta: dict[str, Any] = row["metadata"] or {}
-    return AffectiveEdge(
-        edge_id=str(row["id"]),
-        person_id=str(row["source_id"]),
-        target_id=str(row["target_id"]),
-        emotion=str(meta.get("emotion") or ""),
-        evidence=tuple(str(e) for e in meta.get("evidence") or ()),
-        sessions=tuple(str(s) for s in meta.get("sessions") or ()),
-        promoted_to_trait=bool(meta.get("promotedToTrait", False)),
-        trait_session_count=int(meta.get("traitSessionCount") or 0),
-        last_merged_run_id=meta.get("lastMergedRunId"),
-    )
-
-
 async def _prompt_entities(rc: RunContext, entities: list[Entity], pool: list[PoolMemory]) -> list[PromptEntity]:
     """Entities the pool mentions (all of them when mentions are unknown), bounded."""
-    mentioned = {
-        str(r["entity_id"])
-        for r in await rc.pool.fetch(
-            "SELECT DISTINCT entity_id FROM entity_mentions WHERE memory_id = ANY($1::uuid[])",
-            [uuid.UUID(m.id) for m in pool],
-        )
-    }
+    mentioned = await store.mentioned_entities(rc.pool, [m.id for m in pool])
     chosen = [e for e in entities if e.id in mentioned] if mentioned else entities
     if len(chosen) < 2:
         chosen = entities
@@ -81,7 +55,6 @@ async def _prompt_entities(rc: RunContext, entities: list[Entity], pool: list[Po
 
 async def _apply(rc: RunContext, plan: AffectivePlan) -> list[Embed]:
     embeds: list[Embed] = []
-    run_id = uuid.UUID(rc.run_id)
     async with rc.pool.acquire() as conn, conn.transaction():
         for edge in plan.new_edges:
             meta = {
@@ -96,17 +69,7 @@ async def _apply(rc: RunContext, plan: AffectivePlan) -> list[Embed]:
             }
             if edge.downgraded_from is not None:
                 meta["downgradedFrom"] = edge.downgraded_from
-            await conn.execute(
-                "INSERT INTO entity_relations (id, owner, source_id, target_id, relation, metadata, run_id)"
-                " VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7)",
-                uuid.uuid4(),
-                rc.owner,
-                uuid.UUID(edge.person_id),
-                uuid.UUID(edge.target_id),
-                AFFECTIVE,
-                meta,
-                run_id,
-            )
+            await store.insert_affective_edge(conn, rc.owner, edge.person_id, edge.target_id, meta, rc.run_id)
         for update in plan.edge_updates:
             meta = {
                 "evidence": list(update.evidence),
@@ -116,13 +79,7 @@ async def _apply(rc: RunContext, plan: AffectivePlan) -> list[Embed]:
                 "promotedToTrait": update.promoted_to_trait,
                 "traitSessionCount": update.trait_session_count,
             }
-            await conn.execute(
-                "UPDATE entity_relations SET metadata = metadata || $3::jsonb, updated_at = now()"
-                " WHERE owner = $1 AND id = $2 AND relation = 'affective_context'",
-                rc.owner,
-                uuid.UUID(update.edge_id),
-                meta,
-            )
+            await store.update_affective_edge(conn, rc.owner, update.edge_id, meta)
         for trait in plan.trait_patterns:
             meta = {
                 "title": trait.title,
@@ -150,7 +107,7 @@ async def _apply(rc: RunContext, plan: AffectivePlan) -> list[Embed]:
 
 async def run(rc: RunContext, result: AffectiveResult) -> None:
     settings = rc.settings
-    entities = await owner_entities(rc.pool, rc.owner)
+    entities = await store.owner_entities(rc.pool, rc.owner)
     result.entities = len(entities)
     skip = affective_skip_reason(settings.sleep_affective_enabled, rc.llm_route, len(entities))
     if skip is not None:
@@ -160,11 +117,7 @@ async def run(rc: RunContext, result: AffectiveResult) -> None:
     if not pool or len(pool) < settings.sleep_affective_min_pool:
         result.status, result.reason = "skipped", NO_POOL if not pool else small_pool(settings.sleep_affective_min_pool)
         return
-    edge_rows = await rc.pool.fetch(
-        "SELECT id, source_id, target_id, metadata FROM entity_relations WHERE owner = $1 AND relation = $2",
-        rc.owner,
-        AFFECTIVE,
-    )
+    edges = await store.affective_edges(rc.pool, rc.owner)
     traits = [
         ExistingTrait(memory_id=str(r["id"]), key=r["key"], content=r["content"], evidence=evidence_of(r["metadata"]))
         for r in await existing_patterns(rc.pool, rc.owner, TRAIT_PREFIX)
@@ -174,7 +127,7 @@ async def run(rc: RunContext, result: AffectiveResult) -> None:
     result.batches = 1
     try:
         reply = parse_affective_reply(await rc.ask("sleep.affective", prompt))
-    except (BatchBroken, LlmReplyError) as exc:
+    except (BatchBroken, LlmBadReply) as exc:
         result.single_batch_failed(exc)
         return
     result.malformed = reply.malformed
@@ -182,7 +135,7 @@ async def run(rc: RunContext, result: AffectiveResult) -> None:
         reply.candidates,
         entities,
         {m.id: m.session_id for m in pool},
-        [_edge(r) for r in edge_rows],
+        edges,
         traits,
         run_id=rc.run_id,
         trait_min_sessions=settings.sleep_affective_trait_min_sessions,

@@ -35,11 +35,11 @@ from services.sleep.logic.conflict_pairs import (
     normalise_pair,
     select_pairs,
 )
-from services.sleep.logic.llm_reply import LlmReplyError
 from services.sleep.logic.schedule import conflict_skip_reason
 from services.sleep.logic.settings import strictness_threshold
 from services.sleep.phases.conflict_apply import apply_batch
 from services.sleep.receipt import ConflictResult, phase_status
+from shared.llm import LlmBadReply
 
 NO_VECTORS = "no active vector signature"
 CROSS_SCOPE = "cross-scope: one memory is global (an owner's run never changes it)"
@@ -102,12 +102,12 @@ async def run(rc: RunContext, result: ConflictResult) -> None:
     for batch in selection.batches:
         await rc.checkpoint()
         result.batches += 1
-        sent_at = await rc.pool.fetchval("SELECT clock_timestamp()")
+        sent_at = await db.db_clock(rc.pool)
         texts = await db.contents(rc.pool, rc.owner, {i for pair in batch for i in pair.key})
         try:
             prompt = conflict_prompt(batch, texts, settings.sleep_action_set)
             parsed = parse_decisions(await rc.ask("sleep.conflict", prompt), batch, settings.sleep_action_set)
-        except (BatchBroken, LlmReplyError, ValueError) as exc:  # ValueError: a memory vanished meanwhile
+        except (BatchBroken, LlmBadReply, ValueError) as exc:  # ValueError: a memory vanished meanwhile
             result.batches_failed += 1
             errors.append(str(exc))
             later.extend(batch)

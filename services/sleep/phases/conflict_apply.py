@@ -10,15 +10,13 @@ caller publishes their EmbedJobs after the commit.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import asyncpg
-
 from memoryd.schemas.base import MAX_CONTENT_CHARS
+from services.sleep.adapters import conflict_store as store
 from services.sleep.context import Embed, RunContext
 from services.sleep.logic.conflict_decisions import (
     ArchivePlan,
@@ -34,6 +32,7 @@ from services.sleep.logic.conflict_decisions import (
 )
 from services.sleep.logic.conflict_pairs import PairKey
 from shared.db import memories
+from shared.db.pool import Connection
 from shared.observability.logging import get_logger
 
 log = get_logger(__name__)
@@ -52,7 +51,7 @@ class _Stale(Exception):
 
 
 async def _set_content(
-    conn: asyncpg.Connection, rc: RunContext, memory_id: str, content: str, old: str, reason: str, meta: dict[str, Any]
+    conn: Connection, rc: RunContext, memory_id: str, content: str, old: str, reason: str, meta: dict[str, Any]
 ) -> str:
     if len(content) > MAX_CONTENT_CHARS:
         raise _Stale(f"new content of {len(content)} characters is over {MAX_CONTENT_CHARS}")
@@ -61,19 +60,11 @@ async def _set_content(
     )
 
 
-async def _archive(conn: asyncpg.Connection, rc: RunContext, memory_id: str, meta: dict[str, Any]) -> None:
-    await conn.execute(
-        "UPDATE memories SET state = 'archived', metadata = metadata || $3::jsonb, updated_at = now()"
-        " WHERE owner = $1 AND id = $2",
-        rc.owner,
-        uuid.UUID(memory_id),
-        {**meta, "archivedByRun": rc.run_id},
-    )
+async def _archive(conn: Connection, rc: RunContext, memory_id: str, meta: dict[str, Any]) -> None:
+    await store.archive(conn, rc.owner, memory_id, {**meta, "archivedByRun": rc.run_id})
 
 
-async def _apply(
-    conn: asyncpg.Connection, rc: RunContext, decision: PairDecision, rows: dict[str, Any], out: Applied
-) -> None:
+async def _apply(conn: Connection, rc: RunContext, decision: PairDecision, rows: dict[str, Any], out: Applied) -> None:
     plan = decision.plan
     run = {"sleepRunId": rc.run_id}
     match plan:
@@ -95,17 +86,7 @@ async def _apply(
             await _archive(conn, rc, older, {"supersededBy": newer})
             out.archived.append(older)
         case ConflictPendingPlan(a_id=a, b_id=b, note=note):
-            await conn.execute(
-                "INSERT INTO conflict_pending (id, owner, memory_a, memory_b, reason, run_id)"
-                " SELECT $1, $2, $3, $4, $5, $6 WHERE NOT EXISTS (SELECT 1 FROM conflict_pending"
-                " WHERE owner = $2 AND memory_a = $3 AND memory_b = $4 AND resolved_at IS NULL)",
-                uuid.uuid4(),
-                rc.owner,
-                uuid.UUID(a),
-                uuid.UUID(b),
-                note,
-                uuid.UUID(rc.run_id),
-            )
+            await store.add_pending(conn, rc.owner, a, b, note, rc.run_id)
         case CreatePlan(content=content, source_ids=sources):
             if len(content) > MAX_CONTENT_CHARS:
                 raise _Stale(f"new content of {len(content)} characters is over {MAX_CONTENT_CHARS}")
@@ -119,19 +100,7 @@ async def _apply(
             )
             out.embeds.append((created.id, created.content_hash, "new"))
         case DifferentiatePlan(a_id=a, b_id=b, hash_a=hash_a, hash_b=hash_b, distinctions=text):
-            await conn.execute(
-                "INSERT INTO differentiated_pairs (owner, memory_a, memory_b, hash_a, hash_b, distinctions, run_id)"
-                " VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (owner, memory_a, memory_b) DO UPDATE SET"
-                " hash_a = EXCLUDED.hash_a, hash_b = EXCLUDED.hash_b, distinctions = EXCLUDED.distinctions,"
-                " run_id = EXCLUDED.run_id, created_at = now()",
-                rc.owner,
-                uuid.UUID(a),
-                uuid.UUID(b),
-                hash_a,
-                hash_b,
-                text,
-                uuid.UUID(rc.run_id),
-            )
+            await store.record_differentiated(conn, rc.owner, a, b, (hash_a, hash_b), text, rc.run_id)
 
 
 def _check(decision: PairDecision, rows: dict[str, Any]) -> None:
@@ -149,15 +118,8 @@ async def apply_batch(
 ) -> Applied:
     """Apply the plans of one batch and record its ledger rows (not `unrecorded`'s), in one transaction."""
     out = Applied()
-    ids = [uuid.UUID(i) for d in decisions for i in d.pair.key]
     async with rc.pool.acquire() as conn, conn.transaction():
-        locked = await conn.fetch(
-            "SELECT id, content, content_hash, state, scope FROM memories WHERE owner = $1 AND id = ANY($2::uuid[])"
-            " ORDER BY id FOR UPDATE",
-            rc.owner,
-            ids,
-        )
-        rows = {str(r["id"]): r for r in locked}
+        rows = await store.lock_memories(conn, rc.owner, [i for d in decisions for i in d.pair.key])
         for decision in decisions:
             if isinstance(decision.plan, KeepPlan):
                 continue
@@ -166,19 +128,13 @@ async def apply_batch(
                 _check(decision, rows)
                 async with conn.transaction():  # a savepoint: a failing plan leaves no trace
                     await _apply(conn, rc, decision, rows, out)
-            except (_Stale, asyncpg.DataError, asyncpg.IntegrityConstraintViolationError) as exc:
+            except (_Stale, *store.PLAN_REFUSED) as exc:
                 del out.embeds[mark[0] :], out.archived[mark[1] :]
                 out.failed.add(decision.pair.key)
                 log.info("sleep.conflict_apply_failed", pair=list(decision.pair.key), error=str(exc))
         entries = ledger_entries(decisions, judged_at, out.failed | set(unrecorded))
-        await conn.executemany(
-            "INSERT INTO conflict_reviewed (owner, memory_a, memory_b, judged_at, outcome, run_id)"
-            " VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (owner, memory_a, memory_b) DO UPDATE SET"
-            " judged_at = EXCLUDED.judged_at, outcome = EXCLUDED.outcome, run_id = EXCLUDED.run_id",
-            [
-                (rc.owner, uuid.UUID(e.a_id), uuid.UUID(e.b_id), e.judged_at, e.outcome, uuid.UUID(rc.run_id))
-                for e in entries
-            ],
+        await store.record_reviewed(
+            conn, rc.owner, [(e.a_id, e.b_id, e.judged_at, e.outcome) for e in entries], rc.run_id
         )
         out.recorded = len(entries)
     return out

@@ -20,11 +20,11 @@ from services.sleep.adapters.pattern_store import (
     window_start,
 )
 from services.sleep.context import BatchBroken, Embed, RunContext
-from services.sleep.logic.llm_reply import LlmReplyError
 from services.sleep.logic.patterns import PATTERN_KEY_PREFIX, ExistingPattern, parse_pattern_reply, validate_patterns
 from services.sleep.logic.prompts import pattern_prompt
 from services.sleep.logic.schedule import pattern_skip_reason
 from services.sleep.receipt import PatternResult
+from shared.llm import LlmBadReply
 
 NO_ROOM = "sleepMaxPatternPerRun is 0"
 
@@ -54,7 +54,7 @@ async def run(rc: RunContext, result: PatternResult) -> None:
     result.batches = 1
     try:
         reply = parse_pattern_reply(await rc.ask("sleep.patterns", prompt))
-    except (BatchBroken, LlmReplyError) as exc:
+    except (BatchBroken, LlmBadReply) as exc:
         result.single_batch_failed(exc)
         return
     plan = validate_patterns(reply.proposals, {m.id for m in pool}, settings.sleep_max_pattern_per_run, existing)

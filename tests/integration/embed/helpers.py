@@ -7,8 +7,7 @@ import contextlib
 import os
 import signal
 import sys
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,14 +37,6 @@ def job_of(m: MemoryRecord, reason: str = "new") -> EmbedJob:
 
 async def publish(js: JetStreamContext, jobs: Sequence[EmbedJob]) -> None:
     await asyncio.gather(*(js.publish(EMBED_JOBS, encode(j)) for j in jobs))
-
-
-async def wait_until(check: Callable[[], Awaitable[bool]], timeout: float = 60.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not await check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        await asyncio.sleep(0.1)
 
 
 async def embedded_count(pool: asyncpg.Pool, ids: Sequence[str], signature: str = SIG) -> int:

@@ -14,6 +14,7 @@ from memoryd.schemas import EmbedJob
 from services.embed.adapters import LocalEmbedder
 from shared.db import memories
 from shared.settings.env import ServiceConfig
+from tests.support.eventually import eventually
 from tests.support.stack import run_services
 
 from .helpers import (
@@ -26,7 +27,6 @@ from .helpers import (
     queue_drained,
     sample,
     vectors_of,
-    wait_until,
 )
 
 TEXTS = [
@@ -58,8 +58,8 @@ async def test_jobs_flow_to_vectors(
     async with run_services(["embed"], config):
         js = nc.jetstream()
         await publish(js, [job_of(m) for m in everyone])
-        await wait_until(lambda: _all(pool, ids), what="all memories embedded")
-        await wait_until(lambda: queue_drained(js), what="every job acked")
+        await eventually(lambda: _all(pool, ids), what="all memories embedded")
+        await eventually(lambda: queue_drained(js), what="every job acked")
     stored = await vectors_of(pool, ids)
     assert sorted(stored) == sorted(ids)
     expected = embedder.embed([m.content for m in everyone])
@@ -101,8 +101,8 @@ async def test_deleted_foreign_changed_and_repeated_jobs(
     async with run_services(["embed"], config):
         js = nc.jetstream()
         await publish(js, [job_of(kept), job_of(doomed), job_of(edited), never, foreign])
-        await wait_until(lambda: queue_drained(js), what="every job acked")
-        await wait_until(lambda: _all(pool, [kept.id, edited.id]), what="kept and edited embedded")
+        await eventually(lambda: queue_drained(js), what="every job acked")
+        await eventually(lambda: _all(pool, [kept.id, edited.id]), what="kept and edited embedded")
         deleted = sample("memoryd_embed_skipped_total", {"reason": "deleted"}) - deleted_before
         assert deleted == 3  # the deleted memory, a memory that never existed, another owner's id
         # Redelivery of an already written job: acked, nothing written again.
@@ -111,11 +111,11 @@ async def test_deleted_foreign_changed_and_repeated_jobs(
             "SELECT max(created_at) FROM memory_embeddings WHERE memory_id = $1", uuid.UUID(kept.id)
         )
         await publish(js, [job_of(kept, "reindex")])
-        await wait_until(
+        await eventually(
             lambda: _greater(sample("memoryd_embed_skipped_total", {"reason": "unchanged"}), unchanged_before),
             what="the repeated job skipped",
         )
-        await wait_until(lambda: queue_drained(js), what="repeat acked")
+        await eventually(lambda: queue_drained(js), what="repeat acked")
     after = await pool.fetchval(
         "SELECT max(created_at) FROM memory_embeddings WHERE memory_id = $1", uuid.UUID(kept.id)
     )

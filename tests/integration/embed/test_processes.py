@@ -15,6 +15,7 @@ from nats.aio.client import Client
 
 from memoryd.local.nats import EmbeddedNats
 from memoryd.subjects import EMBED_CONSUMER, JOBS_STREAM
+from tests.support.eventually import eventually
 
 from .helpers import (
     ROOT,
@@ -26,7 +27,6 @@ from .helpers import (
     publish,
     queue_drained,
     scrape,
-    wait_until,
     worker_env,
     workers,
 )
@@ -62,8 +62,8 @@ async def test_two_worker_processes_share_the_work_exactly_once(
     async with workers(2, env, tmp_path) as (a, b):
         js = nc.jetstream()
         await publish(js, [job_of(m) for m in mems])
-        await wait_until(lambda: _all(pool, ids), timeout=240, what="240 memories embedded by two workers")
-        await wait_until(lambda: queue_drained(js), what="every job acked")
+        await eventually(lambda: _all(pool, ids), timeout=240, what="240 memories embedded by two workers")
+        await eventually(lambda: queue_drained(js), what="every job acked")
         shares = [(await scrape(w.metrics_url)).get(JOB_TEXTS, 0.0) for w in (a, b)]
     assert all(s > 0 for s in shares), f"both workers must take work: {shares}"
     assert sum(shares) == len(mems), f"each memory embedded exactly once: {shares}"
@@ -85,7 +85,7 @@ async def test_worker_killed_mid_batch_loses_nothing(
             info = await js.consumer_info(JOBS_STREAM, EMBED_CONSUMER)
             return (info.num_ack_pending or 0) > 0
 
-        await wait_until(in_flight, what="the victim holding unacked jobs")
+        await eventually(in_flight, what="the victim holding unacked jobs")
         victim.kill()
         assert victim.proc is not None
         assert await victim.proc.wait() == -signal.SIGKILL
@@ -94,8 +94,8 @@ async def test_worker_killed_mid_batch_loses_nothing(
     before = await embedded_count(pool, ids)
     assert before < len(mems), "the victim finished everything before it was killed"
     async with workers(1, env, tmp_path):
-        await wait_until(lambda: _all(pool, ids), timeout=240, what="every memory embedded after the kill")
-        await wait_until(lambda: queue_drained(js), what="every job acked")
+        await eventually(lambda: _all(pool, ids), timeout=240, what="every memory embedded after the kill")
+        await eventually(lambda: queue_drained(js), what="every job acked")
     info = await js.consumer_info(JOBS_STREAM, EMBED_CONSUMER)
     assert info.delivered.consumer_seq > info.delivered.stream_seq, "the killed batch was never redelivered"
     assert await _rows(pool, ids) == (len(mems), len(mems))
@@ -131,7 +131,7 @@ async def test_serve_embed_processes_two(
                 ready.append(line.split("metrics=", 1)[1].strip())
         js = nc.jetstream()
         await publish(js, [job_of(m) for m in mems])
-        await wait_until(lambda: _all(pool, ids), timeout=120, what="jobs embedded by the replicas")
+        await eventually(lambda: _all(pool, ids), timeout=120, what="jobs embedded by the replicas")
         shares = [(await scrape(url)).get(JOB_TEXTS, 0.0) for url in ready]
         assert sum(shares) == len(mems)
     finally:

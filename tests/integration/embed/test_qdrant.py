@@ -11,9 +11,10 @@ from memoryd.local.nats import EmbeddedNats
 from services.embed.adapters import LocalEmbedder
 from shared.vectors.port import VectorQuery
 from shared.vectors.registry import open_stores
+from tests.support.eventually import eventually
 from tests.support.stack import run_services, service_config
 
-from .helpers import SIG, add_memories, embedded_count, job_of, publish, queue_drained, wait_until
+from .helpers import SIG, add_memories, embedded_count, job_of, publish, queue_drained
 
 
 async def test_jobs_write_pgvector_and_qdrant(
@@ -29,8 +30,8 @@ async def test_jobs_write_pgvector_and_qdrant(
         try:
             js = nc.jetstream()
             await publish(js, [job_of(m) for m in mems])
-            await wait_until(lambda: _all(pool, ids), what="vectors in both stores")
-            await wait_until(lambda: queue_drained(js), what="jobs acked")
+            await eventually(lambda: _all(pool, ids), what="vectors in both stores")
+            await eventually(lambda: queue_drained(js), what="jobs acked")
             assert stores.qdrant is not None
             status = await stores.qdrant.status(SIG)
             assert status.healthy and status.vectors == len(mems) and "not active" not in status.detail

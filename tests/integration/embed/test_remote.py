@@ -14,10 +14,11 @@ from memoryd.schemas import HEALTH_OP
 from memoryd.schemas.ops import HealthRequest
 from memoryd.schemas.retrieval import EmbedRequest, EmbedResult
 from shared.settings.env import ServiceConfig
+from tests.support.eventually import eventually
 from tests.support.fake_llm import FakeLlm
 from tests.support.stack import run_services
 
-from .helpers import add_memories, cosine, embedded_count, job_of, publish, queue_drained, vectors_of, wait_until
+from .helpers import add_memories, cosine, embedded_count, job_of, publish, queue_drained, vectors_of
 
 REMOTE_SIG = "remote:fake-embed:384"
 
@@ -43,8 +44,8 @@ async def test_remote_source_for_queries_and_jobs(
             js = nc.jetstream()
             await publish(js, [job_of(m) for m in mems])
             ids = [m.id for m in mems]
-            await wait_until(lambda: _done(pool, ids), what="remote vectors written")
-            await wait_until(lambda: queue_drained(js), what="jobs acked")
+            await eventually(lambda: _done(pool, ids), what="remote vectors written")
+            await eventually(lambda: queue_drained(js), what="jobs acked")
             stored = await vectors_of(pool, ids, REMOTE_SIG)
             assert cosine(stored[mems[0].id], np.asarray(FakeLlm.embedding(mems[0].content))) > 0.9999
 

@@ -18,6 +18,7 @@ from memoryd.schemas.ops import HealthRequest, ReindexRequest, ReindexResult
 from memoryd.schemas.retrieval import EmbedRequest, EmbedResult
 from services.embed.adapters import LocalEmbedder
 from shared.settings.env import ServiceConfig
+from tests.support.eventually import eventually
 from tests.support.stack import run_services
 
 from .helpers import (
@@ -31,7 +32,6 @@ from .helpers import (
     queue_drained,
     run_cli,
     vectors_of,
-    wait_until,
 )
 
 
@@ -58,8 +58,8 @@ async def test_signature_change_then_reindex(
     js = nc.jetstream()
     async with run_services(["embed"], config):
         await publish(js, [job_of(m) for m in mems])
-        await wait_until(lambda: _count(pool, ids, SIG), what="first embedding")
-        await wait_until(lambda: queue_drained(js), what="jobs acked")
+        await eventually(lambda: _count(pool, ids, SIG), what="first embedding")
+        await eventually(lambda: queue_drained(js), what="jobs acked")
 
     monkeypatch.setenv("MEMORYD_EMBED_QUANTIZATION", "dynamic-int8")
     async with run_services(["embed"], config):
@@ -81,13 +81,13 @@ async def test_signature_change_then_reindex(
         assert f"reindex complete: active signature {SIG_INT8}" in out
 
         assert await _count(pool, ids, SIG_INT8)
-        await wait_until(lambda: _no_old_vectors(pool), what="old vectors dropped")
+        await eventually(lambda: _no_old_vectors(pool), what="old vectors dropped")
 
         async def switched() -> bool:
             result: EmbedResult = await call(nc, "embed", EmbedRequest(texts=["books about ships"]))
             return result.signature == SIG_INT8
 
-        await wait_until(switched, what="query vectors of the new signature")
+        await eventually(switched, what="query vectors of the new signature")
         again: ReindexResult = await call(nc, "reindex", ReindexRequest())
         assert (again.queued, again.pending, again.active_signature) == (0, 0, SIG_INT8)
 
@@ -130,8 +130,8 @@ async def test_reverted_change_is_abandoned_and_its_vectors_dropped(
     async with run_services(["embed"], config):  # int8 active (or made active by a reindex)
         await call(nc, "reindex", ReindexRequest())
         await publish(js, [job_of(m) for m in mems])
-        await wait_until(lambda: _count(pool, [m.id for m in mems], SIG_INT8), what="int8 vectors")
-        await wait_until(lambda: _active(pool, SIG_INT8), what="int8 active")
+        await eventually(lambda: _count(pool, [m.id for m in mems], SIG_INT8), what="int8 vectors")
+        await eventually(lambda: _active(pool, SIG_INT8), what="int8 active")
 
     monkeypatch.setenv("MEMORYD_EMBED_QUANTIZATION", "none")
     async with run_services(["embed"], config):  # a change to the default model begins...
@@ -140,18 +140,18 @@ async def test_reverted_change_is_abandoned_and_its_vectors_dropped(
         query: EmbedResult = await call(nc, "embed", EmbedRequest(texts=["tulips"]))
         assert query.signature == SIG_INT8  # the active signature still answers queries
         await publish(js, [job_of(m, "reindex") for m in mems[:3]])
-        await wait_until(lambda: _count(pool, [m.id for m in mems[:3]], SIG), what="some default vectors")
+        await eventually(lambda: _count(pool, [m.id for m in mems[:3]], SIG), what="some default vectors")
 
     monkeypatch.setenv("MEMORYD_EMBED_QUANTIZATION", "dynamic-int8")
     async with run_services(["embed"], config):  # ...and is reverted
-        await wait_until(lambda: _no_old_vectors(pool), what="the abandoned signature's vectors dropped")
+        await eventually(lambda: _no_old_vectors(pool), what="the abandoned signature's vectors dropped")
         meta = await pool.fetchrow("SELECT * FROM memory_vec_meta WHERE store = 'pgvector'")
         assert (meta["embedding_signature"], meta["pending_signature"]) == (SIG_INT8, None)
         result: ReindexResult = await call(nc, "reindex", ReindexRequest(owner="frank"))
         # All six: three hold vectors of the abandoned signature, three were marked when it began.
         assert (result.queued, result.pending) == (6, 6)
-        await wait_until(lambda: _count(pool, [m.id for m in mems], SIG_INT8), what="back to int8")
-        await wait_until(lambda: queue_drained(js), what="jobs acked")
+        await eventually(lambda: _count(pool, [m.id for m in mems], SIG_INT8), what="back to int8")
+        await eventually(lambda: queue_drained(js), what="jobs acked")
 
 
 async def _active(pool: asyncpg.Pool, sig: str) -> bool:

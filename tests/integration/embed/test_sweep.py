@@ -9,9 +9,10 @@ import pytest
 from nats.aio.client import Client
 
 from shared.settings.env import ServiceConfig
+from tests.support.eventually import eventually
 from tests.support.stack import run_services
 
-from .helpers import add_memories, embedded_count, queue_drained, wait_until
+from .helpers import add_memories, embedded_count, queue_drained
 
 pytestmark = pytest.mark.integration
 
@@ -29,8 +30,8 @@ async def test_sweep_embeds_memories_whose_job_was_lost(
         "UPDATE memories SET updated_at = now() - interval '1 hour' WHERE id = ANY($1::uuid[])", [m.id for m in lost]
     )
     async with run_services(["embed"], config):
-        await wait_until(lambda: _all_embedded(pool, [m.id for m in lost]), what="the sweep's vectors")
-        await wait_until(lambda: queue_drained(nc.jetstream()), what="the sweep's jobs acked")
+        await eventually(lambda: _all_embedded(pool, [m.id for m in lost]), what="the sweep's vectors")
+        await eventually(lambda: queue_drained(nc.jetstream()), what="the sweep's jobs acked")
         assert await embedded_count(pool, [m.id for m in fresh]) == 0  # younger than the minimum age
 
 

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 import uuid
-from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 
 import asyncpg
@@ -17,6 +14,7 @@ from memoryd.schemas import EmbedJob, ExtractJob
 from memoryd.schemas.events import Turn
 from memoryd.subjects import EMBED_JOBS, EXTRACT_CONSUMER, EXTRACT_JOBS, JOBS_STREAM, MSG_ID_HEADER
 from shared.db import memories
+from tests.support.eventually import eventually
 
 TEXT = "I prefer TypeScript. I'll use Postgres for this project. I always commit before pushing. I don't like Python."
 FOUR_KEYS = {
@@ -60,14 +58,6 @@ async def publish(js: JetStreamContext, extract_job: ExtractJob) -> None:
     await js.publish(EXTRACT_JOBS, encode(extract_job))
 
 
-async def poll(condition: Callable[[], Awaitable[bool]], timeout: float = 30.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not await condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
-
-
 async def wait_done(pool: asyncpg.Pool, js: JetStreamContext, extract_job: ExtractJob, runs: int = 1) -> None:
     """Wait until the job has been handled ``runs`` times and nothing is left unacked."""
 
@@ -81,8 +71,8 @@ async def wait_done(pool: asyncpg.Pool, js: JetStreamContext, extract_job: Extra
         info = await js.consumer_info(JOBS_STREAM, EXTRACT_CONSUMER)
         return info.num_pending == 0 and info.num_ack_pending == 0
 
-    await poll(handled, what=f"{runs} run(s) of {extract_job.event_id}")
-    await poll(acked, what="the extract consumer to ack everything")
+    await eventually(handled, what=f"{runs} run(s) of {extract_job.event_id}")
+    await eventually(acked, what="the extract consumer to ack everything")
 
 
 async def facts(pool: asyncpg.Pool, owner: str) -> dict[str, asyncpg.Record]:

@@ -34,6 +34,7 @@ from memoryd.subjects import (
     SLEEP_STREAM,
     owner_events_subject,
 )
+from shared.service_names import BACKEND_SERVICES
 from shared.settings.memory import MemorySettings
 from shared.settings.sleep import SleepSettings
 
@@ -41,7 +42,7 @@ OWNER = "fuzz-owner"
 CLEAR_OWNER = "fuzz-clear"  # what memory.clear may wipe: nobody else's seeds
 SETTINGS_OWNER = "fuzz-settings"  # whose settings the fuzz changes (not the owner the reads use)
 ACTIVITY_OWNER = "fuzz-activity"  # no memories: its sleep runs are quick
-SERVICES = ("ingest", "extract", "embed", "retrieve", "sleep")
+SERVICES = BACKEND_SERVICES
 WHEN = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 

@@ -16,11 +16,11 @@ from nats.aio.client import Client
 from memoryd.connect import connect
 from memoryd.local.nats import EmbeddedNats
 from shared.api_keys import KeyStore, new_key, open_bucket
+from shared.service_names import SERVICES
 from shared.settings.env import NatsConfig
 from tests.support.fake_llm import FakeLlm
 from tests.support.stack import run_services, service_config
 
-SERVICES = ("ingest", "extract", "embed", "retrieve", "sleep", "gateway")
 #: The gateway's own upstream key (``MEMORYD_GATEWAY_UPSTREAM_API_KEY``): only its upstream may see it.
 GATEWAY_LLM_KEY = "sk-gateway-only-0123456789"
 #: A connection that has not sent a request's headers by then is closed.

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from services.gateway.routes import ROUTES
+from shared.service_names import BACKEND_SERVICES
 
 from .conftest import Stack
 
@@ -151,7 +152,7 @@ async def test_readyz_reports_every_service_to_an_operator_only(stack: Stack) ->
         assert (ready.status_code, ready.json()) == (200, {"status": "ready"})
         detailed = await http.get("/readyz", headers={"authorization": f"Bearer {stack.operator_key}"})
         assert detailed.status_code == 200, detailed.text
-        assert set(detailed.json()["memory"]["services"]) == {"ingest", "extract", "embed", "retrieve", "sleep"}
+        assert set(detailed.json()["memory"]["services"]) == set(BACKEND_SERVICES)
         docs = await http.get("/docs")
         assert docs.status_code == 200 and "openapi.json" in docs.text and "cdn" not in docs.text.lower()
 

@@ -3,9 +3,8 @@ this module's database, a tap on the jobs it publishes, and small polling helper
 
 from __future__ import annotations
 
-import asyncio
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,6 +20,7 @@ from memoryd.schemas import ChatEvent, ChatMessage, DeadLetter, EmbedJob, Extrac
 from memoryd.subjects import CHAT_EVENTS, DLQ_STREAM, EMBED_JOBS, EXTRACT_JOBS, JOBS_STREAM, dlq_subject
 from shared.service import ServiceContext
 from shared.settings.env import ServiceConfig
+from tests.support.eventually import eventually
 from tests.support.stack import run_services, service_config
 
 
@@ -62,18 +62,6 @@ async def publish(nc: Client, data: ChatEvent | bytes, msg_id: str | None = None
         hdrs["Nats-Msg-Id"] = msg_id
     payload = data if isinstance(data, bytes) else encode(data)
     await nc.jetstream().publish(CHAT_EVENTS, payload, headers=hdrs or None)
-
-
-async def eventually(check: Callable[[], Awaitable[Any]], timeout: float = 20.0, what: str = "condition") -> Any:
-    """Poll ``check`` until it returns something truthy."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        value = await check()
-        if value:
-            return value
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
 
 
 async def event_row(pool: asyncpg.Pool, owner: str, event_id: str) -> asyncpg.Record | None:

@@ -17,8 +17,9 @@ from memoryd.rpc import raise_for
 from memoryd.schemas import ChatEvent, RpcError
 from memoryd.schemas.memory import MemoryCreateResult
 from shared.service import ServiceContext
+from tests.support.eventually import eventually
 
-from .conftest import chat, dead_letters, eventually, publish, snapshot, turns, wait_event
+from .conftest import chat, dead_letters, publish, snapshot, turns, wait_event
 
 TEN_MB = 10 * 1024 * 1024
 METACHARACTERS = [

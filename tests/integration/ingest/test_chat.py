@@ -16,8 +16,9 @@ from shared.observability.metrics import EVENTS
 from shared.service import ServiceContext
 from shared.settings.cache import announce_change
 from shared.settings.store import put_values
+from tests.support.eventually import eventually
 
-from .conftest import JobTap, chat, eventually, publish, turns, wait_event
+from .conftest import JobTap, chat, publish, turns, wait_event
 
 WHEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 

@@ -22,9 +22,10 @@ from nats.aio.client import Client
 from memoryd.local.nats import EmbeddedNats
 from memoryd.subjects import EVENTS_STREAM, INGEST_CONSUMER, JOBS_STREAM
 from shared.settings.env import ServiceConfig
+from tests.support.eventually import eventually
 from tests.support.stack import run_services, service_config
 
-from .conftest import JobTap, chat, event_row, eventually, publish, turns, wait_event
+from .conftest import JobTap, chat, event_row, publish, turns, wait_event
 
 ACK_WAIT = "2"
 pytestmark = pytest.mark.slow

@@ -35,8 +35,9 @@ from memoryd.schemas.dlq import (
 )
 from memoryd.subjects import CHAT_EVENTS, DLQ_STREAM, dlq_subject
 from shared.service import ServiceContext
+from tests.support.eventually import eventually
 
-from .conftest import chat, dead_letters, event_row, eventually, publish, turns, wait_event
+from .conftest import chat, dead_letters, event_row, publish, turns, wait_event
 
 pytestmark = pytest.mark.slow
 

@@ -26,8 +26,9 @@ from memoryd.schemas.memory import (
 from memoryd.subjects import chat_msg_id
 from services.ingest.logic.chat import MAX_EVENT_METADATA_BYTES
 from shared.service import ServiceContext
+from tests.support.eventually import eventually
 
-from .conftest import chat, dead_letters, eventually, publish, turns, wait_event
+from .conftest import chat, dead_letters, publish, turns, wait_event
 
 
 def _line(**fields: object) -> str:

@@ -8,8 +8,9 @@ from nats.aio.client import Client
 from memoryd.codec import encode
 from memoryd.subjects import owner_events_subject
 from shared.service import ServiceContext
+from tests.support.eventually import eventually
 
-from .conftest import chat, dead_letters, eventually, turns, wait_event
+from .conftest import chat, dead_letters, turns, wait_event
 
 
 async def test_event_on_its_owners_subject_is_stored_and_another_owners_is_dead_lettered(

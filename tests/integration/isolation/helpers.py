@@ -1,13 +1,11 @@
 """Shared by the isolation tests: canary tokens in memory text, tenant user names, Hypothesis
-settings, polling."""
+settings."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import random
 import re
-from collections.abc import Awaitable, Callable
 
 from hypothesis import HealthCheck, Phase, settings
 
@@ -23,22 +21,6 @@ def canary(rng: random.Random) -> str:
 def tenant_user(i: int) -> str:
     """The NATS user name of the ``i``-th owner-bound tenant (owners are not all valid user names)."""
     return f"tenant{i}"
-
-
-async def eventually(
-    check: Callable[[], Awaitable[bool]],
-    what: str,
-    timeout: float = 90.0,
-    state: Callable[[], Awaitable[object]] | None = None,
-) -> None:
-    """Poll ``check`` until it holds; on timeout the error names ``what`` and, when given, what
-    ``state`` reads at that moment (so a failure on a loaded runner says where it stuck)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not await check():
-        if asyncio.get_running_loop().time() > deadline:
-            seen = f"; state: {await state()}" if state is not None else ""
-            raise AssertionError(f"timed out waiting for {what}{seen}")
-        await asyncio.sleep(0.05)
 
 
 def property_settings(examples: int) -> settings:

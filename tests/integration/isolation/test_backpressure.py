@@ -44,9 +44,8 @@ from memoryd.subjects import (
     MSG_ID_HEADER,
 )
 from shared.settings.env import ServiceConfig
+from tests.support.eventually import eventually
 from tests.support.stack import run_services, service_config
-
-from .helpers import eventually
 
 EMBEDDED = {
     "hike": "I love hiking mountain trails on weekends",

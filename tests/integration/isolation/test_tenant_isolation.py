@@ -46,16 +46,16 @@ from memoryd.schemas.ops import ReindexRequest, ReindexResult
 from memoryd.schemas.retrieval import InjectRequest, InjectResult, RetrieveRequest, RetrieveResult
 from memoryd.subjects import CHAT_EVENTS, EMBED_JOBS, MSG_ID_HEADER, owner_rpc_subject
 from services.retrieve.adapters.postgres import Visibility, keyword_search
-from services.sleep.adapters import conflict_store
-from services.sleep.phases import demotion
+from services.sleep.adapters import conflict_store, demotion_store
 from shared.settings.env import ServiceConfig
 from shared.vectors.pgvector import PgVectorStore
 from shared.vectors.port import VectorHit, VectorQuery, VectorStore
 from shared.vectors.qdrant import QdrantStore
 from shared.vectors.registry import VectorStores, open_stores
 from tests.support.auth import AuthBus, run_as_roles, start_auth_bus
+from tests.support.eventually import eventually
 
-from .helpers import CANARY, canary, eventually, property_settings, tenant_user
+from .helpers import CANARY, canary, property_settings, tenant_user
 
 EXAMPLES = int(os.environ.get("MEMORYD_ISOLATION_EXAMPLES", "25"))
 SEED = int(os.environ.get("MEMORYD_ISOLATION_SEED", "8"))
@@ -474,8 +474,8 @@ async def test_sleep_candidates_and_search_tiers_stay_within_the_owner(
     assert set(await conflict_store.contents(pool, owner, world.ids)) == mine
     # the demotion phase's scan of cold memories (everything is "cold" with a cut-off tomorrow)
     tomorrow = datetime.now(UTC) + timedelta(days=1)
-    cold = await pool.fetch(demotion._SELECT, owner, tomorrow, *demotion._START, 1000)
-    assert {str(r["id"]) for r in cold} == mine
+    cold, _after = await demotion_store.cold_batch(pool, owner, tomorrow, demotion_store.START, 1000)
+    assert {c.id for c in cold} == mine
 
     probe = data.draw(st.sampled_from(world.memories))  # often another owner's exact vector
     session, types = data.draw(sessions), data.draw(type_lists)

@@ -47,10 +47,9 @@ from shared.bus.provision import ensure_streams
 from shared.observability.logging import configure
 from shared.settings.env import LogConfig, NatsConfig, ServiceConfig
 from shared.vectors.registry import open_stores
+from tests.support.eventually import eventually
 from tests.support.fake_llm import FakeLlm
 from tests.support.stack import run_services, service_config
-
-from ..isolation.helpers import eventually
 
 TOKEN = "4471-zebra"
 SECRET = f"My locker code at the gym is {TOKEN} and I keep my Postgres notes there."

@@ -38,10 +38,11 @@ from memoryd.schemas.retrieval import EmbedRequest, EmbedResult, RetrieveRequest
 from shared.settings.cache import announce_change
 from shared.settings.store import put_values
 from shared.vectors.registry import open_stores
+from tests.support.eventually import eventually
 from tests.support.fake_llm import FakeLlm
 from tests.support.stack import run_services, service_config
 
-from ..embed.helpers import add_memories, embedded_count, job_of, publish, wait_until
+from ..embed.helpers import add_memories, embedded_count, job_of, publish
 
 SIG1 = "remote:m1:384"
 SIG2 = "remote:m2:384"
@@ -84,7 +85,7 @@ async def test_running_services_follow_engine_settings(
         try:
             async with run_services(["ingest", "embed", "retrieve"], cfg):
                 await publish(nc.jetstream(), [job_of(m) for m in mems])
-                await wait_until(lambda: _all_embedded(pool, ids, SIG1), what="first vectors")
+                await eventually(lambda: _all_embedded(pool, ids, SIG1), what="first vectors")
                 first = await _ask(nc)
                 assert _served(first) == "pgvector" and "qdrant" not in _tried(first)
 
@@ -103,7 +104,7 @@ async def test_running_services_follow_engine_settings(
                 await within(1.0, qdrant_pending, "Qdrant attached and pending")
                 assert (await _status(nc)).pending_reindex == len(mems)
                 await call(nc, "reindex", ReindexRequest())
-                await wait_until(lambda: _served_by(nc, "qdrant"), what="Qdrant serving after the reindex")
+                await eventually(lambda: _served_by(nc, "qdrant"), what="Qdrant serving after the reindex")
                 assert (await mine.qdrant.status(SIG1)).vectors == len(mems)
 
                 # qdrant -> pgvector: Qdrant is no longer searched, and nothing of ours stays in it
@@ -122,9 +123,9 @@ async def test_running_services_follow_engine_settings(
                 query: EmbedResult = await call(nc, "embed", EmbedRequest(texts=["heron"]))
                 assert query.signature == SIG1 and _served(await _ask(nc)) == "pgvector"
                 await call(nc, "reindex", ReindexRequest())
-                await wait_until(lambda: _all_embedded(pool, ids, SIG2), what="m2 vectors")
-                await wait_until(lambda: _query_signature(nc, SIG2), what="queries switched to m2")
-                await wait_until(lambda: _served_by(nc, "pgvector"), what="pgvector serving m2")
+                await eventually(lambda: _all_embedded(pool, ids, SIG2), what="m2 vectors")
+                await eventually(lambda: _query_signature(nc, SIG2), what="queries switched to m2")
+                await eventually(lambda: _served_by(nc, "pgvector"), what="pgvector serving m2")
                 assert embedder.embedding_requests[-1]["model"] == "m2"
 
                 # Qdrant again: it starts afresh (pending, backfilled) instead of serving what it missed

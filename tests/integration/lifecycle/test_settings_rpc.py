@@ -3,7 +3,6 @@ made through ingest applied by the retrieve service within a second."""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import AsyncIterator
 
@@ -14,10 +13,11 @@ from nats.aio.client import Client
 from memoryd.errors import ValidationFailed
 from memoryd.rpc import call
 from memoryd.schemas.ops import SettingsGetRequest, SettingsPutRequest
-from memoryd.schemas.retrieval import RetrieveRequest
+from memoryd.schemas.retrieval import RetrieveRequest, RetrieveResult
 from shared.db import memories
 from shared.service import ServiceContext
 from shared.settings.env import ServiceConfig
+from tests.support.eventually import eventually
 from tests.support.stack import run_services
 
 
@@ -70,12 +70,10 @@ async def test_change_through_ingest_is_applied_by_retrieve_within_a_second(
     first = await call(nc, "retrieve", req)
     assert [m.content for m in first.memories] == ["User prefers tea"]  # now cached by retrieve
     await call(nc, "settings.put", SettingsPutRequest(owner=owner, values={"enabled": False}))
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 1.0
-    while True:
+
+    async def disabled() -> RetrieveResult | None:
         result = await call(nc, "retrieve", req)
-        if result.disabled_reason:
-            break
-        assert loop.time() < deadline, "retrieve still uses the old settings after a second"
-        await asyncio.sleep(0.02)
+        return result if result.disabled_reason else None
+
+    result = await eventually(disabled, "retrieve to use the new settings", timeout=1.0, interval=0.02)
     assert result.memories == []

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import asyncpg
 from nats.aio.client import Client
 
@@ -12,6 +10,7 @@ from memoryd.local.nats import EmbeddedNats
 from shared.settings.cache import SettingsCache, announce_change
 from shared.settings.env import NatsConfig
 from shared.settings.store import put_values
+from tests.support.eventually import eventually
 
 
 async def test_change_in_one_replica_is_visible_in_another(
@@ -25,19 +24,20 @@ async def test_change_in_one_replica_is_visible_in_another(
         assert (await theirs.get("dora")).max_tokens == 2000  # now cached for an hour
         await put_values(pool, "dora", {"maxTokens": 300})
         await announce_change(nc, "dora")
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 1.0
-        while (await theirs.get("dora")).max_tokens != 300:
-            assert loop.time() < deadline, "not visible within a second"
-            await asyncio.sleep(0.01)
+
+        async def dora_updated() -> bool:
+            return (await theirs.get("dora")).max_tokens == 300
+
+        await eventually(dora_updated, "the owner's change on the other replica", timeout=1.0, interval=0.01)
         # a global change drops every owner's entry
         assert (await theirs.get("erin")).strategy == "hybrid"
         await put_values(pool, None, {"strategy": "exact"})
         await announce_change(nc, None)
-        deadline = loop.time() + 1.0
-        while (await theirs.get("erin")).strategy != "exact":
-            assert loop.time() < deadline
-            await asyncio.sleep(0.01)
+
+        async def erin_updated() -> bool:
+            return (await theirs.get("erin")).strategy == "exact"
+
+        await eventually(erin_updated, "the global change on the other replica", timeout=1.0, interval=0.01)
         assert (await theirs.get("dora")).max_tokens == 300  # the owner value still overrides
     finally:
         await put_values(pool, None, {"strategy": "hybrid"})

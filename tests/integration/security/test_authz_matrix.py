@@ -59,13 +59,15 @@ from shared import authz
 from shared.authz import Case, Outcome
 from shared.db.memories import content_hash
 from shared.nats_auth import OPERATOR_ROLE, Credentials
+from shared.service_names import BACKEND_SERVICES
 from shared.settings.env import NatsConfig
 from tests.support.digest import changed_tables, digest, digest_query
+from tests.support.eventually import eventually
 from tests.support.stack import run_services, service_config
 
 pytestmark = pytest.mark.integration
 
-RUNNING = ("ingest", "extract", "embed", "retrieve", "sleep")
+RUNNING = BACKEND_SERVICES
 PIPELINE = [
     (EVENTS_STREAM, INGEST_CONSUMER),
     (JOBS_STREAM, EXTRACT_CONSUMER),
@@ -283,13 +285,6 @@ async def pipeline_idle(nc: Client) -> bool:
     return True
 
 
-async def eventually(check: Any, what: str, timeout: float = SETTLE_TIMEOUT_S) -> None:
-    deadline = time.monotonic() + timeout
-    while not await check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.05)
-
-
 async def refused_events(operator: Client, spoofed: dict[str, Case]) -> set[str]:
     """Event ids of ``spoofed`` that ingest dead-lettered as Forbidden."""
     found: set[str] = set()
@@ -338,7 +333,7 @@ async def test_every_role_on_every_subject_gets_what_the_role_definitions_say(
             prober.global_id = global_id
 
         # 1. everything that must be denied or refused, every role at once; nothing may change
-        await eventually(lambda: pipeline_idle(operator), "the pipeline to be idle")
+        await eventually(lambda: pipeline_idle(operator), "the pipeline to be idle", timeout=SETTLE_TIMEOUT_S)
         sql = await digest_query(pool)
         before = await digest(pool, sql)
         refusals = {role: [c for c, row in plan if row[role] != Outcome.ALLOW] for role in authz.ROLES}
@@ -359,7 +354,7 @@ async def test_every_role_on_every_subject_gets_what_the_role_definitions_say(
         for eid, (role, case) in spoofed.items():
             if eid in dead and observed[role][case] == Outcome.ALLOW:
                 observed[role][case] = Outcome.REFUSED
-        await eventually(lambda: pipeline_idle(operator), "the pipeline to be idle")
+        await eventually(lambda: pipeline_idle(operator), "the pipeline to be idle", timeout=SETTLE_TIMEOUT_S)
         after = await digest(pool, sql)
         side_effects = changed_tables(before, after)
 

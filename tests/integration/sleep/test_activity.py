@@ -21,19 +21,18 @@ from memoryd.schemas.retrieval import RetrieveRequest
 from memoryd.subjects import activity_key, activity_subject, read_activity_key
 from services.sleep import jobs
 from shared.bus.provision import ensure_activity_bucket
+from tests.support.eventually import eventually
 from tests.support.stack import run_services
 
 from .conftest import SleepLlm, add_memory, put_settings, sleep_config, sleep_service
 
 
 async def wait_record(nc: Client, pool: asyncpg.Pool, run_id: str, timeout: float = 60.0) -> asyncpg.Record:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    async def final() -> asyncpg.Record | None:
         row = await pool.fetchrow("SELECT * FROM dream_runs WHERE id = $1", uuid.UUID(run_id))
-        if row is not None and row["status"] not in ("queued", "running"):
-            return row
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"run {run_id} not finished")
+        return row if row is not None and row["status"] not in ("queued", "running") else None
+
+    return await eventually(final, f"run {run_id} to finish", timeout=timeout)
 
 
 async def announce(nc: Client, owner: str, kind: str) -> None:
@@ -113,12 +112,12 @@ async def test_a_scheduled_run_rechecks_idle_when_it_starts(
             await jobs.enqueue(ctxs["sleep"].db, nc.jetstream(), job, msg_id)
             queued.append(job.run_id)
         row = await wait_record(nc, pool, queued[2])
-        for _ in range(100):
-            if await pool.fetchval("SELECT count(*) FROM dream_runs WHERE id::text = ANY($1)", queued[:2]) == 0:
-                break
-            await asyncio.sleep(0.05)
+
+        async def dropped() -> bool:
+            return await pool.fetchval("SELECT count(*) FROM dream_runs WHERE id::text = ANY($1)", queued[:2]) == 0
+
+        await eventually(dropped, "the busy owners' runs dropped", timeout=10)
     assert row["status"] == "noop" and row["owner"] == "idle"
-    assert await pool.fetchval("SELECT count(*) FROM dream_runs WHERE id::text = ANY($1)", queued[:2]) == 0
 
 
 async def test_a_retrieval_announces_a_read_of_its_owner(
@@ -137,10 +136,7 @@ async def test_a_retrieval_announces_a_read_of_its_owner(
         await asyncio.sleep(0.3)
         assert seen == []  # a preview is not a read
         await call(nc, "retrieve", RetrieveRequest(owner="o1", query="tea", strategy="exact"))
-        for _ in range(100):
-            if seen:
-                break
-            await asyncio.sleep(0.05)
+        await eventually(lambda: asyncio.sleep(0, bool(seen)), "the read announced", timeout=10)
     await sub.unsubscribe()
     assert [a.kind for a in seen] == ["read"]
     entry = await kv.get(read_activity_key("o1"))

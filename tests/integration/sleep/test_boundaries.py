@@ -13,10 +13,14 @@ import asyncpg
 from nats.aio.client import Client
 
 from memoryd.codec import encode
+from memoryd.errors import DependencyDown
 from memoryd.local.nats import EmbeddedNats
+from memoryd.rpc import call
 from memoryd.schemas.events import Activity
+from memoryd.schemas.ops import SleepRunRequest, SleepRunResult
 from memoryd.subjects import activity_key, activity_subject
 from shared.bus.provision import ensure_activity_bucket
+from tests.support.eventually import eventually
 
 from .conftest import (
     SleepLlm,
@@ -121,8 +125,6 @@ async def test_owner_activity_aborts_the_run_at_the_next_boundary(
 async def test_a_stopping_worker_requeues_its_run_and_another_finishes_it(
     nats_server: EmbeddedNats, pg_dsn: str, pool: asyncpg.Pool, nc: Client, llm: SleepLlm
 ) -> None:
-    from memoryd.rpc import call
-    from memoryd.schemas.ops import SleepRunRequest
     from services.sleep import app
     from shared.service import serve
 
@@ -141,7 +143,9 @@ async def test_a_stopping_worker_requeues_its_run_and_another_finishes_it(
     stop = asyncio.Event()
     config = sleep_config(nats_server, pg_dsn, llm)
     worker = asyncio.create_task(serve("sleep", config, app.setup, stop=stop, settings=app.load_settings(os.environ)))
-    queued = await _eventually(lambda: call(nc, "sleep.run", SleepRunRequest(owner="o1")))
+    queued = await eventually(
+        lambda: _answered(nc, SleepRunRequest(owner="o1")), "the sleep service to answer", timeout=30
+    )
     await asyncio.wait_for(entered.wait(), 30)
     stop.set()
     release.set()
@@ -150,23 +154,20 @@ async def test_a_stopping_worker_requeues_its_run_and_another_finishes_it(
     assert (row["status"], row["started_at"]) == ("queued", None)
     llm.phases["conflict"] = keep_all
     async with sleep_service(nats_server, pg_dsn, llm):
-        for _ in range(300):
+
+        async def final() -> asyncpg.Record | None:
             row = await pool.fetchrow("SELECT status, phases FROM dream_runs WHERE id = $1", uuid.UUID(queued.run_id))
-            if row["status"] not in ("queued", "running"):
-                break
-            await asyncio.sleep(0.2)
+            return row if row["status"] not in ("queued", "running") else None
+
+        row = await eventually(final, "the requeued run to finish", timeout=60, interval=0.2)
     assert row["status"] == "noop"
     conflict = row["phases"]["conflict_resolution"]
     assert (conflict["ledgerSkipped"], conflict["recorded"]) == (1, 1)  # the first attempt recorded one pair
 
 
-async def _eventually(make: Any, attempts: int = 100) -> Any:
-    """Retry an RPC until the service answers (it is still starting)."""
-    from memoryd.errors import DependencyDown
-
-    for _ in range(attempts):
-        try:
-            return await make()
-        except DependencyDown:
-            await asyncio.sleep(0.1)
-    return await make()
+async def _answered(nc: Client, request: SleepRunRequest) -> SleepRunResult | None:
+    """The reply to ``request``, or None while the service is still starting."""
+    try:
+        return await call(nc, "sleep.run", request)
+    except DependencyDown:
+        return None

@@ -11,10 +11,11 @@ import pytest
 from nats.aio.client import Client
 
 from memoryd.local.nats import EmbeddedNats
+from services.sleep.adapters import demotion_store
 from services.sleep.adapters.activity_kv import LiveActivity
 from services.sleep.config import SleepServiceConfig
 from services.sleep.context import Deps, RunContext
-from services.sleep.logic.demotion import DemotionCandidate, demotion_plan
+from services.sleep.logic.demotion import demotion_plan
 from services.sleep.logic.settings import SleepSettings
 from services.sleep.phases.demotion import apply_plan
 from shared.vectors.pgvector import PgVectorStore
@@ -47,25 +48,9 @@ async def test_a_memory_recalled_during_the_run_is_not_demoted(pool: asyncpg.Poo
     archived_id = await add_memory(pool, "o1", "also read during the run", created_days_ago=200)
     still_cold = await add_memory(pool, "o1", "nobody reads this", created_days_ago=60, accessed_days_ago=50)
     snapshot = datetime.now(UTC)
-    rows = await pool.fetch(
-        "SELECT id, state, last_accessed_at, created_at, content, scope FROM memories WHERE owner = 'o1'"
-    )
-    plan = demotion_plan(
-        [
-            DemotionCandidate(
-                id=str(r["id"]),
-                state=r["state"],
-                last_accessed_at=r["last_accessed_at"],
-                created_at=r["created_at"],
-                content=r["content"],
-                scope=r["scope"],
-            )
-            for r in rows
-        ],
-        snapshot,
-        30,
-        90,
-    )
+    candidates, _after = await demotion_store.cold_batch(pool, "o1", snapshot, demotion_store.START, 100)
+    assert len(candidates) == 3
+    plan = demotion_plan(candidates, snapshot, 30, 90)
     assert (len(plan.to_summary), len(plan.to_archive)) == (2, 1)
     await asyncio.sleep(0.01)
     await pool.execute(  # retrieval touches them after the snapshot

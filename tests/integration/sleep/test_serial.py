@@ -36,6 +36,7 @@ from memoryd.schemas.ops import SleepRunRequest
 from memoryd.subjects import SLEEP_CONSUMER, SLEEP_STREAM
 from services.sleep import app, runner
 from shared.service import ServiceContext, serve
+from tests.support.eventually import eventually
 
 from .conftest import SleepLlm, add_memory, put_settings, sleep_config
 
@@ -55,15 +56,17 @@ def max_overlap(intervals: Sequence[tuple[float, float]]) -> int:
 
 
 async def wait_final(pool: asyncpg.Pool, run_ids: list[str], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        open_runs = await pool.fetchval(
-            "SELECT count(*) FROM dream_runs WHERE status IN ('queued', 'running') AND id::text = ANY($1)", run_ids
+    async def open_runs() -> int:
+        return int(
+            await pool.fetchval(
+                "SELECT count(*) FROM dream_runs WHERE status IN ('queued', 'running') AND id::text = ANY($1)", run_ids
+            )
         )
-        if open_runs == 0:
-            return
-        await asyncio.sleep(0.25)
-    raise AssertionError(f"{open_runs} runs still open after {timeout} s")
+
+    async def all_final() -> bool:
+        return await open_runs() == 0
+
+    await eventually(all_final, "every run final", timeout=timeout, interval=0.25, state=open_runs)
 
 
 async def queue_runs(nc: Client, owners: Sequence[str], count: int) -> list[str]:
@@ -116,11 +119,7 @@ async def test_at_limit_one_three_replicas_never_overlap(
         for stop in stops
     ]
     try:
-        for _ in range(600):
-            if len(ready) == 3:
-                break
-            await asyncio.sleep(0.05)
-        assert len(ready) == 3
+        await eventually(lambda: asyncio.sleep(0, len(ready) == 3), "three workers ready", timeout=30)
         run_ids = await queue_runs(nc, owners, 30)
         await wait_final(pool, run_ids, 240)
     finally:
@@ -248,16 +247,15 @@ async def test_at_limit_four_three_processes_two_hundred_runs_and_a_killed_worke
     async with start_workers(3, env, tmp_path) as workers:
         run_ids = await queue_runs(nc, owners, 200)
         await asyncio.wait_for(victim_hung.wait(), 120)
-        row = None
-        for _ in range(100):
+
+        async def victim_running() -> asyncpg.Record | None:
             row = await pool.fetchrow(
                 "SELECT id, counters->>'worker' AS worker FROM dream_runs WHERE owner = $1 AND status = 'running'",
                 victim,
             )
-            if row is not None and row["worker"]:
-                break
-            await asyncio.sleep(0.05)
-        assert row is not None
+            return row if row is not None and row["worker"] else None
+
+        row = await eventually(victim_running, "the victim's run claimed by a worker", timeout=10)
         killed = next(w for w in workers if row["worker"].endswith(f":{w.pid}"))
         killed_at = time.monotonic()
         assert killed.proc is not None

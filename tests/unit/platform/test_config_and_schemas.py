@@ -13,6 +13,7 @@ from memoryd.codec import decode, encode, export_json_schemas, wire_types
 from memoryd.errors import ConfigError, TooLarge, ValidationFailed
 from memoryd.schemas import RPC_OPS, ChatEvent, ChatMessage
 from memoryd.schemas.base import snake_name, wire_tag
+from shared.service_names import BACKEND_SERVICES
 from shared.settings.env import load_service_config
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -111,7 +112,7 @@ def test_rpc_catalogue_is_consistent() -> None:
         assert op.name == name
         assert op.request.__name__.endswith("Request") and op.result.__name__.endswith("Result")
         assert op.request.__name__.removesuffix("Request") == op.result.__name__.removesuffix("Result")
-        assert op.service in {"ingest", "extract", "embed", "retrieve", "sleep"}
+        assert op.service in BACKEND_SERVICES
     needed = {
         "retrieve",
         "inject",

@@ -12,9 +12,9 @@ from services.sleep.logic.affective import (
     attribute_affect,
     parse_affective_reply,
 )
-from services.sleep.logic.llm_reply import LlmReplyError
 from services.sleep.logic.relations import Entity
 from services.sleep.logic.traits import ExistingTrait
+from shared.llm import LlmBadReply
 
 ENTITIES = [
     Entity(id="e-alice", name="Alice", kind="person"),
@@ -339,14 +339,16 @@ def test_trait_with_new_evidence_refreshes_text_and_keeps_old_in_history() -> No
 
 
 def test_parse_reply() -> None:
-    raw = (
-        b'{"candidates": [{"person": "Alice", "target": "Bob", "emotion": "joy",'
-        b' "kind": "occasion", "evidence": ["m1"], "why": "x"}, {"person": 3}]}'
-    )
+    raw = {
+        "candidates": [
+            {"person": "Alice", "target": "Bob", "emotion": "joy", "kind": "occasion", "evidence": ["m1"], "why": "x"},
+            {"person": 3},
+        ]
+    }
     parsed = parse_affective_reply(raw)
     assert parsed.candidates == (
         AffectiveCandidate(person="Alice", target="Bob", emotion="joy", kind="occasion", evidence=["m1"], why="x"),
     )
     assert parsed.malformed == 1
-    with pytest.raises(LlmReplyError):
-        parse_affective_reply(b"{}")
+    with pytest.raises(LlmBadReply, match="no `candidates` list"):
+        parse_affective_reply({})

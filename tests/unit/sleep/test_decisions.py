@@ -28,7 +28,7 @@ from services.sleep.logic.conflict_decisions import (
     tally_applied,
 )
 from services.sleep.logic.conflict_pairs import CandidatePair, ConflictPair, cross_scope_pairs
-from services.sleep.logic.llm_reply import LlmReplyError
+from shared.llm import LlmBadReply, decode_json_content
 
 T0 = datetime(2026, 2, 1, tzinfo=UTC)
 
@@ -48,12 +48,14 @@ def pair(a: str, b: str, a_at: datetime = T0, b_at: datetime = T0) -> ConflictPa
 BATCH = [pair("a1", "b1"), pair("a2", "b2", T0, T0 + timedelta(hours=1)), pair("a3", "b3")]
 
 
-def reply(*decisions: dict[str, object]) -> bytes:
-    return msgspec.json.encode({"decisions": list(decisions)})
+def reply(*decisions: dict[str, object]) -> object:
+    return {"decisions": list(decisions)}
 
 
-def plans(raw: bytes | str, action_set: str = "default") -> list[ConflictPlan]:
-    return [d.plan for d in parse_decisions(raw, BATCH, action_set).decisions]
+def plans(raw: object, action_set: str = "default") -> list[ConflictPlan]:
+    """The plans of a reply given as the model's text or as already decoded JSON."""
+    decoded = decode_json_content(raw, object) if isinstance(raw, str) else raw
+    return [d.plan for d in parse_decisions(decoded, BATCH, action_set).decisions]
 
 
 def test_each_default_action_becomes_its_plan() -> None:
@@ -186,14 +188,14 @@ def test_allowed_actions_sets() -> None:
 
 def test_code_fenced_and_bare_list_replies_are_accepted() -> None:
     fenced = '```json\n{"decisions": [{"pair": 0, "action": "archive", "target": "a"}]}\n```'
-    bare = b'[{"pair": 0, "action": "archive", "target": "a"}]'
+    bare = '[{"pair": 0, "action": "archive", "target": "a"}]'
     assert plans(fenced)[0] == plans(bare)[0] == ArchivePlan(memory_id="a1")
 
 
-@pytest.mark.parametrize("raw", [b"", b"I think they are the same", b'{"verdict": "merge"}', b"42", b"\xff\xfe"])
-def test_wholly_undecodable_reply_raises_a_typed_error(raw: bytes) -> None:
-    with pytest.raises(LlmReplyError):
-        parse_decisions(raw, BATCH, "default")
+@pytest.mark.parametrize("raw", ["", "I think they are the same", '{"verdict": "merge"}', "42"])
+def test_wholly_undecodable_reply_raises_a_typed_error(raw: str) -> None:
+    with pytest.raises(LlmBadReply):
+        plans(raw)
 
 
 def test_plans_roundtrip_as_a_tagged_union() -> None:

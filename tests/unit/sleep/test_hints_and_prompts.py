@@ -34,7 +34,7 @@ def test_pattern_prompt_lists_ids_known_titles_and_the_cap() -> None:
     assert "at most 3 recurring patterns" in prompt
     assert "Known patterns: Morning runs" in prompt
     assert prompt.splitlines()[-2:] == ['- [m1] "runs at 6"', '- [m2] "runs again"']
-    assert parse_pattern_reply('{"patterns": []}').proposals == ()  # the schema the prompt asks for
+    assert parse_pattern_reply({"patterns": []}).proposals == ()  # the schema the prompt asks for
 
 
 def test_affective_prompt_shows_entities_and_sessions() -> None:

@@ -1,9 +1,7 @@
 """Pattern discovery: evidence filtering, cap, same-title refresh in place, replay idempotence."""
 
-import msgspec
 import pytest
 
-from services.sleep.logic.llm_reply import LlmReplyError
 from services.sleep.logic.patterns import (
     ExistingPattern,
     PatternPlan,
@@ -13,6 +11,7 @@ from services.sleep.logic.patterns import (
     title_key,
     validate_patterns,
 )
+from shared.llm import LlmBadReply
 
 POOL = {f"m{i}" for i in range(10)}
 
@@ -130,20 +129,18 @@ def test_keys_and_titles_ignore_case_and_spacing() -> None:
 
 
 def test_parse_reply_counts_malformed_items() -> None:
-    raw = msgspec.json.encode(
-        {
-            "patterns": [
-                {"title": "A", "content": "a", "evidence": ["m1"]},
-                {"title": "B"},
-                "junk",
-            ]
-        }
-    )
+    raw = {
+        "patterns": [
+            {"title": "A", "content": "a", "evidence": ["m1"]},
+            {"title": "B"},
+            "junk",
+        ]
+    }
     parsed = parse_pattern_reply(raw)
     assert parsed.proposals == (proposal("A", "a", "m1"),)
     assert parsed.malformed == 2
 
 
-def test_parse_reply_rejects_non_json() -> None:
-    with pytest.raises(LlmReplyError):
-        parse_pattern_reply("no patterns today")
+def test_parse_reply_rejects_a_reply_without_a_pattern_list() -> None:
+    with pytest.raises(LlmBadReply, match="no `patterns` list"):
+        parse_pattern_reply({"summary": "no patterns today"})
