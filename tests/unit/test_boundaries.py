@@ -37,6 +37,7 @@ PURE_SHARED = (
     "shared.settings.sleep",
     "shared.quoting",
     "shared.digest",
+    "shared.vectors.signature",
 )
 SERVER_ONLY = (
     "asyncpg",
