@@ -22,7 +22,7 @@ from shared.vectors.common import exact_pairs
 from shared.vectors.pgvector import PgVectorStore
 from shared.vectors.port import VectorItem, VectorQuery, VectorStore
 from shared.vectors.qdrant import QdrantStore
-from shared.vectors.signature import stored_signature
+from shared.vectors.signature import stored_signature, vector_quantization
 
 from .world import World, near, unit
 
@@ -311,7 +311,8 @@ async def test_neighbours_in_bulk_equal_one_search_per_memory(world: World, prob
     passes differed from the exact answer, by at most 2 of its ~140 pairs. So the many-probes
     case is held to 95 % of the exact pairs (and 95 % of its own pairs exact), the HNSW and
     Qdrant paths to the pairs of one search per probe."""
-    signature, dim, per_memory, min_score = f"test:{uuid.uuid4().hex[:8]}:64", 64, 2, 0.85
+    signature = stored_signature(f"test:{uuid.uuid4().hex[:8]}:64", vector_quantization(world.signature))
+    dim, per_memory, min_score = 64, 2, 0.85
     await world.store.ensure(signature, dim)
     rng = np.random.default_rng(12)
     alice = owner()
