@@ -9,6 +9,7 @@ beside them rather than inside one; a test fails when the committed file differs
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import sys
 from collections.abc import Mapping
@@ -121,7 +122,8 @@ def _engine_default(field: mi.Field) -> str:
         return f"`{env_name(engine_settings.EMBED_ENV_PREFIX, attr)}`"
     if part == "qdrant":
         return f"`{env_name(SERVICE_ENV_PREFIXES['qdrant'], attr)}`"
-    return "`auto`"
+    defaults = {f.name: f.default for f in dataclasses.fields(engine_settings.EngineChoice)}
+    return f"`{defaults[attr]}`"  # set in the global row only
 
 
 def _runtime() -> list[str]:

@@ -69,7 +69,7 @@ async def setup(ctx: ServiceContext) -> None:
     cache_dir = settings.cache_dir(own.data.data_dir)
     inference = Inference(env_settings.inference_slots)
     ctx.closers.append(lambda: asyncio.to_thread(inference.shutdown))
-    source = await asyncio.to_thread(build_source, settings, inference, cache_dir)
+    source = await asyncio.to_thread(build_source, settings, inference, cache_dir, choice.vector_quantization)
     vector_stores = await open_for(ctx.config, ctx.db, choice.qdrant_in_use)
     stores = vector_stores.all
     sigs = Signatures(

@@ -2,7 +2,8 @@
 
 The effective engine is the environment overridden by the global settings row
 (`shared.settings.engine`). On `mem.v1.settings.changed` for `*`, `EngineSwitch.apply` recomputes
-it and, when it differs: builds the new source (off the event loop) and opens the new stores;
+it and, when it differs: builds the new source (off the event loop; `vectorQuantization` is part
+of its signature) and opens the new stores;
 detaches a Qdrant taken out of use; under the job gate (batches in flight finish, new ones wait)
 prepares the signatures as at a start (a new one starts a reindex) and switches the jobs; keeps
 queries on the signature retrieval searches until the reindex switches it; closes what nothing
@@ -29,6 +30,7 @@ from shared.settings.engine import EngineChoice, qdrant_location, usable_engine
 from shared.settings.env import QdrantConfig, ServiceConfig
 from shared.vectors.open_stores import open_for
 from shared.vectors.registry import VectorStores
+from shared.vectors.signature import vector_quantization
 
 log = get_logger(__name__)
 
@@ -50,6 +52,7 @@ def source_info(source: EmbedSource) -> dict[str, Any]:
         "model": source.model,
         "dim": source.dim,
         "quantization": source.quantization,
+        "vector_quantization": vector_quantization(source.signature),  # pgvector storage
         "resolution": source.resolution,
         "configured_signature": source.signature,  # of the worker that started (or switched) last
     }
@@ -109,8 +112,9 @@ class EngineSwitch:
     async def _switch(self, choice: EngineChoice[EmbedSettings]) -> None:
         old_choice, old_source, old_stores = self.choice, self.source, self.stores
         source = old_source
-        if choice.embedding != old_choice.embedding:
-            source = await asyncio.to_thread(build_source, choice.embedding, self.inference, self.cache_dir)
+        if (choice.embedding, choice.vector_quantization) != (old_choice.embedding, old_choice.vector_quantization):
+            storage = choice.vector_quantization  # part of the signature: a change starts a reindex
+            source = await asyncio.to_thread(build_source, choice.embedding, self.inference, self.cache_dir, storage)
         stores = old_stores
         if choice.qdrant_in_use != old_choice.qdrant_in_use:
             stores = await open_for(self.config, self.pool, choice.qdrant_in_use)

@@ -13,13 +13,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 from shared.digest import text_digest
+from shared.vectors.signature import HALF_TAG, VectorQuantization, vector_quantization
 
 SourceKind = Literal["local", "remote"]
 
 
 # --- signatures ----------------------------------------------------------------------------
 def signature(source: str, model: str, dim: int, quantization: str | None = None) -> str:
-    """The embedding_signature `{source}:{model}:{dim}[:quant]` recorded per vector store."""
+    """The embedding_signature `{source}:{model}:{dim}[:quant]` of a source's vectors (the stores
+    record it with their storage, `shared.vectors.common.stored_signature`: `...:half`)."""
     base = f"{source}:{model}:{dim}"
     return f"{base}:{quantization}" if quantization else base
 
@@ -30,15 +32,18 @@ class SignatureParts:
     model: str
     dim: int
     quantization: str | None = None
+    storage: VectorQuantization = "none"  # how pgvector stores them (`:half`)
 
 
 def parse_signature(sig: str) -> SignatureParts | None:
     """The parts of a signature, or None when it is not one of ours.
 
     Model names may contain ':' (e.g. Ollama's `nomic-embed-text:latest`), so the dimension
-    is found as the last all-digit field that has a source before it.
+    is found as the last all-digit field that has a source before it. A trailing `:half` is the
+    storage, not the model's quantization.
     """
-    parts = sig.split(":")
+    storage = vector_quantization(sig)
+    parts = sig.removesuffix(f":{HALF_TAG}").split(":")
     if len(parts) < 3 or parts[0] not in ("local", "remote"):
         return None
     for i in range(len(parts) - 1, 1, -1):
@@ -47,7 +52,7 @@ def parse_signature(sig: str) -> SignatureParts | None:
             model = ":".join(parts[1:i])
             if not model:
                 return None
-            return SignatureParts(parts[0], model, int(parts[i]), quant)
+            return SignatureParts(parts[0], model, int(parts[i]), quant, storage)
     return None
 
 

@@ -1,8 +1,9 @@
 """Where vectors come from: the local ONNX model or a remote OpenAI-compatible `/v1/embeddings`.
 
 `build_source(settings)` resolves `local | remote | auto` (auto = remote when
-`MEMORYD_EMBED_REMOTE_URL` is set) into one `EmbedSource`; `source_for_signature` rebuilds another
-signature's source when it can (so query vectors match what retrieval searches during a change).
+`MEMORYD_EMBED_REMOTE_URL` is set) into one `EmbedSource`, whose signature names how pgvector
+stores its vectors (`vectorQuantization`); `source_for_signature` rebuilds another signature's
+source when it can (so query vectors match what retrieval searches during a change).
 Local inference runs on dedicated threads (`Inference`, `inference_slots`), so the event loop
 stays free; job calls run one at a time, query calls on any free slot and before waiting job
 calls (`InferenceGate`). Texts are embedded shortest first by token count (`logic.length_order`),
@@ -28,6 +29,7 @@ import numpy.typing as npt
 from memoryd.errors import ConfigError, DependencyDown, MemorydError
 from shared.observability.logging import get_logger
 from shared.observability.metrics import EMBED_BATCH, EMBED_SECONDS
+from shared.vectors.signature import VectorQuantization, stored_signature
 
 from .adapters import DIM, DYNAMIC_INT8, MODEL_NAME, LocalEmbedder
 from .logic import (
@@ -320,17 +322,30 @@ class Inference:
         self._executor.shutdown(wait=True)
 
 
-def build_source(settings: EmbedSettings, inference: Inference, cache_dir: Path) -> EmbedSource:
-    """The configured source (blocking: loads or builds a model; call it in a thread)."""
+def build_source(
+    settings: EmbedSettings, inference: Inference, cache_dir: Path, storage: VectorQuantization = "none"
+) -> EmbedSource:
+    """The configured source (blocking: loads or builds a model; call it in a thread), its
+    signature naming the vectors' ``storage`` in pgvector."""
     resolution: Resolution = resolve_source(settings.source, settings.remote_url)
+    source: EmbedSource
     if resolution.kind == "remote":
         if settings.quantization != "none":
             raise ConfigError("MEMORYD_EMBED_QUANTIZATION", "applies to the local model only")
         model, dim = _remote_settings(settings)
-        return RemoteSource(settings, model, dim, resolution.reason)
-    quant = None if settings.quantization == "none" else settings.quantization
-    embedder = load_local(settings, quant, cache_dir)
-    return LocalSource(embedder, inference, settings.batch_max, resolution.reason, settings.batch_max_tokens)
+        source = RemoteSource(settings, model, dim, resolution.reason)
+    else:
+        quant = None if settings.quantization == "none" else settings.quantization
+        embedder = load_local(settings, quant, cache_dir)
+        source = LocalSource(embedder, inference, settings.batch_max, resolution.reason, settings.batch_max_tokens)
+    return stored_as(source, storage)
+
+
+def stored_as(source: EmbedSource, storage: VectorQuantization) -> EmbedSource:
+    """``source`` with a signature naming ``storage``: the same vectors, stored (and so signed)
+    as full precision or halfvec."""
+    source.signature = stored_signature(source.signature, storage)
+    return source
 
 
 def source_for_signature(
@@ -349,7 +364,8 @@ def source_for_signature(
         except ConfigError as exc:
             log.warning("embed.legacy_source_unavailable", signature=sig, error=exc.description)
             return None
-        return LocalSource(embedder, inference, settings.batch_max, reason, settings.batch_max_tokens)
+        local = LocalSource(embedder, inference, settings.batch_max, reason, settings.batch_max_tokens)
+        return stored_as(local, parts.storage)
     if parts.source == "remote" and settings.remote_url and parts.quantization is None:
-        return RemoteSource(settings, parts.model, parts.dim, reason)
+        return stored_as(RemoteSource(settings, parts.model, parts.dim, reason), parts.storage)
     return None

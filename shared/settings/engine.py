@@ -1,9 +1,11 @@
-"""Engine settings: where vectors come from and which vector store serves, one definition.
+"""Engine settings: where vectors come from, which vector store serves and how pgvector stores
+them, one definition.
 
 The process environment gives the defaults (``MEMORYD_EMBED_SOURCE|QUANTIZATION|REMOTE_*``,
 ``MEMORYD_QDRANT_*``, read by each service's ``load_settings``); the global settings row
 (owner ``*``) overrides them at run time. They are infrastructure, so they are global only:
-an owner row naming one is refused.
+an owner row naming one is refused. ``vectorStore`` and ``vectorQuantization`` have no
+variable: they are set in the global row only (default ``auto`` and ``none``).
 
 ``effective_engine`` is the one merge (environment <- global row) used by the embed and
 retrieve services, and by the settings API to validate and show the values. ``check_engine``
@@ -23,6 +25,7 @@ from msgspec import UNSET, UnsetType
 
 from memoryd.errors import ValidationFailed
 from shared.settings.env import QdrantConfig
+from shared.vectors.signature import VectorQuantization
 
 EmbeddingSource = Literal["auto", "local", "remote"]
 Quantization = Literal["none", "dynamic-int8"]
@@ -83,6 +86,9 @@ class EngineValues(msgspec.Struct, frozen=True, kw_only=True, rename="camel", fo
     embedding_quantization: Quantization | UnsetType = UNSET
     #: `auto`: Qdrant first when configured; `qdrant`: Qdrant first, required; `pgvector`: pgvector only
     vector_store: VectorStoreChoice | UnsetType = UNSET
+    #: pgvector storage: `none` (full precision) or `half` (`halfvec`, 2 bytes per dimension); a change
+    #: is a signature change: every memory is re-embedded beside the old vectors, then search switches
+    vector_quantization: VectorQuantization | UnsetType = UNSET
     #: Qdrant server URL, `:memory:` or an absolute path (local mode); null = none
     qdrant_url: QdrantLocation | UnsetType | None = UNSET
     #: Qdrant API key (write-only)
@@ -105,6 +111,7 @@ ENGINE_TARGETS: dict[str, tuple[str, str]] = {
     "embeddingApiKey": ("embedding", "remote_api_key"),
     "embeddingQuantization": ("embedding", "quantization"),
     "vectorStore": ("engine", "vector_store"),
+    "vectorQuantization": ("engine", "vector_quantization"),
     "qdrantUrl": ("qdrant", "url"),
     "qdrantApiKey": ("qdrant", "api_key"),
     "qdrantCollection": ("qdrant", "collection"),
@@ -122,6 +129,7 @@ class EngineChoice(Generic[E]):
     embedding: E
     qdrant: QdrantConfig
     vector_store: VectorStoreChoice = "auto"
+    vector_quantization: VectorQuantization = "none"
 
     @property
     def qdrant_in_use(self) -> QdrantConfig | None:
@@ -175,6 +183,7 @@ def effective_engine(embedding: E, qdrant: QdrantConfig, global_values: Mapping[
         embedding=msgspec.structs.replace(embedding, **parts["embedding"]),
         qdrant=msgspec.structs.replace(qdrant, **parts["qdrant"]),
         vector_store=parts["engine"].get("vector_store", "auto"),
+        vector_quantization=parts["engine"].get("vector_quantization", "none"),
     )
 
 

@@ -2,7 +2,8 @@
 exact in-memory kNN pairs.
 
 Signatures (``{source}:{model}:{dim}[:quant]``) come from settings, so they are data: they
-are validated here and only ever reach SQL quoted (``sql_literal``) or hashed into names.
+are validated here and only ever reach SQL quoted (``sql_literal``) or hashed into names; one
+ending in ``:half`` (``signature.stored_signature``) names vectors stored as ``halfvec``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from .port import Pair, VectorItem
 MAX_DIM = 16_000  # pgvector's limit for the vector type
 MAX_SIGNATURE_CHARS = 256
 MAX_LIMIT = 1000
+HALF_MAX = 65504.0  # the largest finite float16 (halfvec's range)
 
 
 def check_signature(signature: str) -> str:
@@ -83,13 +85,25 @@ def as_uuid(value: str, *, field: str = "memory_id") -> uuid.UUID:
         raise ValidationFailed(f"{field}: not a UUID: {value!r}") from exc
 
 
+def check_half(vec: NDArray[np.float32], *, field: str) -> NDArray[np.float32]:
+    """``vec`` if halfvec can hold it (finite and not zero in float16), else ``ValidationFailed``."""
+    if float(np.max(np.abs(vec))) > HALF_MAX:
+        raise ValidationFailed(f"{field}: a value is over {HALF_MAX:g}, the range of halfvec storage")
+    if not np.any(vec.astype(np.float16)):
+        raise ValidationFailed(f"{field}: every value underflows to 0 in halfvec storage (cosine undefined)")
+    return vec
+
+
 def check_items(
-    items: Sequence[VectorItem], dim: int | None
+    items: Sequence[VectorItem], dim: int | None, *, half: bool = False
 ) -> tuple[list[VectorItem], list[NDArray[np.float32]], int]:
-    """Validated items (last one wins per memory id), their vectors, and the common dimension."""
+    """Validated items (last one wins per memory id), their vectors, and the common dimension
+    (``half``: each also fits halfvec storage)."""
     by_id: dict[uuid.UUID, tuple[VectorItem, NDArray[np.float32]]] = {}
     for i, item in enumerate(items):
         vec = as_vector(item.vector, field=f"items[{i}].vector", dim=dim)
+        if half:
+            check_half(vec, field=f"items[{i}].vector")
         if dim is None:
             dim = int(vec.size)
         by_id[as_uuid(item.memory_id, field=f"items[{i}].memory_id")] = (item, vec)

@@ -1,15 +1,16 @@
 """Tier 1: vectors in PostgreSQL (``memory_embeddings``), searched with pgvector.
 
-One row per (memory, signature) in an untyped ``vector`` column; each signature has a partial
-HNSW index on ``embedding::vector(dim)`` (or ``halfvec``) ``WHERE signature = '<sig>'``, built by
-``ensure``. Queries repeat the cast and name the signature (and an owner with its own index) as
-literals, so the planner can use the partial index. ``search`` picks its path by the owner's row
-count (cached): up to ``exact_max_rows`` the owner's rows by exact distance, above it HNSW with
-iterative scan, falling back to exact when a selective filter leaves fewer than ``limit`` hits.
-Large owners get their own partial index (``ensure_owner``, dropped again by ``shrink_owner``).
-Filters join ``memories``, so there is no payload to mirror; global memories of other owners come
-from a small exact branch. ``mark_embedded`` clears ``needs_reindex`` only where the content hash
-is still the embedded one.
+One row per (memory, signature) in an untyped ``vector`` column, or ``halfvec`` for a signature
+ending in ``:half`` (``common.stored_signature``: half the bytes); each signature has a partial
+HNSW index on ``embedding::vector(dim)`` (or ``embedding_half::halfvec(dim)``) ``WHERE signature =
+'<sig>'``, built by ``ensure``. Queries repeat the cast and name the signature (and an owner with
+its own index) as literals, so the planner can use the partial index. ``search`` picks its path by
+the owner's row count (cached): up to ``exact_max_rows`` the owner's rows by exact distance, above
+it HNSW with iterative scan, falling back to exact when a selective filter leaves fewer than
+``limit`` hits. Large owners get their own partial index (``ensure_owner``, dropped again by
+``shrink_owner``). Filters join ``memories``, so there is no payload to mirror; global memories of
+other owners come from a small exact branch. ``mark_embedded`` clears ``needs_reindex`` only where
+the content hash is still the embedded one.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from .common import (
     aware,
     best_pairs,
     check_dim,
+    check_half,
     check_items,
     check_patch,
     check_signature,
@@ -46,6 +48,7 @@ from .common import (
     merge_pairs,
 )
 from .port import Pair, StoreStatus, VectorHit, VectorItem, VectorQuery
+from .signature import vector_quantization
 
 log = get_logger(__name__)
 
@@ -79,7 +82,6 @@ class PgVectorStore:
         self,
         pool: asyncpg.Pool,
         *,
-        half: bool = False,
         exact_max_rows: int = DEFAULT_EXACT_MAX_ROWS,
         ef_search: int = sql.DEFAULT_EF_SEARCH,
         max_scan_tuples: int = sql.DEFAULT_MAX_SCAN_TUPLES,
@@ -87,7 +89,6 @@ class PgVectorStore:
         pair_cluster_size: int = CLUSTER_SIZE,
     ) -> None:
         self.pool = pool
-        self.half = half
         self.exact_max_rows = exact_max_rows
         self.owner_index_max_share = owner_index_max_share
         self.ef_search = ef_search
@@ -114,16 +115,17 @@ class PgVectorStore:
         if held is not None and held != dim:
             raise ValidationFailed(f"dim: signature {signature!r} already holds {held}-dimensional vectors, not {dim}")
         self._dims[signature] = dim
-        if dim > sql.hnsw_max_dim(self.half):
-            log.warning("pgvector.no_hnsw_index", signature=signature, dim=dim, half=self.half)
+        half = _half(signature)
+        if dim > sql.hnsw_max_dim(half):
+            log.warning("pgvector.no_hnsw_index", signature=signature, dim=dim, half=half)
             return
-        name = sql.index_name(signature, dim, self.half)
+        name = sql.index_name(signature, dim, half)
         async with self._conn() as conn, advisory_lock(conn, sql.lock_key(signature)):
             valid = await conn.fetchval(sql.INDEX_VALID, name)
             if valid is False:
                 await conn.execute(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"', timeout=_BUILD_TIMEOUT_S)
             if valid is not True:
-                await conn.execute(sql.create_index(signature, dim, self.half), timeout=_BUILD_TIMEOUT_S)
+                await conn.execute(sql.create_index(signature, dim, half), timeout=_BUILD_TIMEOUT_S)
                 log.info("pgvector.index_created", signature=signature, dim=dim, index=name)
 
     async def ensure_owner(self, signature: str, owner: str) -> bool:
@@ -135,8 +137,8 @@ class PgVectorStore:
         and then find it built. Cheap when nothing is to be done (the route is cached).
         """
         check_signature(signature)
-        dim = await self._known_dim(signature)
-        if dim is None or dim > sql.hnsw_max_dim(self.half):
+        dim, half = await self._known_dim(signature), _half(signature)
+        if dim is None or dim > sql.hnsw_max_dim(half):
             return False
         large, own = await self._route(signature, owner, dim)
         if own or not large:
@@ -146,15 +148,13 @@ class PgVectorStore:
             assert share is not None
             if int(share["mine"]) > self.owner_index_max_share * int(share["total"]):
                 return False
-            name = sql.owner_index_name(signature, owner, dim, self.half)
+            name = sql.owner_index_name(signature, owner, dim, half)
             async with advisory_lock(conn, sql.lock_key(signature, owner)):
                 valid = await conn.fetchval(sql.INDEX_VALID, name)
                 if valid is False:
                     await conn.execute(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"', timeout=_BUILD_TIMEOUT_S)
                 if valid is not True:
-                    await conn.execute(
-                        sql.create_owner_index(signature, owner, dim, self.half), timeout=_BUILD_TIMEOUT_S
-                    )
+                    await conn.execute(sql.create_owner_index(signature, owner, dim, half), timeout=_BUILD_TIMEOUT_S)
                     log.info("pgvector.owner_index_created", signature=signature, owner=owner, index=name)
         self._routes[(signature, owner)] = (True, True)
         return True
@@ -173,11 +173,12 @@ class PgVectorStore:
         equal to the signature's when it is known.
         """
         check_signature(signature)
-        kept, vectors, dim = check_items(items, await self._known_dim(signature))
+        half = _half(signature)
+        kept, vectors, dim = check_items(items, await self._known_dim(signature), half=half)
         if not kept:
             return 0
         written = 0
-        statement = sql.upsert()
+        statement = sql.upsert(half)
         for start in range(0, len(kept), _WRITE_CHUNK):
             part = slice(start, start + _WRITE_CHUNK)
             args = (
@@ -273,6 +274,9 @@ class PgVectorStore:
         """The owner's nearest visible memories, best first (score = 1 - cosine distance)."""
         check_signature(signature)
         vec = as_vector(query.vector, field="vector")
+        half = _half(signature)
+        if half:
+            check_half(vec, field="vector")
         limit = clamp_limit(query.limit)
         if limit == 0 or (query.types is not None and not query.types):
             return []
@@ -281,7 +285,7 @@ class PgVectorStore:
         if known is not None and known != dim:
             raise ValidationFailed(f"vector: signature {signature!r} has {known} dimensions, query has {dim}")
         large, own = await self._route(signature, query.owner, dim)
-        if large and dim <= sql.hnsw_max_dim(self.half):
+        if large and dim <= sql.hnsw_max_dim(half):
             hits = await self.search_hnsw(signature, query, vec, limit, own_index=own)
             if len(hits) >= limit:
                 return hits
@@ -296,9 +300,11 @@ class PgVectorStore:
         ``EXACT_NEAREST_SHARE`` x ``limit`` nearest vectors first; with one, or when fewer than
         ``limit`` of those are visible (``sql.exact_is_complete``), on all of them."""
 
+        half = _half(signature)
+
         async def fetch(nearest: int | None) -> list[asyncpg.Record]:
             text, args = sql.search(
-                signature, int(vec.size), query, Vector(vec), limit, hnsw=False, half=self.half, nearest=nearest
+                signature, int(vec.size), query, Vector(vec), limit, hnsw=False, half=half, nearest=nearest
             )
             async with self._conn() as conn:
                 return await conn.fetch(text, *args)
@@ -315,7 +321,7 @@ class PgVectorStore:
         """The HNSW index (the owner's own with ``own_index``) with iterative scan (relaxed order,
         re-sorted): one statement (``_hnsw_fetch``)."""
         text, args = sql.search(
-            signature, int(vec.size), query, Vector(vec), limit, hnsw=True, half=self.half, own_index=own_index
+            signature, int(vec.size), query, Vector(vec), limit, hnsw=True, half=_half(signature), own_index=own_index
         )
         async with self._conn() as conn:
             rows = await self._hnsw_fetch(conn, text, *args)
@@ -394,7 +400,7 @@ class PgVectorStore:
         query per chunk of probes; the owner's own index when it has one)."""
         found: dict[tuple[str, str], float] = {}
         own = (await self._route(signature, owner, dim))[1]
-        text = sql.lateral_neighbours(signature, dim, self.half, owner if own else None)
+        text = sql.lateral_neighbours(signature, dim, _half(signature), owner if own else None)
         for start in range(0, len(probes), _PROBE_CHUNK):
             chunk = [as_uuid(i) for i in probes[start : start + _PROBE_CHUNK]]
             async with self._conn() as conn:
@@ -421,7 +427,9 @@ class PgVectorStore:
                 name=self.name, healthy=False, signature=signature, dim=dim, vectors=count, detail=detail
             )
         names = [r["indexname"] + ("" if r["valid"] else " (invalid)") for r in indexes]
-        detail = f"hnsw: {', '.join(names)}" if names else "no hnsw index: exact search only"
+        storage = "halfvec, 2 bytes per dimension" if _half(signature) else "vector, 4 bytes per dimension"
+        index = f"hnsw: {', '.join(names)}" if names else "no hnsw index: exact search only"
+        detail = f"storage: {storage}; {index}"
         return StoreStatus(name=self.name, healthy=True, signature=signature, dim=dim, vectors=count, detail=detail)
 
     # -- helpers ----------------------------------------------------------------------
@@ -437,7 +445,7 @@ class PgVectorStore:
         cached = self._routes.get(key)
         if cached is not None:
             return cached
-        name = sql.owner_index_name(signature, owner, dim, self.half)
+        name = sql.owner_index_name(signature, owner, dim, _half(signature))
         async with self._conn() as conn:
             row = await conn.fetchrow(sql.ROUTE, signature, owner, self.exact_max_rows + 1, name)
         assert row is not None
@@ -526,6 +534,11 @@ async def mark_embedded(
     hashes = [h for _m, h in embedded]
     status = await conn.execute(sql.MARK_EMBEDDED, ids, hashes, signature)
     return _rowcount(status)
+
+
+def _half(signature: str) -> bool:
+    """Whether ``signature``'s vectors are stored as ``halfvec``."""
+    return vector_quantization(signature) == "half"
 
 
 def _as_array(value: Any) -> np.ndarray[Any, Any]:

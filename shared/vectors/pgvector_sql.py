@@ -1,5 +1,9 @@
 """SQL text for the pgvector adapter, built per signature and dimension.
 
+A signature's vectors live in one of two columns of ``memory_embeddings``: ``embedding``
+(``vector``, full precision) or ``embedding_half`` (``halfvec``, for a ``...:half`` signature);
+``column`` and ``stored`` name the one a statement reads.
+
 The partial HNSW index of a signature only serves a query whose WHERE names the same
 signature as a constant and whose ORDER BY repeats the index's cast expression, so these
 builders inline the signature (escaped by ``common.sql_literal``) and the dimension (an
@@ -62,9 +66,18 @@ def _type(half: bool) -> str:
     return "halfvec" if half else "vector"
 
 
+def column(half: bool) -> str:
+    """The column holding a signature's vectors."""
+    return "embedding_half" if half else "embedding"
+
+
+#: A row's vector in full precision, whichever column holds it (for reads that decode vectors).
+STORED = "coalesce(e.embedding, e.embedding_half::vector)"
+
+
 def vec_expr(alias: str, dim: int, half: bool) -> str:
     """The indexed expression: the untyped column cast to this signature's dimension."""
-    return f"({alias}.embedding::{_type(half)}({int(dim)}))"
+    return f"({alias}.{column(half)}::{_type(half)}({int(dim)}))"
 
 
 def query_expr(dim: int, half: bool) -> str:
@@ -72,11 +85,16 @@ def query_expr(dim: int, half: bool) -> str:
     return f"$1::vector({int(dim)})::halfvec({int(dim)})" if half else f"$1::vector({int(dim)})"
 
 
+def query_any(half: bool) -> str:
+    """Parameter ``$1`` cast to compare with the untyped column (exact distances)."""
+    return "$1::vector::halfvec" if half else "$1::vector"
+
+
 def create_index(signature: str, dim: int, half: bool) -> str:
     t = _type(half)
     return (
         f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{index_name(signature, dim, half)}" ON memory_embeddings'
-        f" USING hnsw ((embedding::{t}({int(dim)})) {t}_cosine_ops) WHERE signature = {literal(signature)}"
+        f" USING hnsw (({column(half)}::{t}({int(dim)})) {t}_cosine_ops) WHERE signature = {literal(signature)}"
     )
 
 
@@ -85,7 +103,7 @@ def create_owner_index(signature: str, owner: str, dim: int, half: bool) -> str:
     t = _type(half)
     return (
         f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{owner_index_name(signature, owner, dim, half)}"'
-        f" ON memory_embeddings USING hnsw ((embedding::{t}({int(dim)})) {t}_cosine_ops)"
+        f" ON memory_embeddings USING hnsw (({column(half)}::{t}({int(dim)})) {t}_cosine_ops)"
         f" WHERE signature = {literal(signature)} AND owner = {literal(owner)}"
     )
 
@@ -158,7 +176,7 @@ _ALIVE = "m.state = 'active' AND (m.expires_at IS NULL OR m.expires_at > now())"
 #: The sleep pool: alive and the owner's own (imported memories are never consolidated).
 _POOLED = f"{_ALIVE} AND m.source <> 'import'"
 OWNER_VECTORS = f"""
-SELECT e.memory_id, e.embedding, m.updated_at
+SELECT e.memory_id, {STORED} AS embedding, m.updated_at
 FROM memory_embeddings e JOIN memories m ON m.id = e.memory_id
 WHERE e.signature = $2 AND e.owner = $1 AND m.owner = $1 AND {_POOLED}
 ORDER BY e.memory_id
@@ -177,24 +195,27 @@ WHERE e.signature = $2 AND e.owner = $1 AND m.owner = $1 AND {_POOLED}
 #: one ``bytea`` of their binary forms (``vector_send``: a 4-byte header, then big-endian float4s)
 #: in the order asked, with the 0-based positions found (a deleted memory has none): one row to
 #: decode with numpy, not a record per vector.
-VECTORS_OF = """
+VECTORS_OF = f"""
 SELECT array_agg(u.ord ORDER BY u.ord) AS rows,
-       string_agg(vector_send(e.embedding), ''::bytea ORDER BY u.ord) AS blob
+       string_agg(vector_send({STORED}), ''::bytea ORDER BY u.ord) AS blob
 FROM (SELECT g AS ord, encode(substring($2::bytea FROM g * 16 + 1 FOR 16), 'hex')::uuid AS id
       FROM generate_series(0, length($2::bytea) / 16 - 1) AS g) AS u
 JOIN memory_embeddings e ON e.memory_id = u.id AND e.signature = $1
 """
 
 
-def upsert() -> str:
-    """Write vectors only for memories that exist and belong to the item's owner."""
-    return """
-INSERT INTO memory_embeddings (memory_id, signature, owner, dim, embedding)
-SELECT u.id, $5, m.owner, $4, u.v
+@lru_cache(maxsize=2)
+def upsert(half: bool) -> str:
+    """Write vectors only for memories that exist and belong to the item's owner (sent as
+    ``vector``, stored in the signature's column)."""
+    col, value = column(half), "u.v::halfvec" if half else "u.v"
+    return f"""
+INSERT INTO memory_embeddings (memory_id, signature, owner, dim, {col})
+SELECT u.id, $5, m.owner, $4, {value}
 FROM unnest($1::uuid[], $2::text[], $3::vector[]) AS u(id, owner, v)
 JOIN memories m ON m.id = u.id AND m.owner = u.owner
 ON CONFLICT (memory_id, signature) DO UPDATE
-SET embedding = EXCLUDED.embedding, dim = EXCLUDED.dim, owner = EXCLUDED.owner, created_at = now()
+SET {col} = EXCLUDED.{col}, dim = EXCLUDED.dim, owner = EXCLUDED.owner, created_at = now()
 RETURNING memory_id
 """
 
@@ -259,7 +280,7 @@ def search(
     where = " AND ".join(alive)
     if not hnsw:
         near = param(nearest, "int")  # LIMIT NULL: every vector of the owner
-        return _exact_text(signature, int(dim), where, session, query.include_global, k, near), args
+        return _exact_text(signature, int(dim), half, where, session, query.include_global, k, near), args
     return _search_text(signature, int(dim), half, where, session, query.include_global, k, owner), args
 
 
@@ -296,20 +317,16 @@ def _global_from(sig: str, dim: int, alive: str, session: str | None) -> str:
 
 @lru_cache(maxsize=512)
 def _exact_text(
-    signature: str, dim: int, alive: str, session: str | None, include_global: bool, k: str, near: str
+    signature: str, dim: int, half: bool, alive: str, session: str | None, include_global: bool, k: str, near: str
 ) -> str:
     """Exact distances: the owner's ``near`` nearest vectors (found by the (signature, owner)
     btree, top-n by heapsort; the uncast ``embedding <=> $1`` matches no HNSW index), then
     visibility on each of those (``_member``), the visible global rows beside them, top ``k``."""
-    sig = literal(signature)
-    glob = (
-        f" UNION ALL SELECT e.memory_id, e.embedding <=> $1::vector AS d {_global_from(sig, dim, alive, session)}"
-        if include_global
-        else ""
-    )
+    sig, d = literal(signature), f"e.{column(half)} <=> {query_any(half)}"
+    glob = f" UNION ALL SELECT e.memory_id, {d} AS d {_global_from(sig, dim, alive, session)}" if include_global else ""
     return f"""
 WITH near AS MATERIALIZED (
-    SELECT e.memory_id, e.embedding <=> $1::vector AS d FROM memory_embeddings e
+    SELECT e.memory_id, {d} AS d FROM memory_embeddings e
     WHERE e.signature = {sig} AND e.dim = {dim} AND e.owner = $2 ORDER BY d LIMIT {near}
 ), own AS MATERIALIZED (SELECT n.memory_id, n.d FROM near n WHERE {_member("n", alive, session)})
 SELECT memory_id, 1 - d AS score, (SELECT count(*) FROM near) AS fetched, (SELECT count(*) FROM own) AS visible
@@ -335,7 +352,8 @@ def _search_text(
     member = _member("e", alive, session)
     glob_from = _global_from(sig, dim, alive, session)
     glob = (
-        f", glob AS MATERIALIZED (SELECT e.memory_id, e.embedding <=> $1::vector AS d {glob_from} ORDER BY d LIMIT {k})"
+        f", glob AS MATERIALIZED (SELECT e.memory_id, e.{column(half)} <=> {query_any(half)} AS d {glob_from}"
+        f" ORDER BY d LIMIT {k})"
         if include_global
         else ""
     )

@@ -7,8 +7,10 @@
 - Point id = the memory UUID; the payload (``qdrant_filters``) mirrors the memory fields
   search filters on, indexed (``owner`` as the tenant key). ``update_payload`` mirrors
   later changes (archive, expiry, scope) into every collection.
-- Optional int8 scalar quantization with rescoring (``quantization=True``). qdrant-client's
-  local mode (``:memory:`` or a path, used by tests) accepts but ignores it (brute force).
+- Optional int8 scalar quantization with rescoring (``quantization=True``), set on a new
+  collection and applied to an existing one by ``ensure`` (``update_collection``); ``status``
+  reports what the collection's config holds. qdrant-client's local mode (``:memory:`` or a
+  path, used by tests) ignores quantization (brute force), and its status says so.
 - Any backend failure becomes ``DependencyDown`` with the reason (server down, collection
   missing), so retrieve can fall back to pgvector; ``status`` reports instead of raising.
 """
@@ -90,18 +92,14 @@ class QdrantStore:
         """Create the signature's collection and payload indexes (idempotent).
 
         An existing collection with another dimension is refused (``DependencyDown``
-        naming both dimensions): it is never silently reused or replaced.
+        naming both dimensions): it is never silently reused or replaced. One of this
+        dimension gets the quantization asked for, when it holds another.
         """
         name = self.collection(signature)
         check_dim(dim)
-        if not await self._call(self.client.collection_exists(name)):
-            quant = (
-                models.ScalarQuantization(
-                    scalar=models.ScalarQuantizationConfig(type=models.ScalarType.INT8, quantile=0.99, always_ram=True)
-                )
-                if self.quantization
-                else None
-            )
+        quant = _INT8 if self.quantization else None
+        existed = await self._call(self.client.collection_exists(name))
+        if not existed:
             try:
                 await self.client.create_collection(
                     name,
@@ -117,10 +115,22 @@ class QdrantStore:
             raise DependencyDown(
                 f"qdrant collection {name} has dimension {actual}, signature {signature!r} needs {dim}"
             )
+        if existed:
+            await self._apply_quantization(name)
         if not self.local:  # local mode has no payload indexes (and warns)
             for field, schema in qf.PAYLOAD_INDEXES.items():
                 await self._call(self.client.create_payload_index(name, field, field_schema=schema, wait=True))
         self._dims[signature] = dim
+
+    async def _apply_quantization(self, name: str) -> None:
+        """Give an existing collection the quantization asked for (int8 or none), if it differs."""
+        if self.local:
+            return  # ignored there: nothing to apply, status says so
+        info = await self._call(self.client.get_collection(name))
+        if quantization_name(info.config.quantization_config) == ("int8" if self.quantization else "none"):
+            return
+        quant = _INT8 if self.quantization else models.Disabled.DISABLED
+        await self._call(self.client.update_collection(name, quantization_config=quant))
 
     async def activate(self, signature: str) -> None:
         """Point the ``<prefix>_active`` alias at this signature's collection (atomic swap)."""
@@ -323,8 +333,10 @@ class QdrantStore:
         if info.status == models.CollectionStatus.RED:
             return self._status(signature, False, dim, count, f"collection {name} status red")
         notes = [f"collection {name}", "active" if active else "not active"]
-        if self.quantization:
-            notes.append("int8 quantization ignored in local mode" if self.local else "int8 quantization")
+        held = quantization_name(info.config.quantization_config)
+        notes.append(f"quantization: {held}")
+        if self.quantization and held != "int8":
+            notes.append("int8 asked: " + ("local mode ignores quantization" if self.local else "not applied yet"))
         return self._status(signature, True, dim, count, ", ".join(notes))
 
     # -- helpers ----------------------------------------------------------------------
@@ -395,6 +407,23 @@ class QdrantStore:
             if "not found" in str(exc).lower():
                 raise DependencyDown(f"qdrant: {exc}") from exc
             raise
+
+
+_INT8 = models.ScalarQuantization(
+    scalar=models.ScalarQuantizationConfig(type=models.ScalarType.INT8, quantile=0.99, always_ram=True)
+)
+
+
+def quantization_name(config: object) -> str:
+    """What a collection's ``quantization_config`` holds: ``int8`` (scalar), ``binary``, ``product``
+    or ``none``."""
+    if isinstance(config, models.ScalarQuantization):
+        return str(config.scalar.type.value)
+    if isinstance(config, models.BinaryQuantization):
+        return "binary"
+    if isinstance(config, models.ProductQuantization):
+        return "product"
+    return "none"
 
 
 def _vector_size(info: models.CollectionInfo) -> int:

@@ -79,11 +79,10 @@ async def open_stores(
     config: ServiceConfig,
     pool: asyncpg.Pool,
     *,
-    half: bool = False,
     exact_max_rows: int = DEFAULT_EXACT_MAX_ROWS,
 ) -> VectorStores:
     """pgvector on ``pool``; plus Qdrant when ``config.qdrant.url`` is set. Connects lazily."""
-    pg = PgVectorStore(pool, half=half, exact_max_rows=exact_max_rows)
+    pg = PgVectorStore(pool, exact_max_rows=exact_max_rows)
     if not config.qdrant.configured:
         return VectorStores(pgvector=pg)
     from .qdrant import QdrantStore

@@ -41,6 +41,7 @@ PURE_SHARED = (
     "shared.digest",
     "shared.llm.reply",
     "shared.llm.errors",
+    "shared.vectors.signature",
 )
 SERVER_ONLY = (
     "asyncpg",

@@ -60,6 +60,8 @@ BAD: list[tuple[bool, dict[str, Any], str]] = [  # (for an owner?, values, the f
     (False, {"qdrantUrl": "qdrant-data"}, "qdrantUrl"),
     (False, {"qdrantCollection": "a/b"}, "qdrantCollection"),
     (False, {"qdrantQuantization": "on"}, "qdrantQuantization"),
+    (True, {"vectorQuantization": "half"}, "vectorQuantization"),
+    (False, {"vectorQuantization": "int8"}, "vectorQuantization"),
     (False, {"embeddingApiKey": ""}, "embeddingApiKey"),
     (True, {"rerankDepth": 51}, "rerankDepth"),
     (True, {"rerank": "sometimes"}, "rerank"),
@@ -85,6 +87,7 @@ async def test_defaults_come_from_the_environment_and_api_keys_are_write_only(
     shown = await call(nc, "settings.get", SettingsGetRequest())
     assert shown.settings["embeddingSource"] == "local" and shown.sources["embeddingSource"] == "default"
     assert shown.settings["vectorStore"] == "auto" and shown.settings["embeddingApiKey"] is None
+    assert shown.settings["vectorQuantization"] == "none"
     assert shown.settings["rerank"] is False and shown.settings["rerankDepth"] == 20
 
     secrets = {"embeddingApiKey": "sk-very-secret", "qdrantApiKey": "qd-secret"}

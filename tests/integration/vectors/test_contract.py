@@ -1,5 +1,6 @@
-"""One contract, two adapters: every test body runs on pgvector (real PostgreSQL) and on
-Qdrant (qdrant-client local mode), like qdrant-client's congruence tests.
+"""One contract, two adapters: every test body runs on pgvector (real PostgreSQL, full
+precision and ``halfvec`` storage) and on Qdrant (qdrant-client local mode), like qdrant-client's
+congruence tests.
 
 Each test uses its own owners and signature, so tests sharing the module's database never
 see each other's vectors (global-scope memories included).
@@ -21,15 +22,16 @@ from shared.vectors.common import exact_pairs
 from shared.vectors.pgvector import PgVectorStore
 from shared.vectors.port import VectorItem, VectorQuery, VectorStore
 from shared.vectors.qdrant import QdrantStore
+from shared.vectors.signature import stored_signature, vector_quantization
 
 from .world import World, near, unit
 
 DIM = 16
 
 
-@pytest.fixture(params=["pgvector", "qdrant"])
+@pytest.fixture(params=["pgvector", "pgvector-half", "qdrant"])
 async def store(request: pytest.FixtureRequest, pool: asyncpg.Pool) -> AsyncIterator[VectorStore]:
-    if request.param == "pgvector":
+    if request.param.startswith("pgvector"):
         yield PgVectorStore(pool, exact_max_rows=200, pair_cluster_size=100)
         return
     client = AsyncQdrantClient(location=":memory:")
@@ -40,8 +42,9 @@ async def store(request: pytest.FixtureRequest, pool: asyncpg.Pool) -> AsyncIter
 
 
 @pytest.fixture
-async def world(pool: asyncpg.Pool, store: VectorStore) -> World:
-    signature = f"test:{uuid.uuid4().hex[:8]}:{DIM}"
+async def world(request: pytest.FixtureRequest, pool: asyncpg.Pool, store: VectorStore) -> World:
+    half = request.node.callspec.params["store"] == "pgvector-half"  # the signature names the storage
+    signature = stored_signature(f"test:{uuid.uuid4().hex[:8]}:{DIM}", "half" if half else "none")
     await store.ensure(signature, DIM)
     return World(pool, store, signature)
 
@@ -308,7 +311,8 @@ async def test_neighbours_in_bulk_equal_one_search_per_memory(world: World, prob
     passes differed from the exact answer, by at most 2 of its ~140 pairs. So the many-probes
     case is held to 95 % of the exact pairs (and 95 % of its own pairs exact), the HNSW and
     Qdrant paths to the pairs of one search per probe."""
-    signature, dim, per_memory, min_score = f"test:{uuid.uuid4().hex[:8]}:64", 64, 2, 0.85
+    signature = stored_signature(f"test:{uuid.uuid4().hex[:8]}:64", vector_quantization(world.signature))
+    dim, per_memory, min_score = 64, 2, 0.85
     await world.store.ensure(signature, dim)
     rng = np.random.default_rng(12)
     alice = owner()

@@ -1,5 +1,6 @@
-"""pgvector-only behaviour: partial HNSW indexes per signature (vector and halfvec), the
-HNSW path's plan and recall, row-level rules (owner join, FK cascade) and ``mark_embedded``."""
+"""pgvector-only behaviour: partial HNSW indexes per signature (vector, and halfvec for a
+``:half`` signature), the HNSW path's plan and recall, row-level rules (owner join, FK cascade)
+and ``mark_embedded``."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from shared.db.pool import init_connection
 from shared.vectors import pgvector_sql as sql
 from shared.vectors.pgvector import PgVectorStore, mark_embedded
 from shared.vectors.port import VectorItem, VectorQuery
+from shared.vectors.signature import stored_signature, vector_quantization
 
 from .world import World, near, unit
 
@@ -25,12 +27,11 @@ def sig() -> str:
     return f"test:{uuid.uuid4().hex[:8]}:32"
 
 
-async def _plan(
-    pool: asyncpg.Pool, store: PgVectorStore, signature: str, query: VectorQuery, own_index: bool = False
-) -> str:
+async def _plan(pool: asyncpg.Pool, signature: str, query: VectorQuery, own_index: bool = False) -> str:
     vec = np.asarray(query.vector, dtype=np.float32)
+    half = vector_quantization(signature) == "half"
     text, args = sql.search(
-        signature, vec.size, query, Vector(vec), query.limit, hnsw=True, half=store.half, own_index=own_index
+        signature, vec.size, query, Vector(vec), query.limit, hnsw=True, half=half, own_index=own_index
     )
     async with pool.acquire() as conn, conn.transaction():
         await conn.execute(sql.hnsw_settings(100, 20_000))
@@ -40,10 +41,10 @@ async def _plan(
 
 async def test_hnsw_path_uses_the_index_and_matches_exact(pool: asyncpg.Pool) -> None:
     """A few thousand rows: the HNSW (iterative scan) top-10 agrees with exact search, for the
-    full-precision index and the halfvec one, and the plan really uses the partial index."""
+    full-precision signature and the halfvec one, and the plan really uses the partial index."""
     rng = np.random.default_rng(21)
-    signature = sig()
-    full, half = PgVectorStore(pool, exact_max_rows=100), PgVectorStore(pool, half=True, exact_max_rows=100)
+    signature, half_sig = sig(), stored_signature(sig(), "half")
+    full = PgVectorStore(pool, exact_max_rows=100)
     world = World(pool, full, signature)
     alice, bob = f"a-{uuid.uuid4().hex[:6]}", f"b-{uuid.uuid4().hex[:6]}"
     centers = unit(rng, 32, 30)
@@ -52,26 +53,29 @@ async def test_hnsw_path_uses_the_index_and_matches_exact(pool: asyncpg.Pool) ->
     for c in centers[rng.integers(0, 30, 1500)]:
         world.add(bob, near(rng, c, 1.0))
     await world.flush()
+    assert await full.upsert(half_sig, [r.item() for r in world.rows.values()]) == 4000
     await full.ensure(signature, 32)  # built over existing rows (CREATE INDEX CONCURRENTLY)
-    await half.ensure(signature, 32)
+    await full.ensure(half_sig, 32)
     await world.analyze()
     status = await full.status(signature)
     assert status.healthy and status.vectors == 4000 and status.dim == 32
-    assert (
-        sql.index_name(signature, 32, False) in status.detail and sql.index_name(signature, 32, True) in status.detail
-    )
-    for store in (full, half):
-        plan = await _plan(pool, store, signature, VectorQuery(owner=alice, vector=unit(rng, 32), limit=10))
-        assert sql.index_name(signature, 32, store.half) in plan
+    assert sql.index_name(signature, 32, False) in status.detail and "storage: vector" in status.detail
+    half_status = await full.status(half_sig)
+    assert half_status.vectors == 4000 and half_status.signature == half_sig
+    assert sql.index_name(half_sig, 32, True) in half_status.detail and "storage: halfvec" in half_status.detail
+    for signature_, half in ((signature, False), (half_sig, True)):
+        plan = await _plan(pool, signature_, VectorQuery(owner=alice, vector=unit(rng, 32), limit=10))
+        assert sql.index_name(signature_, 32, half) in plan
         recall = []
         for q in unit(rng, 32, 20):
             query = VectorQuery(owner=alice, vector=q, limit=10)
-            hnsw = await store.search_hnsw(signature, query, q, 10)
-            exact = await store.search_exact(signature, query, q, 10)
-            assert [h.memory_id for h in exact] == [i for i, _ in world.expected(alice, q, 10)]
+            hnsw = await full.search_hnsw(signature_, query, q, 10)
+            exact = await full.search_exact(signature_, query, q, 10)
+            if not half:
+                assert [h.memory_id for h in exact] == [i for i, _ in world.expected(alice, q, 10)]
             assert all(world.rows[h.memory_id].owner == alice for h in hnsw)
             recall.append(len({h.memory_id for h in hnsw} & {h.memory_id for h in exact}) / 10)
-        assert np.mean(recall) >= 0.9, (store.half, recall)
+        assert np.mean(recall) >= 0.9, (half, recall)
     # a filter that leaves fewer than ``limit`` rows for the HNSW scan falls back to exact
     few = [world.add(alice, unit(rng, 32), session_id="rare") for _ in range(3)]
     await world.flush()
@@ -105,7 +109,7 @@ async def test_a_large_owner_with_a_small_share_gets_an_index_of_its_own(pool: a
     await world.analyze()
     own = sql.owner_index_name(signature, big, 32, False)
     assert own in (await store.status(signature)).detail
-    plan = await _plan(pool, store, signature, VectorQuery(owner=big, vector=unit(rng, 32), limit=10), True)
+    plan = await _plan(pool, signature, VectorQuery(owner=big, vector=unit(rng, 32), limit=10), True)
     assert own in plan
     fresh = PgVectorStore(pool, exact_max_rows=300)  # another process: finds the index by its route query
     recall = []

@@ -14,7 +14,7 @@ from qdrant_client import AsyncQdrantClient, models
 
 from memoryd.errors import DependencyDown
 from shared.vectors.port import VectorItem, VectorQuery
-from shared.vectors.qdrant import QdrantStore
+from shared.vectors.qdrant import QdrantStore, quantization_name
 
 from .world import unit
 
@@ -54,11 +54,11 @@ async def test_alias_swaps_between_signature_collections(client: AsyncQdrantClie
     await store.activate(old)
     assert await store.active_collection() == store.collection(old)
     await store.upsert(new, [item("a", unit(rng, 16))])  # creates the new collection on first write
-    assert (await store.status(new)).detail.endswith("not active")
+    assert ", not active, quantization: none" in (await store.status(new)).detail
     await store.activate(new)
     assert await store.active_collection() == store.collection(new)
-    assert (await store.status(new)).detail == f"collection {store.collection(new)}, active"
-    assert (await store.status(old)).detail.endswith("not active")
+    assert (await store.status(new)).detail == f"collection {store.collection(new)}, active, quantization: none"
+    assert ", not active, quantization: none" in (await store.status(old)).detail
     assert [a.alias_name for a in (await client.get_aliases()).aliases] == ["swap_active"]
     with pytest.raises(DependencyDown, match="does not exist"):
         await store.activate("never:ensured:8")
@@ -123,5 +123,48 @@ async def test_quantization_flag_in_local_mode(client: AsyncQdrantClient) -> Non
     hits = await store.search(SIG, VectorQuery(owner="alice", vector=q, limit=3))
     want = sorted(items, key=lambda i: -float(np.dot(i.vector, q)))[:3]
     assert [h.memory_id for h in hits] == [i.memory_id for i in want]
-    status = await store.status(SIG)
-    assert status.healthy and "int8 quantization ignored in local mode" in status.detail
+    status = await store.status(SIG)  # what the collection holds, and why it is not what was asked
+    assert status.healthy and "quantization: none" in status.detail
+    assert "int8 asked: local mode ignores quantization" in status.detail
+    plain = await QdrantStore(client, "quant").status(SIG)
+    assert "quantization: none" in plain.detail and "asked" not in plain.detail
+
+
+class _ServerLike(QdrantStore):
+    """A store that takes its client for a server (local mode would skip the update)."""
+
+    @property
+    def local(self) -> bool:
+        return False
+
+
+@pytest.mark.filterwarnings("ignore:Payload indexes have no effect")
+async def test_quantization_is_applied_to_an_existing_collection(
+    client: AsyncQdrantClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No Qdrant server here: the local client records the ``update_collection`` a server gets."""
+    await QdrantStore(client, "later").ensure(SIG, 8)  # created without quantization
+    sent: list[tuple[str, object]] = []
+    update = client.update_collection
+
+    async def recording(name: str, **kwargs: object) -> bool:
+        sent.append((name, kwargs.get("quantization_config")))
+        return await update(name, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(client, "update_collection", recording)
+    await _ServerLike(client, "later").ensure(SIG, 8)  # asked for none, holds none: nothing sent
+    assert sent == []
+    store = _ServerLike(client, "later", quantization=True)
+    await store.ensure(SIG, 8)
+    assert len(sent) == 1 and sent[0][0] == store.collection(SIG)
+    config = sent[0][1]
+    assert isinstance(config, models.ScalarQuantization) and quantization_name(config) == "int8"
+    assert "int8 asked: not applied yet" in (await store.status(SIG)).detail  # the local client ignored it
+
+
+def test_quantization_name_reads_the_collection_config() -> None:
+    scalar = models.ScalarQuantization(scalar=models.ScalarQuantizationConfig(type=models.ScalarType.INT8))
+    binary = models.BinaryQuantization(binary=models.BinaryQuantizationConfig())
+    ratio = models.CompressionRatio.X16
+    product = models.ProductQuantization(product=models.ProductQuantizationConfig(compression=ratio))
+    assert [quantization_name(c) for c in (scalar, binary, product, None)] == ["int8", "binary", "product", "none"]

@@ -2,7 +2,10 @@
 
 pgvector filters by joining ``memories``; Qdrant filters on the payload built from the
 ``VectorItem``. ``World.add`` writes both from the same values, so one test body checks
-both adapters, and ``expected`` computes the exact cosine ranking with numpy.
+both adapters, and ``expected`` computes the exact cosine ranking with numpy. Under a ``:half``
+signature the vectors (and queries) are rounded to float16 first, as halfvec storage holds them:
+the contract is exactness over what is stored (the loss of the rounding itself is measured on
+real embeddings apart, ``test_half_recall``).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from numpy.typing import NDArray
 
 from shared.db.memories import content_hash
 from shared.vectors.port import VectorItem, VectorStore
+from shared.vectors.signature import vector_quantization
 
 
 def unit(rng: np.random.Generator, dim: int, n: int | None = None) -> NDArray[np.float32]:
@@ -69,10 +73,15 @@ class World:
         self._pending: list[Row] = []
 
     def add(self, owner: str, vector: NDArray[np.float32], **fields: object) -> str:
-        row = Row(id=str(uuid.uuid4()), owner=owner, vector=np.asarray(vector, dtype=np.float32), **fields)  # type: ignore[arg-type]
+        row = Row(id=str(uuid.uuid4()), owner=owner, vector=self.stored(vector), **fields)  # type: ignore[arg-type]
         self.rows[row.id] = row
         self._pending.append(row)
         return row.id
+
+    def stored(self, vector: NDArray[np.float32] | Sequence[float]) -> NDArray[np.float32]:
+        """``vector`` as the store holds it under this world's signature (float16 for ``:half``)."""
+        arr = np.asarray(vector, dtype=np.float32)
+        return arr.astype(np.float16).astype(np.float32) if vector_quantization(self.signature) == "half" else arr
 
     async def flush(self, signature: str | None = None) -> int:
         rows, self._pending = self._pending, []
@@ -142,6 +151,7 @@ class World:
     ) -> list[tuple[str, float]]:
         """The exact cosine top-``limit`` of what ``owner`` may see (the port's filter rules)."""
         moment = now or datetime.now(UTC)
+        query = self.stored(query)
         seen = []
         for r in self.rows.values():
             own = r.owner == owner and (session_id is None or r.session_id == session_id)

@@ -26,6 +26,7 @@ from services.embed.logic import (
 )
 from services.embed.sources import InferenceGate
 from shared.vectors.cache import VectorCache
+from shared.vectors.signature import stored_signature, vector_quantization
 
 SIG = "local:all-MiniLM-L6-v2:384"
 
@@ -39,8 +40,25 @@ def test_signature_round_trip() -> None:
     assert parse_signature("remote:nomic-embed-text:latest:768") == SignatureParts(
         "remote", "nomic-embed-text:latest", 768, None
     )
-    for bad in ("", "local", "local:model", "other:model:384", "local::384", "local:model:big"):
+    for bad in ("", "local", "local:model", "other:model:384", "local::384", "local:model:big", "local:m:half"):
         assert parse_signature(bad) is None, bad
+
+
+def test_the_storage_is_the_signatures_last_part() -> None:
+    assert stored_signature(SIG, "half") == f"{SIG}:half" == stored_signature(f"{SIG}:half", "half")
+    assert stored_signature(f"{SIG}:half", "none") == SIG == stored_signature(SIG, "none")
+    assert vector_quantization(f"{SIG}:dynamic-int8:half") == "half" and vector_quantization(SIG) == "none"
+    assert parse_signature(f"{SIG}:half") == SignatureParts("local", "all-MiniLM-L6-v2", 384, None, "half")
+    assert parse_signature(f"{SIG}:dynamic-int8:half") == SignatureParts(
+        "local", "all-MiniLM-L6-v2", 384, "dynamic-int8", "half"
+    )
+    assert parse_signature("remote:nomic-embed-text:latest:768:half") == SignatureParts(
+        "remote", "nomic-embed-text:latest", 768, None, "half"
+    )
+    # a different storage is a different signature: its vectors get their own jobs and cache entries
+    h = "ab" * 32
+    assert reindex_msg_id("m1", h, SIG, None) != reindex_msg_id("m1", h, f"{SIG}:half", SIG)
+    assert triage(MemoryState("m", "o", "t", h, SIG, False), f"{SIG}:half") == "embed"
 
 
 def test_cache_key_is_signature_then_sha256() -> None:

@@ -16,6 +16,7 @@ from shared.settings.engine import (
     EngineChoice,
     effective_engine,
     engine_view,
+    global_only,
     qdrant_in_use,
     reattached,
     usable_engine,
@@ -80,6 +81,8 @@ def test_vector_store_decides_which_qdrant_is_in_use() -> None:
         (EmbeddingConfig(), {"qdrantCollection": "no spaces"}, "qdrantCollection"),
         (EmbeddingConfig(), {"qdrantQuantization": "yes"}, "qdrantQuantization"),
         (EmbeddingConfig(), {"vectorStore": "fastest"}, "vectorStore"),
+        (EmbeddingConfig(), {"vectorQuantization": "int4"}, "vectorQuantization"),
+        (EmbeddingConfig(), {"vectorQuantization": None}, "vectorQuantization"),
     ],
 )
 def test_unusable_values_and_combinations_name_the_field(env: EmbeddingConfig, row: dict[str, Any], field: str) -> None:
@@ -92,6 +95,15 @@ def test_usable_combinations() -> None:
     assert local.embedding.quantization == "dynamic-int8" and not local.embedding.remote
     for url in (":memory:", "/var/lib/qdrant", "https://q.example:6333"):
         assert usable_engine(EmbeddingConfig(), QdrantConfig(), {"vectorStore": "qdrant", "qdrantUrl": url})
+
+
+def test_vector_quantization_is_full_precision_unless_the_row_says_half() -> None:
+    assert effective_engine(EmbeddingConfig(), QdrantConfig(), {}).vector_quantization == "none"
+    half = usable_engine(EmbeddingConfig(), QdrantConfig(), {"vectorQuantization": "half"})
+    assert half.vector_quantization == "half" and engine_view(half)["vectorQuantization"] == "half"
+    assert half != effective_engine(EmbeddingConfig(), QdrantConfig(), {})  # a change the embed worker applies
+    with pytest.raises(ValidationFailed, match="global-only"):
+        global_only({"vectorQuantization": "half"})
 
 
 def test_api_keys_are_shown_redacted() -> None:
