@@ -21,9 +21,10 @@ from shared.settings.env import ServiceConfig
 from shared.settings.store import put_values
 from shared.vectors.pgvector import PgVectorStore
 from shared.vectors.port import VectorQuery
+from tests.support.eventually import eventually
 from tests.support.stack import run_services
 
-from .helpers import SIG, add_memories, cosine, embedded_count, job_of, publish, queue_drained, wait_until
+from .helpers import SIG, add_memories, cosine, embedded_count, job_of, publish, queue_drained
 
 SIG_HALF = f"{SIG}:half"
 TOPICS = ["herons", "tulips", "violins", "glaciers", "sourdough", "kayaks", "comets", "beekeeping"]
@@ -48,7 +49,7 @@ async def test_half_storage_is_a_signature_change_and_halves_the_bytes(
     js = nc.jetstream()
     async with run_services(["embed", "retrieve"], config):
         await publish(js, [job_of(m) for m in mems])
-        await wait_until(lambda: _all(pool, ids, SIG), what="full-precision vectors")
+        await eventually(lambda: _all(pool, ids, SIG), what="full-precision vectors")
         full = await pool.fetchrow(VECTOR_BYTES, SIG)
         assert (full["n"], full["half"]) == (len(mems), 0)
         full_vectors = {
@@ -64,16 +65,16 @@ async def test_half_storage_is_a_signature_change_and_halves_the_bytes(
             want = {"signature": SIG, "dim": 384, "pending_signature": SIG_HALF}
             return bool(status.embedding["stores"]["pgvector"] == want)
 
-        await wait_until(pending, timeout=30, what="the change to halfvec pending")
+        await eventually(pending, timeout=30, what="the change to halfvec pending")
         query: EmbedResult = await call(nc, "embed", EmbedRequest(texts=["herons"]))
         assert query.signature == SIG  # retrieval keeps searching the full vectors until the switch
         assert _semantic_hits(await _ask(nc))
 
         await call(nc, "reindex", ReindexRequest())
-        await wait_until(lambda: _all(pool, ids, SIG_HALF), what="halfvec vectors")
-        await wait_until(lambda: _gone(pool, SIG), what="full-precision vectors retired")
-        await wait_until(lambda: _query_signature(nc, SIG_HALF), what="queries switched to the half signature")
-        await wait_until(lambda: queue_drained(js), what="jobs acked")
+        await eventually(lambda: _all(pool, ids, SIG_HALF), what="halfvec vectors")
+        await eventually(lambda: _gone(pool, SIG), what="full-precision vectors retired")
+        await eventually(lambda: _query_signature(nc, SIG_HALF), what="queries switched to the half signature")
+        await eventually(lambda: queue_drained(js), what="jobs acked")
 
         half = await pool.fetchrow(VECTOR_BYTES, SIG_HALF)
         assert (half["n"], half["full"]) == (len(mems), 0)
