@@ -53,4 +53,4 @@ def test_every_path_the_docs_and_docstrings_name_exists() -> None:
 
 
 def test_the_check_sees_a_missing_file() -> None:
-    assert list(named_paths("see `services/embed/live.py` and ``live.py``")) == ["services/embed/live.py", "live.py"]
+    assert list(named_paths("see `services/embed/gone.py` and ``gone.py``")) == ["services/embed/gone.py", "gone.py"]
