@@ -8,8 +8,13 @@ thread (the stack shares this test's event loop)."""
 from __future__ import annotations
 
 import asyncio
+import os
+import re
+import subprocess
+import sys
 import time
 import uuid
+from pathlib import Path
 from typing import TypedDict
 
 import pytest
@@ -25,6 +30,7 @@ from tests.support.eventually import eventually
 from .conftest import Stack
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def root() -> str:
@@ -264,3 +270,23 @@ async def test_a_langgraph_graph_reads_and_writes_through_the_store(stack: Stack
         async with AsyncMemory(stack.url, api_key=stack.operator_key) as memory:
             stored = await memory.get_all(user_id=user)
         assert sorted(m.content for m in stored) == ["I like tea.", "I ride a bike to work."]
+
+
+async def test_the_example_in_docs_clients_runs(stack: Stack) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "clients.md").read_text(), re.S)
+    (code,) = [b for b in blocks if "MemorydStore" in b]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
+    env |= {"MEMORYD_URL": stack.url, "MEMORYD_KEY": stack.alice_key, "PYTHONPATH": str(ROOT)}
+    code = code.replace('"alice"', repr(stack.alice))
+    done = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines() == [
+        "The user is vegetarian.",
+        "diet The user is vegetarian.",
+        "diet",
+        str([("memories", stack.alice)]),
+    ]
+    async with AsyncMemory(stack.url, api_key=stack.alice_key) as memory:
+        assert await memory.get_all(filters={"langgraph_ns.0": "memories"}) == []
