@@ -57,9 +57,10 @@ def test_index_fields_pick_the_embedded_text_as_langgraph_paths() -> None:
     assert mapping.content_of(value, ("missing",)) == (json.dumps(value, sort_keys=True), False)
 
 
-def test_a_value_that_is_not_json_is_a_validation_error() -> None:
+@pytest.mark.parametrize("value", [{"when": object()}, {"content": "text", "when": object()}, {"n": float("nan")}])
+def test_a_value_that_is_not_json_is_a_validation_error(value: dict[str, object]) -> None:
     with pytest.raises(ValidationFailed) as bad:
-        mapping.value_json({"when": object()})
+        next(steps.put(PutOp(("memories", "alice"), "k", value), steps.Config()))
     assert bad.value.field == "$.value"
 
 

@@ -71,7 +71,7 @@ def memory_key(namespace: Sequence[str], key: str) -> str:
 def value_json(value: Mapping[str, Any]) -> str:
     """The value as JSON text (sorted keys, as LangGraph embeds ``"$"``); not JSON: ``ValidationFailed``."""
     try:
-        return json.dumps(dict(value), sort_keys=True, ensure_ascii=False)
+        return json.dumps(dict(value), sort_keys=True, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as exc:
         raise ValidationFailed.at("$.value", f"the value is not a JSON object: {exc}") from None
 

@@ -132,8 +132,9 @@ def put(op: PutOp, config: Config) -> Steps[None]:
         for record in (yield from _records(namespace, op.key, config)):
             yield calls.delete(record.id, user_id=owner)
         return None
+    whole = mapping.value_json(op.value)  # a value that is not JSON fails here, typed
     if op.index is False:
-        content, indexed = mapping.value_json(op.value), False
+        content, indexed = whole, False
     else:
         content, indexed = mapping.content_of(op.value, config.fields if op.index is None else op.index)
     yield calls.create(
