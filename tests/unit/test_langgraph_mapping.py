@@ -39,6 +39,9 @@ def test_memory_key_holds_the_namespace_and_is_injective() -> None:
     long = mapping.memory_key(("ns",), "x" * 500)
     assert long.startswith("lg#") and len(long) == 3 + 64 <= MAX_KEY_LEN
     assert long != mapping.memory_key(("ns",), "x" * 501)
+    with pytest.raises(ValidationFailed) as bad:
+        mapping.memory_key(("ns",), 7)  # type: ignore[arg-type]
+    assert bad.value.field == "$.key"
 
 
 def test_content_is_the_text_field_else_the_json() -> None:
@@ -128,6 +131,9 @@ def test_value_filter_follows_langgraph() -> None:
     with pytest.raises(ValidationFailed) as unknown:
         mapping.matches(value, {"n": {"$in": [3]}})
     assert unknown.value.field == "$.filter.n.$in"
+    with pytest.raises(ValidationFailed) as not_object:
+        mapping.matches(value, ["kind"])  # type: ignore[arg-type]
+    assert not_object.value.field == "$.filter"
     with pytest.raises(ValidationFailed) as not_number:
         mapping.matches(value, {"n": {"$gt": "2"}})
     assert not_number.value.field == "$.filter.n.$gt"
@@ -207,6 +213,13 @@ def test_put_none_deletes_what_the_key_holds() -> None:
     assert (delete.method, delete.path) == ("DELETE", "/v1/memories/id-1")
     with pytest.raises(StopIteration):
         gen.send(None)
+
+
+def test_a_key_that_is_not_a_string_fails_before_any_call() -> None:
+    for op in (GetOp(("ns",), 7), PutOp(("ns",), 7, None), PutOp(("ns",), 7, {"a": 1})):  # type: ignore[arg-type]
+        with pytest.raises(ValidationFailed) as bad:
+            next(steps.one(op, steps.Config()))
+        assert bad.value.field == "$.key"
 
 
 def test_get_reads_the_item_with_the_records_times() -> None:

@@ -62,6 +62,8 @@ def owner_of(namespace: Sequence[str], owner_label: int | None, default: str | N
 def memory_key(namespace: Sequence[str], key: str) -> str:
     """The memory's upsert key: the namespace and the item's key, so one key in two namespaces
     is two memories; a key longer than memoryd's limit is hashed."""
+    if not isinstance(key, str):
+        raise ValidationFailed.at("$.key", f"an item's key is a string, not {type(key).__name__}")
     readable = "lg:" + json.dumps([*namespace, key], ensure_ascii=False, separators=(",", ":"))
     if len(readable) <= MAX_KEY_LEN:
         return readable
@@ -148,6 +150,8 @@ def stored_of(metadata: Mapping[str, Any], created_at: datetime, updated_at: dat
 def matches(value: Mapping[str, Any], conditions: Mapping[str, Any] | None) -> bool:
     """Whether ``value`` meets LangGraph's ``filter``: each field equals the given value (objects
     and lists compared member by member) or meets its operators (``$eq $ne $gt $gte $lt $lte``)."""
+    if conditions is not None and not isinstance(conditions, Mapping):
+        raise ValidationFailed.at("$.filter", f"a filter is an object of value fields, not {conditions!r}")
     return not conditions or all(_holds(value.get(k), v, f"$.filter.{k}") for k, v in conditions.items())
 
 

@@ -108,9 +108,10 @@ def _search_item(item: Item, score: float | None = None) -> SearchItem:
 
 
 def _records(namespace: tuple[str, ...], key: str, config: Config) -> Steps[list[MemoryRecord]]:
+    wanted = mapping.memory_key(namespace, key)
     owner = mapping.owner_of(namespace, config.owner_label, config.owner)
     listing: MemoryListResult = yield _listing(owner, mapping.item_filter(namespace, [key]), 10, 0)
-    return [m for m in listing.memories if m.key == mapping.memory_key(namespace, key)]
+    return [m for m in listing.memories if m.key == wanted]
 
 
 def get(op: GetOp, config: Config) -> Steps[Item | None]:
