@@ -239,7 +239,7 @@ def test_search_with_a_query_ranks_then_reads_the_records() -> None:
     call = next(gen)
     assert call.path == "/v1/search" and call.body is not None
     assert call.body["filters"] == {"langgraph_store": True, "langgraph_ns.0": "docs", "langgraph_indexed": True}
-    assert call.body["limit"] == 100 and "threshold" not in call.body
+    assert call.body["limit"] == 100 and "threshold" not in call.body and "strategy" not in call.body
 
     def hit(key: str, n: int, score: float) -> RetrievedMemory:
         meta = mapping.metadata_of(ns, key, {"n": n}, True)
@@ -263,6 +263,13 @@ def test_search_with_a_query_ranks_then_reads_the_records() -> None:
         gen.send(listing(record(ns, "b", {"n": 2}, "b")))
     [item] = done.value.value
     assert (item.key, item.score, item.updated_at) == ("b", 0.5, T1)
+
+
+def test_the_store_threshold_and_strategy_reach_the_search() -> None:
+    config = steps.Config(owner_label=None, threshold=0.3, strategy="semantic")
+    call = next(steps.search(SearchOp(("docs",), query="tea", limit=5, offset=5), config))
+    assert call.body is not None
+    assert (call.body["threshold"], call.body["strategy"], call.body["limit"]) == (0.3, "semantic", 10)
 
 
 def test_list_namespaces_pages_through_the_owner() -> None:

@@ -39,6 +39,8 @@ class Config:
     fields: tuple[str, ...] | None = None
     memory_type: str = "factual"
     threshold: float | None = None
+    #: memoryd's ranking for a query (``semantic``, ``hybrid``, ``exact``); None: the owner's setting
+    strategy: str | None = None
     #: the most memories a filtered listing or ``list_namespaces`` reads
     scan_limit: int = 100_000
 
@@ -187,6 +189,7 @@ def _ranked(op: SearchOp, prefix: tuple[str, ...], config: Config) -> Steps[list
         threshold=config.threshold,
         filters=filters,
         max_tokens=MAX_TOKENS_LIMIT,
+        **({} if config.strategy is None else {"strategy": config.strategy}),
     )
     hits: list[tuple[str, float, str]] = []
     for hit in result.memories:

@@ -29,6 +29,7 @@ def config_of(
     owner_label: int | None,
     memory_type: str,
     threshold: float | None,
+    strategy: str | None = None,
 ) -> steps.Config:
     """The store's configuration; an ``index`` asking for its own embedding is a ``ConfigError``."""
     fields: tuple[str, ...] | None = None
@@ -46,7 +47,12 @@ def config_of(
     if owner_label is not None and owner_label < 0:
         raise ConfigError("owner_label", f"a namespace position (0, 1, ...) or None, not {owner_label}")
     return steps.Config(
-        owner=owner, owner_label=owner_label, fields=fields, memory_type=memory_type, threshold=threshold
+        owner=owner,
+        owner_label=owner_label,
+        fields=fields,
+        memory_type=memory_type,
+        threshold=threshold,
+        strategy=strategy,
     )
 
 
@@ -56,7 +62,8 @@ class MemorydStore(BaseStore):
     ``owner_label``: the namespace position naming the owner (1: ``("memories", user_id)``);
     None keeps every item with ``owner`` (None: the API key's own owner). ``index={"fields": [...]}``
     picks the value fields memoryd embeds. ``threshold`` drops query results below that vector
-    similarity. Other keyword arguments go to ``Memory``/``AsyncMemory`` (``timeout``, ...).
+    similarity; ``strategy`` (``semantic``, ``hybrid``, ``exact``) ranks them. Other keyword
+    arguments go to ``Memory``/``AsyncMemory`` (``timeout``, ...).
     """
 
     def __init__(
@@ -69,10 +76,16 @@ class MemorydStore(BaseStore):
         index: Mapping[str, Any] | None = None,
         memory_type: str = "factual",
         threshold: float | None = None,
+        strategy: str | None = None,
         **client_options: Any,
     ) -> None:
         self.config = config_of(
-            index, owner=owner, owner_label=owner_label, memory_type=memory_type, threshold=threshold
+            index,
+            owner=owner,
+            owner_label=owner_label,
+            memory_type=memory_type,
+            threshold=threshold,
+            strategy=strategy,
         )
         self._client_args = (base_url, api_key, client_options)
         self._memory: Memory | None = None
