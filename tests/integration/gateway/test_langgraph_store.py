@@ -243,6 +243,10 @@ async def test_bad_input_is_a_typed_error(stack: Stack) -> None:
         with pytest.raises(ValidationFailed) as ttl:
             await store.abatch([PutOp((root(),), "k", {"x": 1}, ttl=5.0)])
         assert ttl.value.field == "$.ttl"
+    async with MemorydStore(stack.url, api_key=stack.operator_key) as operator_store:
+        with pytest.raises(ValidationFailed) as owner:  # a label that cannot be an owner, at owner_label
+            await operator_store.aput(("memories", "no owner!"), "k", {"x": 1})
+        assert owner.value.field == "$.owner"
 
 
 class Turn(TypedDict):
@@ -294,3 +298,26 @@ async def test_the_example_in_docs_clients_runs(stack: Stack) -> None:
     ]
     async with AsyncMemory(stack.url, api_key=stack.alice_key) as memory:
         assert await memory.get_all(filters={"langgraph_ns.0": "memories"}) == []
+
+
+def remember_sync(state: Turn, runtime: Runtime[None]) -> dict[str, list[str]]:
+    assert runtime.store is not None
+    namespace = ("memories", state["user"])
+    runtime.store.put(namespace, f"m{len(state['said'])}", {"content": state["said"]})
+    return {"recalled": sorted(item.value["content"] for item in runtime.store.search(namespace, limit=10))}
+
+
+def run_sync_graph(url: str, key: str, user: str) -> list[list[str]]:
+    builder = StateGraph(Turn)
+    builder.add_node("remember", remember_sync)
+    builder.add_edge(START, "remember")
+    builder.add_edge("remember", END)
+    with MemorydStore(url, api_key=key) as store:
+        graph = builder.compile(store=store)
+        return [graph.invoke({"user": user, "said": said, "recalled": []})["recalled"] for said in ("Tea.", "Bikes.")]
+
+
+async def test_a_sync_langgraph_graph_reads_and_writes_through_the_store(stack: Stack) -> None:
+    user = f"u{uuid.uuid4().hex[:8]}"
+    recalled = await asyncio.to_thread(run_sync_graph, stack.url, stack.operator_key, user)
+    assert recalled == [["Tea."], ["Bikes.", "Tea."]]
