@@ -152,7 +152,7 @@ async def test_429_is_retried_after_retry_after(stack: Stack) -> None:
 
 
 async def test_the_example_in_docs_clients_runs(stack: Stack) -> None:
-    (code,) = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "clients.md").read_text(), re.S)
+    code = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "clients.md").read_text(), re.S)[0]
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
     env |= {"MEMORYD_URL": stack.url, "MEMORYD_KEY": stack.alice_key, "PYTHONPATH": str(ROOT)}
     code = code.replace('"alice"', repr(stack.alice))
