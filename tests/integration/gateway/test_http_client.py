@@ -232,3 +232,22 @@ async def test_add_batch(stack: Stack) -> None:
         assert done.results[0].created and again.results[0].created is False
         assert done.results[0].memory is not None and again.results[0].memory is not None
         assert again.results[0].memory.id == done.results[0].memory.id
+
+
+async def test_the_example_in_docs_from_mem0_runs(stack: Stack) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "from-mem0.md").read_text(), re.S)
+    (code,) = [b for b in blocks if "from memoryd import Memory" in b]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
+    env |= {"MEMORYD_URL": stack.url, "MEMORYD_KEY": stack.alice_key, "PYTHONPATH": str(ROOT)}
+    code = code.replace('"alice"', repr(stack.alice))
+    done = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    printed = done.stdout.splitlines()
+    assert printed[0] == str(["Allergic to peanuts", "Lives in Lisbon"])
+    assert "Lives in Lisbon" in printed[1:-1]
+    assert "I prefer window seats on long flights." in printed[1:-1]  # the turn carries the agent_id
+    assert printed[-1] == str([("Lives in Lisbon", "Lives in Porto")])
+    async with AsyncMemory(stack.url, api_key=stack.alice_key) as memory:
+        assert await memory.get_all() == []
