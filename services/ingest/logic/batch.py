@@ -8,6 +8,7 @@ A content item's fields are decoded as a ``MemoryCreateRequest`` and a messages 
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import datetime
 from typing import Any
@@ -20,6 +21,8 @@ from memoryd.schemas.memory import (
     MemoryBatchResult,
 )
 from memoryd.schemas.ops import RpcError
+
+_AT_PATH = re.compile(r" - at `(\$[^`]*)`$")
 
 
 def item_path(index: int) -> str:
@@ -82,6 +85,8 @@ def _at_item(path: str, index: int) -> str:
 def item_error(reply: RpcError, index: int) -> BatchItemError:
     """The error of item ``index``, its field path placed within the batch request."""
     description, field = reply.description, reply.field
+    if field is None and (named := _AT_PATH.search(description)) is not None:
+        field = named.group(1)  # an error that names its path only in its text
     if field is not None:
         placed = _at_item(field, index)
         description = description.replace(f"`{field}`", f"`{placed}`")

@@ -35,10 +35,12 @@ async def test_texts_and_messages_with_per_item_errors(
         BatchItem(messages=[ChatMessage(role="user", content="I love hiking")], event_id="ev-batch-1"),
         BatchItem(content="both", messages=[ChatMessage(role="user", content="x")]),
         BatchItem(content="Lives in Braga", key="city", memory_type="semantic"),  # same key: updated
+        BatchItem(content="a\x00b"),  # what Postgres cannot store
     )
-    assert (done.stored, done.published, done.failed) == (3, 1, 3)
-    assert [r.index for r in done.results] == list(range(7))
-    tea, blank, bad_type, porto, event, both, braga = done.results
+    assert (done.stored, done.published, done.failed) == (3, 1, 4)
+    assert [r.index for r in done.results] == list(range(8))
+    tea, blank, bad_type, porto, event, both, braga, nul = done.results
+    assert nul.error is not None and (nul.error.code, nul.error.field) == (400, "$.items[7].content")
     assert tea.created and tea.memory is not None
     assert (tea.memory.content, tea.memory.metadata, tea.memory.session_id) == (
         "Prefers green tea",

@@ -75,6 +75,9 @@ def test_item_errors_are_placed_at_the_item() -> None:
     assert placed.description == "too short - at `$.items[3].content`"
     whole = RpcError(code=400, err_code="validation", description="d", field="$.items[3]")
     assert logic.item_error(whole, 3).field == "$.items[3]"
+    nul = RpcError(code=400, err_code="validation", description="a NUL character - at `$.content`")
+    assert logic.item_error(nul, 2).field == "$.items[2].content"
+    assert logic.item_error(nul, 2).description == "a NUL character - at `$.items[2].content`"
     quota = logic.item_error(RpcError(code=429, err_code="quota_exceeded", description="full"), 0)
     assert (quota.code, quota.err_code, quota.description, quota.field) == (429, "quota_exceeded", "full", None)
 
