@@ -102,6 +102,7 @@ OWNER_BOUND_OPS = (
     "memory.clear",
     "memory.export",
     "memory.import",
+    "memory.batch",
 )
 
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import click
 import msgspec
 
+from memoryd.cli import mem0_export
 from memoryd.cli.common import (
     CONTEXT_SETTINGS,
     cells,
@@ -303,15 +304,32 @@ def report_import(result: MemoryImportResult, as_json: bool) -> int:
     return 1 if result.errors else 0
 
 
+def _import_owner_given(*, owner: str | None, source: str, **_: Any) -> None:
+    if owner is None and source == "memoryd":
+        raise click.UsageError("--owner is needed (it is optional only with --from mem0)")
+
+
 @memories.command("import", context_settings=CONTEXT_SETTINGS)
 @click.argument("file", required=False, metavar="[FILE]")
-@owner_option()
+@owner_option(required=False, help_text="the owner to import into (with --from mem0: default each user_id)")
+@click.option(
+    "--from",
+    "source",
+    type=click.Choice(["memoryd", "mem0"]),
+    default="memoryd",
+    show_default=True,
+    help="memoryd: JSON lines as exported; mem0: mem0's get_all output or export JSON",
+)
 @client_options
-@with_client
-async def import_(client: MemoryClient, *, owner: str, file: str | None, as_json: bool, **_: Any) -> int:
-    """Import JSON lines as exported (idempotent).
+@with_client(check=_import_owner_given)
+async def import_(
+    client: MemoryClient, *, owner: str | None, file: str | None, source: str, as_json: bool, **_: Any
+) -> int:
+    """Import JSON lines as exported, or a mem0 export (idempotent).
 
-    FILE defaults to stdin (as does '-'). Exits 1 and imports nothing when a line is bad.
+    FILE defaults to stdin (as does '-'). Exits 1 and imports nothing when a line (or mem0
+    entry) is bad. A mem0 entry's user_id is its owner, run_id its session, agent_id goes in
+    its metadata; importing the same export again changes nothing.
     """
     if file in (None, "-"):
         text = sys.stdin.read()
@@ -320,9 +338,36 @@ async def import_(client: MemoryClient, *, owner: str, file: str | None, as_json
             text = await asyncio.to_thread(Path(file).read_text, encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise ValidationFailed(f"cannot read {file}: {exc}") from exc
-    with progress(f"importing into {owner}", len(text.splitlines())) as (bar, task):
-        result = await client.import_lines(owner, text, progress=lambda done: bar.update(task, completed=done))
-    return report_import(result, as_json)
+    if source == "memoryd":
+        assert owner is not None  # _import_owner_given
+        by_owner = {owner: text.splitlines()}
+    else:
+        by_owner = await _mem0_lines(text, owner)
+    total = MemoryImportResult(imported=0, updated=0, unchanged=0)
+    for whose, lines in by_owner.items():
+        with progress(f"importing into {whose}", len(lines)) as (bar, task):
+            part = await client.import_lines(whose, lines, progress=lambda done: bar.update(task, completed=done))
+        total = MemoryImportResult(
+            imported=total.imported + part.imported,
+            updated=total.updated + part.updated,
+            unchanged=total.unchanged + part.unchanged,
+            errors=[*total.errors, *part.errors],
+        )
+        if part.errors:
+            break
+    return report_import(total, as_json)
+
+
+async def _mem0_lines(text: str, owner: str | None) -> dict[str, list[str]]:
+    """A mem0 export's import lines per owner; ``ValidationFailed`` listing the bad entries."""
+    try:
+        by_owner, errors = mem0_export.import_lines(text, datetime.now(UTC), owner)
+    except ValueError as exc:
+        raise ValidationFailed(f"not a mem0 export: {exc}") from exc
+    if errors:
+        listed = "; ".join(f"entry {e.line}: {e.error}" for e in errors[:10])
+        raise ValidationFailed(f"{len(errors)} mem0 entries cannot be imported (nothing was): {listed}")
+    return by_owner
 
 
 COMMANDS = (chat, memories)

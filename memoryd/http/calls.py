@@ -20,6 +20,7 @@ import msgspec
 from memoryd.errors import ConfigError, MemorydError, ValidationFailed, error_for
 from memoryd.schemas.events import ChatMessage
 from memoryd.schemas.memory import (
+    MemoryBatchResult,
     MemoryClearResult,
     MemoryCreateResult,
     MemoryDeleteResult,
@@ -134,6 +135,41 @@ def search(
     if filters:
         body["filters"] = dict(filters)
     return Call("POST", "/v1/search", RetrieveResult, body={**body, **_owner(user_id)})
+
+
+BatchItemLike = str | Mapping[str, Any]
+
+
+def batch(
+    items: Sequence[BatchItemLike],
+    *,
+    user_id: str | None,
+    run_id: str | None,
+    metadata: Mapping[str, Any] | None,
+) -> Call:
+    """``POST /v1/memories/batch``: a string is one memory's content; a mapping is an item as
+    ``BatchItem`` (``content``, or ``messages``: a string or chat messages). ``run_id`` and
+    ``metadata`` apply to the items that set none; each messages item gets an event id here, so
+    a retried batch publishes it once."""
+    if isinstance(items, str | bytes) or not isinstance(items, Sequence):
+        raise ValidationFailed.at("$.items", "a list of texts or items is needed")
+    body_items = []
+    for i, item in enumerate(items):
+        if isinstance(item, str):
+            item = {"content": item}
+        if not isinstance(item, Mapping):
+            raise ValidationFailed.at(f"$.items[{i}]", f"not a text or an item: {type(item).__name__}")
+        out = {k: msgspec.to_builtins(v) for k, v in item.items() if v is not None}
+        if isinstance(out.get("messages"), str):
+            out["messages"] = [{"role": "user", "content": out["messages"]}]
+        if "messages" in out:
+            out.setdefault("event_id", uuid.uuid4().hex)
+        if run_id is not None:
+            out.setdefault("session_id", run_id)
+        if metadata:
+            out.setdefault("metadata", dict(metadata))
+        body_items.append(out)
+    return Call("POST", "/v1/memories/batch", MemoryBatchResult, body={"items": body_items} | _owner(user_id))
 
 
 def get(memory_id: str, *, user_id: str | None) -> Call:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -20,9 +20,10 @@ import httpx
 
 from memoryd.errors import DependencyDown
 from memoryd.http import calls
-from memoryd.http.calls import AddResult, Call, MessagesOrText, RetryPolicy
+from memoryd.http.calls import AddResult, BatchItemLike, Call, MessagesOrText, RetryPolicy
 from memoryd.schemas.memory import (
     HistoryEntry,
+    MemoryBatchResult,
     MemoryClearResult,
     MemoryCreateResult,
     MemoryDeleteResult,
@@ -172,6 +173,22 @@ class Memory:
             expires_at=expires_at,
         )
         result: MemoryCreateResult = self._send(call)
+        return result
+
+    def add_batch(
+        self,
+        items: Sequence[BatchItemLike],
+        *,
+        user_id: str | None = None,
+        run_id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> MemoryBatchResult:
+        """Add many items in one request: a string (or ``{"content": ...}``) is stored as one memory
+        as it is; ``{"messages": ...}`` is published as a chat event (stored and extracted later).
+        Items are done one by one: ``results[i].error`` says why item ``i`` failed, the others
+        are stored; ``run_id`` and ``metadata`` apply to items that set none."""
+        call = calls.batch(items, user_id=user_id, run_id=run_id, metadata=metadata)
+        result: MemoryBatchResult = self._send(call)
         return result
 
     def get(self, memory_id: str, *, user_id: str | None = None) -> MemoryRecord:

@@ -22,6 +22,7 @@ from memoryd.schemas.base import (
     SessionId,
     Wire,
 )
+from memoryd.schemas.events import ChatMessage
 
 Days = Annotated[int, msgspec.Meta(ge=0, le=36_500)]
 
@@ -263,3 +264,67 @@ class MemoryImportResult(Wire, frozen=True):
     updated: int
     unchanged: int
     errors: list[ImportLineError] = []
+
+
+# --- batch -----------------------------------------------------------------------------------
+MAX_BATCH_ITEMS = 100
+
+
+class BatchItem(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One item of a batch: ``content`` (stored as one memory, as ``memory.create`` stores it) or
+    ``messages`` (published as one chat event: its turns are stored and facts extracted from them).
+
+    The fields are checked item by item (a missing or over-long ``content``, an unknown
+    ``memory_type``, a taken ``key``, a full quota fail only their item); ``event_id`` makes a
+    retried messages item one event.
+    """
+
+    content: str | None = None
+    messages: list[ChatMessage] | None = None
+    memory_type: str | None = None
+    key: str | None = None
+    metadata: dict[str, Any] = {}
+    session_id: str | None = None
+    expires_at: datetime | None = None
+    event_id: str | None = None
+
+
+class BatchItemError(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Why one item failed: the code and ``err_code`` of ``memoryd.errors`` (as ``RpcError``);
+    ``field`` is the offending field's path within the request (``$.items[2].content``)."""
+
+    code: int
+    err_code: str
+    description: str
+    field: str | None = None
+    error_id: str | None = None
+
+
+class BatchItemResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What became of item ``index``: the stored ``memory`` (``created`` false: an existing
+    memory with the same ``key`` was updated or unchanged), the published ``event_id``
+    (``duplicate``: published before), or the ``error``."""
+
+    index: int
+    memory: MemoryRecord | None = None
+    created: bool | None = None
+    event_id: str | None = None
+    duplicate: bool | None = None
+    error: BatchItemError | None = None
+
+
+class MemoryBatchRequest(Wire, frozen=True):
+    """Up to ``MAX_BATCH_ITEMS`` plain items in one round trip, done in order, each on its own."""
+
+    owner: Owner
+    items: Annotated[list[BatchItem], msgspec.Meta(min_length=1, max_length=MAX_BATCH_ITEMS)]
+
+
+class MemoryBatchResult(Wire, frozen=True):
+    """One result per item, in the request's order; ``stored`` memories, ``published`` events
+    and ``failed`` items counted."""
+
+    results: list[BatchItemResult]
+    stored: int
+    published: int
+    failed: int

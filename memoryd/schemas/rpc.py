@@ -44,6 +44,7 @@ RPC_OPS: dict[str, RpcOp] = {
         RpcOp("memory.clear", m.MemoryClearRequest, m.MemoryClearResult, "ingest"),
         RpcOp("memory.export", m.MemoryExportRequest, m.MemoryExportResult, "ingest"),
         RpcOp("memory.import", m.MemoryImportRequest, m.MemoryImportResult, "ingest"),
+        RpcOp("memory.batch", m.MemoryBatchRequest, m.MemoryBatchResult, "ingest"),
         RpcOp("summarize", o.SummarizeRequest, o.SummarizeResult, "ingest"),
         RpcOp("cleanup", o.CleanupRequest, o.CleanupResult, "ingest"),
         # operator only (NATS permissions): the dead-letter queue

@@ -53,6 +53,10 @@ ROUTES: tuple[Route, ...] = (
           "memories", m.MemoryStatsRequest, m.MemoryStatsResult, "memory.stats"),
     Route("memories_clear", "POST", "/v1/memories/clear", "Delete the owner's memories (by type or age)",
           "memories", m.MemoryClearRequest, m.MemoryClearResult, "memory.clear"),
+    Route("memories_batch", "POST", "/v1/memories/batch",
+          "Add many plain items at once: texts stored as memories, messages published as chat events; "
+          "an item that fails gets its own typed error", "memories",
+          m.MemoryBatchRequest, m.MemoryBatchResult, "memory.batch"),
     Route("memories_get", "GET", "/v1/memories/{id}", "One memory", "memories",
           m.MemoryGetRequest, m.MemoryGetResult, "memory.get"),
     Route("memories_history", "GET", "/v1/memories/{id}/history", "A memory's text changes, oldest first",

@@ -19,6 +19,7 @@ from memoryd.schemas import RPC_OPS
 from memoryd.schemas.events import ChatEvent
 from services.ingest.adapters.nats import Publisher, purge_dead_letters
 from services.ingest.adapters.stores import MemoryStores
+from services.ingest.handlers.batch import BatchApi
 from services.ingest.handlers.chat import ChatIngestor
 from services.ingest.handlers.dlq import DlqApi
 from services.ingest.handlers.lifecycle import LifecycleApi
@@ -97,7 +98,9 @@ async def setup(ctx: ServiceContext) -> None:
     cache = SettingsCache(ctx.db, ttl_s=settings.settings_ttl_s)
     await cache.start(ctx.nc)
     ctx.closers.append(cache.stop)
-    await MemoryApi(stores, publisher, cache.get).register(ctx.rpc)
+    memory_api = MemoryApi(stores, publisher, cache.get)
+    await memory_api.register(ctx.rpc)
+    await ctx.rpc.add(RPC_OPS["memory.batch"], BatchApi(memory_api, publisher).batch)
     llm = LlmClient(ctx.config.llm, ctx.db) if ctx.config.llm.configured else None
     if llm is not None:
         ctx.closers.append(llm.close)

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 import psutil
@@ -148,3 +149,83 @@ def test_errors_are_one_line(running: Path, tmp_path: Path) -> None:
         env=_env(),
     )
     assert nowhere.returncode == 2 and "runtime.json" in nowhere.stderr and "Traceback" not in nowhere.stderr
+
+
+def _mem0_export(alice: str, bob: str) -> dict[str, object]:
+    """A mem0 ``get_all`` answer, as mem0 writes it (Pacific timestamps, null metadata)."""
+    return {
+        "results": [
+            {
+                "id": "0b9e2c2a-3f1e-4c59-9a38-2a1f7e1b6c11",
+                "memory": "Prefers green tea in the morning",
+                "hash": "c3f1b0c8d2e4a6f8b0c2d4e6f8a0b2c4",
+                "metadata": {"category": "food"},
+                "created_at": "2024-07-20T01:23:45.678901-07:00",
+                "updated_at": "2024-07-21T09:00:00-07:00",
+                "user_id": alice,
+                "agent_id": "travel-bot",
+                "run_id": "trip-42",
+            },
+            {
+                "id": "mem-2",
+                "memory": "Is allergic to peanuts",
+                "hash": "a1",
+                "metadata": None,
+                "created_at": "2024-07-22T10:00:00-07:00",
+                "updated_at": None,
+                "user_id": alice,
+            },
+            {
+                "id": "5d1c7b8e-0f43-4f7a-b1d2-9e3c4a5b6d7e",
+                "memory": "Lives in Lisbon",
+                "hash": "b2",
+                "metadata": {},
+                "created_at": "2024-07-23T10:00:00-07:00",
+                "updated_at": None,
+                "user_id": bob,
+            },
+        ]
+    }
+
+
+def test_import_from_mem0(running: Path, tmp_path: Path) -> None:
+    alice, bob = f"mem0-alice-{os.getpid()}", f"mem0-bob-{os.getpid()}"
+    export = tmp_path / "mem0.json"
+    export.write_text(json.dumps(_mem0_export(alice, bob)))
+    first = json.loads(_ok(running, "memories", "import", "--from", "mem0", "--json", str(export)))
+    assert (first["imported"], first["updated"], first["unchanged"]) == (3, 0, 0)
+
+    listed = json.loads(_ok(running, "memories", "list", "--owner", alice, "--json"))
+    by_key = {m["key"]: m for m in listed["memories"]}
+    assert set(by_key) == {"mem0:0b9e2c2a-3f1e-4c59-9a38-2a1f7e1b6c11", "mem0:mem-2"}
+    tea = by_key["mem0:0b9e2c2a-3f1e-4c59-9a38-2a1f7e1b6c11"]
+    assert tea["id"] == "0b9e2c2a-3f1e-4c59-9a38-2a1f7e1b6c11"  # mem0's id is kept
+    assert (tea["content"], tea["session_id"], tea["source"]) == (
+        "Prefers green tea in the morning",
+        "trip-42",
+        "import",
+    )
+    assert tea["metadata"] == {"category": "food", "agent_id": "travel-bot"}
+    assert datetime.fromisoformat(tea["created_at"]) == datetime.fromisoformat("2024-07-20T01:23:45.678901-07:00")
+    peanuts = by_key["mem0:mem-2"]
+    assert peanuts["content"] == "Is allergic to peanuts" and peanuts.get("metadata", {}) == {}
+    assert "session_id" not in peanuts
+    (lisbon,) = json.loads(_ok(running, "memories", "list", "--owner", bob, "--json"))["memories"]
+    assert (lisbon["content"], lisbon["owner"]) == ("Lives in Lisbon", bob)
+
+    again = _ok(running, "memories", "import", "--from", "mem0", str(export))
+    assert "imported 0, updated 0, unchanged 3" in again
+    assert json.loads(_ok(running, "memories", "list", "--owner", alice, "--json"))["total"] == 2
+
+    # into one named owner; a bad entry imports nothing and names the entry
+    carol = f"mem0-carol-{os.getpid()}"
+    one = json.loads(_ok(running, "memories", "import", "--from", "mem0", "--owner", carol, "--json", str(export)))
+    assert one["imported"] == 3
+    bad = _mem0_export("has.dots", bob)
+    bad["results"].insert(1, {"id": "x", "memory": 7})  # type: ignore[attr-defined]
+    refused = _cli(running, "memories", "import", "--from", "mem0", stdin=json.dumps(bad))
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert "entry 1: 'has.dots' cannot be an owner" in refused.stderr and "entry 2: Expected `str`" in refused.stderr
+    assert json.loads(_ok(running, "memories", "list", "--owner", bob, "--json"))["total"] == 1
+    no_owner = _cli(running, "memories", "import", str(export))
+    assert no_owner.returncode == 2 and "--owner" in no_owner.stderr

@@ -148,12 +148,12 @@ async def admit_proxy(gw: Gateway, key: ApiKeyRecord, body: dict[str, Any]) -> P
     return grant
 
 
-async def admit_events(gw: Gateway, key: ApiKeyRecord) -> None:
-    """Count one chat event against the key's events per second, or raise its 429."""
+async def admit_events(gw: Gateway, key: ApiKeyRecord, events: int = 1) -> None:
+    """Count ``events`` chat events against the key's events per second, or raise its 429 (none counted)."""
     limit = limits_of(gw, key).events_per_second
-    if not limit:
+    if not limit or events < 1:
         return
     now = time.time()
-    added, _ = await gw.limits.add(counter_key("eps", key.id, "second", now), 1, limit)
+    added, _ = await gw.limits.add(counter_key("eps", key.id, "second", now), events, limit)
     if not added:
         raise rate_limited("chat events", limit, "second", now)

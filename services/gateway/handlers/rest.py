@@ -19,6 +19,7 @@ from ..logic.auth import acting_owner, require_operator
 from ..logic.exposure import owner_engine_status, owner_settings
 from ..routes import NDJSON, Route
 from .common import Endpoint, authenticate, convert, guarded, json_object, json_response, named_owners, read_body
+from .proxy_limits import admit_events
 
 #: What an owner key gets of a reply that also holds the deployment's global state.
 OWNER_VIEWS: dict[str, Callable[[Any], Any]] = {"engine.status": owner_engine_status, "settings.get": owner_settings}
@@ -99,6 +100,8 @@ def rpc_endpoint(gw: Gateway, route: Route) -> Endpoint:
             this_op = "admin.memory.create"
         elif key.role == "operator" and op in OPERATOR_WRITES:
             this_op = f"admin.{op}"  # an operator key also reaches global memories
+        if op == "memory.batch":  # its messages items are chat events: the key's events per second hold
+            await admit_events(gw, key, sum(1 for item in rpc_request.items if item.messages is not None))
         timeout = None
         if op in ("memory.import", "sleep.run"):
             timeout = max(gw.config.rpc_timeout_s, float(getattr(rpc_request, "timeout_s", 0) or 0) + 5, 60.0)

@@ -1,4 +1,5 @@
-"""What ingest publishes after a commit: ExtractJobs, EmbedJobs and owner activity.
+"""What ingest publishes: ExtractJobs and EmbedJobs after a commit, owner activity, and the chat
+events of ``memory.batch``.
 
 Every JetStream publish carries a ``Nats-Msg-Id`` derived from what it announces, so a
 republish after a crash (or a concurrent redelivery) is dropped by the stream's
@@ -25,11 +26,13 @@ from memoryd.codec import decode, encode
 from memoryd.errors import DependencyDown, MemorydError
 from memoryd.schemas.events import Activity, ChatEvent, DeadLetter, EmbedJob, Turn
 from memoryd.subjects import (
+    CHAT_EVENTS,
     DLQ_STREAM,
     EXTRACT_JOBS,
     MSG_ID_HEADER,
     activity_key,
     activity_subject,
+    chat_msg_id,
 )
 from services.ingest.logic.chat import ActivityThrottle, extract_jobs
 from shared.bus.embed_jobs import publish_embed_jobs
@@ -64,6 +67,19 @@ class Publisher:
             await self._js.publish(subject, data, headers=tracing.inject({MSG_ID_HEADER: msg_id}), timeout=5.0)
         except (nats.errors.Error, TimeoutError) as exc:
             raise DependencyDown(f"cannot publish to {subject}: {type(exc).__name__}: {exc}") from exc
+
+    async def chat_event(self, event: ChatEvent, identity: bytes | None = None) -> bool:
+        """Publish a chat event as every door does (``Nats-Msg-Id`` from the owner, the event id and
+        a digest of ``identity``, else of the event); True when the stream had it already."""
+        data = encode(event)
+        msg_id = chat_msg_id(event.owner, event.event_id, data if identity is None else identity)
+        try:
+            ack = await self._js.publish(
+                CHAT_EVENTS, data, headers=tracing.inject({MSG_ID_HEADER: msg_id}), timeout=5.0
+            )
+        except (nats.errors.Error, TimeoutError) as exc:
+            raise DependencyDown(f"cannot publish to {CHAT_EVENTS}: {type(exc).__name__}: {exc}") from exc
+        return bool(ack.duplicate)
 
     async def extract(self, event: ChatEvent, turns: Sequence[Turn]) -> int:
         """Publish the event's ExtractJob(s); return how many."""

@@ -116,6 +116,13 @@ def rpc_examples(seeds: Seeds) -> dict[str, Wire]:
             owner=OWNER, include_archived=False, after_id=str(uuid.UUID(int=0)), limit=10
         ),
         "memory.import": m.MemoryImportRequest(owner=OWNER, lines=seeds.export_line),
+        "memory.batch": m.MemoryBatchRequest(
+            owner=OWNER,
+            items=[
+                m.BatchItem(content="Takes the train", memory_type="episodic", key="commute", metadata={"a": 1}),
+                m.BatchItem(messages=[ChatMessage(role="user", content="I prefer tea.")], event_id="fuzz-batch"),
+            ],
+        ),
         "summarize": o.SummarizeRequest(older_than_days=30, owner=OWNER, session_id="s1", dry_run=True),
         "cleanup": o.CleanupRequest(owner=OWNER, dry_run=True),
         "settings.get": o.SettingsGetRequest(owner=OWNER),

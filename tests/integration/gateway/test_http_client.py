@@ -177,3 +177,77 @@ async def test_filters_in_a_query_string_are_json_and_documented(stack: Stack) -
         doc = (await http.get("/openapi.json")).json()
     (param,) = [p for p in doc["paths"]["/v1/memories"]["get"]["parameters"] if p["name"] == "filters"]
     assert "schema" not in param and "application/json" in param["content"]
+
+
+def batch_script(url: str, key: str, owner: str, stranger: str) -> None:
+    with Memory(url, api_key=key) as memory:
+        done = memory.add_batch(
+            [
+                "Prefers window seats",
+                {"content": "   "},
+                {"content": "Flew to Oslo in March", "memory_type": "episodic", "metadata": {"trip": "oslo"}},
+                {"messages": "I love cross-country skiing"},
+            ],
+            run_id="trip-9",
+            metadata={"via": "batch"},
+        )
+        assert (done.stored, done.published, done.failed) == (2, 1, 1)
+        seats, blank, oslo, chat = done.results
+        assert seats.memory is not None and seats.created
+        assert (seats.memory.content, seats.memory.session_id, seats.memory.metadata) == (
+            "Prefers window seats",
+            "trip-9",
+            {"via": "batch"},
+        )
+        assert oslo.memory is not None and oslo.memory.memory_type == "episodic"
+        assert oslo.memory.metadata == {"trip": "oslo"}  # an item's own metadata wins
+        assert blank.error is not None and (blank.error.code, blank.error.field) == (400, "$.items[1].content")
+        assert chat.event_id is not None and chat.duplicate is False
+        turns = memory.wait_added(chat.event_id)
+        turn = next(m for m in turns if m.source == "chat_turn")
+        assert (turn.content, turn.session_id, turn.metadata["via"]) == (
+            "I love cross-country skiing",
+            "trip-9",
+            "batch",
+        )
+        assert {m.id for m in memory.get_all(memory_type="episodic")} >= {oslo.memory.id}
+        with pytest.raises(Forbidden):
+            memory.add_batch(["not mine"], user_id=stranger)
+        with pytest.raises(ValidationFailed) as empty:
+            memory.add_batch([])
+        assert empty.value.field == "$.items"
+
+
+async def test_add_batch(stack: Stack) -> None:
+    await asyncio.to_thread(batch_script, stack.url, stack.alice_key, stack.alice, stack.bob)
+    async with stack.client(stack.alice_key) as http:
+        bad = await http.post("/v1/memories/batch", json={"items": [{"content": 3}]})
+        assert bad.status_code == 400 and bad.headers["content-type"].startswith("application/problem+json")
+        assert bad.json()["field"] == "$.items[0].content"
+        listed = (await http.get("/v1/memories", params={"q": "window seats"})).json()["memories"]
+        assert [m["content"] for m in listed] == ["Prefers window seats"]
+    async with AsyncMemory(stack.url, api_key=stack.bob_key) as memory:
+        done = await memory.add_batch([{"content": "Drinks oat milk", "key": "milk"}])
+        again = await memory.add_batch([{"content": "Drinks oat milk", "key": "milk"}])
+        assert done.results[0].created and again.results[0].created is False
+        assert done.results[0].memory is not None and again.results[0].memory is not None
+        assert again.results[0].memory.id == done.results[0].memory.id
+
+
+async def test_the_example_in_docs_from_mem0_runs(stack: Stack) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "from-mem0.md").read_text(), re.S)
+    (code,) = [b for b in blocks if "from memoryd import Memory" in b]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
+    env |= {"MEMORYD_URL": stack.url, "MEMORYD_KEY": stack.alice_key, "PYTHONPATH": str(ROOT)}
+    code = code.replace('"alice"', repr(stack.alice))
+    done = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    printed = done.stdout.splitlines()
+    assert printed[0] == str(["Allergic to peanuts", "Lives in Lisbon"])
+    assert "Lives in Lisbon" in printed[1:-1]
+    assert "I prefer window seats on long flights." in printed[1:-1]  # the turn carries the agent_id
+    assert printed[-1] == str([("Lives in Lisbon", "Lives in Porto")])
+    async with AsyncMemory(stack.url, api_key=stack.alice_key) as memory:
+        assert await memory.get_all() == []

@@ -223,6 +223,24 @@ async def test_events_over_the_rate_are_refused_before_they_reach_the_stream(sta
     assert (await js.stream_info(EVENTS_STREAM)).state.last_seq == before + 2  # the refused one never got in
 
 
+async def test_a_batch_counts_its_messages_items_as_events(stack: Stack) -> None:
+    token, _ = await _key(stack, events_per_second=2)
+    js = stack.nc.jetstream()
+    before = (await js.stream_info(EVENTS_STREAM)).state.last_seq
+    chat = [{"messages": [{"role": "user", "content": f"I prefer tea {i} {uuid.uuid4().hex[:6]}."}]} for i in range(3)]
+    async with stack.client(token) as http:
+        over = await http.post("/v1/memories/batch", json={"items": [{"content": "Walks to work"}, *chat]})
+        assert over.status_code == 429, over.text
+        _problem(over, "rate_limited")
+        assert (await js.stream_info(EVENTS_STREAM)).state.last_seq == before  # nothing published ...
+        assert (await http.get("/v1/memories")).json()["memories"] == []  # ... and nothing stored
+        await _fresh_window(1, 0.7)
+        fits = await http.post("/v1/memories/batch", json={"items": [{"content": "Walks to work"}, *chat[:2]]})
+        assert fits.status_code == 200, fits.text
+        assert (fits.json()["stored"], fits.json()["published"]) == (1, 2)
+    assert (await js.stream_info(EVENTS_STREAM)).state.last_seq == before + 2
+
+
 async def test_a_429_from_memory_says_rate_limited_and_the_call_goes_ahead(stack: Stack) -> None:
     token, record_id = await _key(stack)
     owner = (await stack.keys.get(record_id)).owner  # type: ignore[union-attr]

@@ -30,6 +30,12 @@ async def test_every_route_is_in_openapi_and_every_operation_answers(stack: Stac
         bodies: dict[str, Any] = {
             "memories_create": {"content": "I always bike to work."},
             "memories_clear": {"memory_type": "procedural"},
+            "memories_batch": {
+                "items": [
+                    {"content": "I always walk to work."},
+                    {"messages": [{"role": "user", "content": "I love tea."}]},
+                ]
+            },
             "memories_update": {"content": "I prefer light roast coffee."},
             "events_publish": {"messages": [{"role": "user", "content": "I love hiking."}]},
             "import": {"lines": ""},

@@ -117,6 +117,7 @@ def rpc_request(op: str, owner: str, global_memory: bool, global_id: str) -> Wir
         "memory.clear": m.MemoryClearRequest(owner=owner, older_than_days=36_500),
         "memory.export": m.MemoryExportRequest(owner=owner, limit=1),
         "memory.import": m.MemoryImportRequest(owner=owner, lines=import_line(owner, global_memory)),
+        "memory.batch": m.MemoryBatchRequest(owner=owner, items=[m.BatchItem(content=text)]),
         "summarize": o.SummarizeRequest(older_than_days=36_500, owner=owner, dry_run=True),
         "cleanup": o.CleanupRequest(owner=owner, dry_run=True),
         "dlq.list": dlq.DlqListRequest(limit=1),
