@@ -43,7 +43,7 @@ def keys() -> None:
 
 
 @keys.command("create", context_settings=CONTEXT_SETTINGS)
-@click.option("--owner", metavar="OWNER", help="the owner (API key id) the key acts for")
+@click.option("--owner", metavar="OWNER", help="the owner (user or tenant) the key acts for")
 @click.option("--operator", is_flag=True, help="an operator key: any owner, settings, admin")
 @click.option("--name", default="", help="a label shown by `keys list`")
 @click.option("--upstream", metavar="URL", help="the chat proxy's upstream base URL for this key")

@@ -56,7 +56,7 @@ def render(result: RetrieveResult) -> None:
 
 @click.command("search", context_settings=CONTEXT_SETTINGS)
 @click.argument("query", metavar="QUERY")
-@click.option("--owner", required=True, metavar="OWNER", help="the API key id whose memories to search")
+@click.option("--owner", required=True, metavar="OWNER", help="the owner (user or tenant) whose memories to search")
 @click.option("--session", metavar="ID", help="only this session's memories (plus global ones)")
 @click.option("--strategy", type=click.Choice(STRATEGIES), help="default: the owner's setting")
 @click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
@@ -89,7 +89,7 @@ async def search(client: MemoryClient, *, owner: str, query: str, as_json: bool,
 
 @click.command("inject", context_settings=CONTEXT_SETTINGS)
 @click.argument("text")
-@click.option("--owner", required=True, metavar="OWNER", help="the API key id whose memory to inject")
+@click.option("--owner", required=True, metavar="OWNER", help="the owner (user or tenant) whose memory to inject")
 @click.option("--system", metavar="TEXT", help="a system message before TEXT")
 @click.option("--session", metavar="ID", help="the conversation's session id")
 @click.option("--strategy", type=click.Choice(STRATEGIES), help="default: the owner's setting")

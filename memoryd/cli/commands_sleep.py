@@ -86,7 +86,7 @@ def sleep() -> None:
 
 
 @sleep.command("run", context_settings=CONTEXT_SETTINGS)
-@owner_option(help_text="the API key id whose memory to consolidate")
+@owner_option(help_text="the owner (user or tenant) whose memory to consolidate")
 @click.option("--wait", is_flag=True, help="wait for the run to finish and print its result")
 @click.option("--timeout", type=float, default=300.0, show_default=True, help="seconds to wait with --wait")
 @json_option(_WIRE_HELP)

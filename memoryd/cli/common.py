@@ -90,7 +90,9 @@ def timeout_option(default: float = 10.0, help_text: str = "seconds to wait for 
     return click.option("--timeout", type=float, default=default, show_default=True, help=help_text)
 
 
-def owner_option(required: bool = True, help_text: str = "the API key id whose memory this is") -> Callable[[F], F]:
+def owner_option(
+    required: bool = True, help_text: str = "the owner (user or tenant) whose memory this is"
+) -> Callable[[F], F]:
     return click.option("--owner", required=required, metavar="OWNER", help=help_text)
 
 

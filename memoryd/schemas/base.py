@@ -52,14 +52,15 @@ MAX_OFFSET = 1_000_000  # the deepest list position (offset, or page x limit) a 
 # Patterns end in ``$(?!\n)``: msgspec matches with ``re.search``, where a bare ``$`` also
 # matches before a trailing newline (``\Z`` would say the same, but is no ECMA-262 regex for
 # the JSON Schema and OpenAPI readers).
-#: An API key id (tenant). Subject-safe: used as a token in ``mem.v1.activity.<owner>``.
+#: The owner of a memory: the user or tenant whose memory it is (a free name).
+#: Subject-safe: used as a token in ``mem.v1.activity.<owner>``.
 Owner = Annotated[
     str,
     msgspec.Meta(
         min_length=1,
         max_length=MAX_OWNER_LEN,
         pattern=r"^[A-Za-z0-9][A-Za-z0-9_\-:@]*$(?!\n)",
-        description="API key id (tenant); letters, digits, _ - : @",
+        description="the user or tenant whose memory this is; letters, digits, _ - : @",
     ),
 ]
 SessionId = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]

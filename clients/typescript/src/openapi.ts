@@ -32,7 +32,7 @@ export interface Operations {
  */
 export interface MemoriesGetQuery {
   /**
-   * API key id (tenant); letters, digits, _ - : @
+   * the user or tenant whose memory this is; letters, digits, _ - : @
    */
   owner?: string;
 }
@@ -42,7 +42,7 @@ export interface MemoriesGetQuery {
  */
 export interface MemoriesListQuery {
   /**
-   * API key id (tenant); letters, digits, _ - : @
+   * the user or tenant whose memory this is; letters, digits, _ - : @
    */
   owner?: string;
   /**
@@ -92,7 +92,7 @@ export interface MemoriesListQuery {
  */
 export interface MemoriesDeleteQuery {
   /**
-   * API key id (tenant); letters, digits, _ - : @
+   * the user or tenant whose memory this is; letters, digits, _ - : @
    */
   owner?: string;
 }
@@ -236,7 +236,7 @@ export interface HealthResult {
 export interface MemoryClearRequestBody {
   type?: "mem.v1.memory_clear_request";
   /**
-   * API key id (tenant); letters, digits, _ - : @
+   * the user or tenant whose memory this is; letters, digits, _ - : @
    */
   owner?: string;
   /**
@@ -258,7 +258,7 @@ export interface MemoryClearResult {
 export interface MemoryCreateRequestBody {
   type?: "mem.v1.memory_create_request";
   /**
-   * API key id (tenant); letters, digits, _ - : @
+   * the user or tenant whose memory this is; letters, digits, _ - : @
    */
   owner?: string;
   content: string;
@@ -377,7 +377,7 @@ export interface MemoryRecord {
 export interface MemoryUpdateRequestBody {
   type?: "mem.v1.memory_update_request";
   /**
-   * API key id (tenant); letters, digits, _ - : @
+   * the user or tenant whose memory this is; letters, digits, _ - : @
    */
   owner?: string;
   id?: string;
@@ -469,7 +469,7 @@ export interface RetrievedMemory {
 export interface RetrieveRequestBody {
   type?: "mem.v1.retrieve_request";
   /**
-   * API key id (tenant); letters, digits, _ - : @
+   * the user or tenant whose memory this is; letters, digits, _ - : @
    */
   owner?: string;
   /**
