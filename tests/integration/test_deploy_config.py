@@ -664,6 +664,9 @@ def test_helm_cluster_values_carry_the_same_users_with_passwords_from_the_secret
     committed = deploy_nats.HELM_VALUES.read_text(encoding="utf-8")
     assert committed == deploy_nats.render_helm_values(committed), "stale nats-values.yaml: run `make nats-conf`"
     values = yaml.safe_load(committed)
+    routes = values["config"]["cluster"]["routeURLs"]
+    assert routes == {"user": "route"}, "routes authenticate; the password is given at install, never committed"
+    assert "--set config.cluster.routeURLs.password=" in committed
     users = values["config"]["merge"]["authorization"]["users"]
     assert [(u["user"], u["permissions"]) for u in users] == deploy_permissions()
     assert [u["password"] for u in users] == [f"<< ${password_variable(u)} >>" for u in DEPLOY_USERS]
@@ -959,6 +962,62 @@ def test_k8s_manifests_parse_and_are_complete() -> None:
 
     pm = by_kind("PodMonitor")["memoryd"]
     assert pm["spec"]["podMetricsEndpoints"][0]["port"] == "metrics"
+
+
+def test_the_gateway_gets_no_database_credentials() -> None:
+    dep = by_kind("Deployment")["memoryd-gateway"]
+    (container,) = dep["spec"]["template"]["spec"]["containers"]
+    refs = {next(iter(r.values()))["name"] for r in container["envFrom"]}
+    assert refs == {"memoryd-config"}, "memoryd-secrets holds the DSN: the gateway talks only NATS"
+    assert "MEMORYD_PG_DSN" not in by_kind("ConfigMap")["memoryd-config"]["data"]
+    assert not [e for e in container["env"] if "PG" in e["name"]]
+
+
+def policy_ports(rules: list[dict[str, Any]]) -> set[int]:
+    return {p["port"] for rule in rules for p in rule.get("ports", [])}
+
+
+def policy_peers(rules: list[dict[str, Any]], port: int) -> list[dict[str, Any]]:
+    return [peer for rule in rules if port in policy_ports([rule]) for peer in rule.get("to", rule.get("from", []))]
+
+
+def test_every_pod_has_a_network_policy_of_least_reach() -> None:
+    """Default deny; each service reaches NATS (and DNS), the backend services PostgreSQL and
+    Qdrant, the gateway and the LLM users 443; only the gateway takes connections besides the
+    metrics scrape; the migrate Job reaches only PostgreSQL."""
+    policies = by_kind("NetworkPolicy")
+    deny = policies["memoryd-default-deny"]["spec"]
+    assert deny["podSelector"] == {"matchLabels": {"app.kubernetes.io/name": "memoryd"}}
+    assert set(deny["policyTypes"]) == {"Ingress", "Egress"}
+    assert "ingress" not in deny and "egress" not in deny
+    deployments = by_kind("Deployment")
+    namespace = "kubernetes.io/metadata.name"
+    for name in (*SERVICES, "gateway"):
+        spec = policies[f"memoryd-{name}"]["spec"]
+        pod = deployments[f"memoryd-{name}"]["spec"]["template"]["metadata"]["labels"]
+        assert spec["podSelector"]["matchLabels"].items() <= pod.items(), name
+        assert spec["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == name
+        assert set(spec["policyTypes"]) == {"Ingress", "Egress"}, name
+        egress = spec["egress"]
+        expected = {53, 4222} | ({5432, 6333, 6334} if name != "gateway" else set())
+        expected |= {443} if name in ("extract", "sleep", "gateway") else set()
+        assert policy_ports(egress) == expected, name
+        assert policy_peers(egress, 4222) == [  # the `nats` namespace, or the NATS chart's pods here
+            {"namespaceSelector": {"matchLabels": {namespace: "nats"}}},
+            {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "nats"}}},
+        ], name
+        if name != "gateway":
+            assert [p["namespaceSelector"]["matchLabels"][namespace] for p in policy_peers(egress, 5432)] == [
+                "postgres"
+            ]
+        ingress = spec["ingress"]
+        assert policy_ports(ingress) == ({8420, METRICS_PORT} if name == "gateway" else {METRICS_PORT}), name
+        for peer in policy_peers(ingress, METRICS_PORT):
+            assert peer["namespaceSelector"]["matchLabels"][namespace] == "monitoring"
+    migrate = policies["memoryd-migrate"]["spec"]
+    job_pod = by_kind("Job")["memoryd-migrate"]["spec"]["template"]["metadata"]["labels"]
+    assert migrate["podSelector"]["matchLabels"].items() <= job_pod.items()
+    assert policy_ports(migrate["egress"]) == {53, 5432} and not migrate.get("ingress")
 
 
 def test_kustomization_lists_every_manifest() -> None:
