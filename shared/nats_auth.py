@@ -1,7 +1,8 @@
 """NATS users and permissions: one user per service, one for client applications, one operator.
 
-Least privilege per role (what each service publishes and subscribes), rendered as a
-nats-server ``authorization`` block. Clients may publish chat events and call the
+Least privilege per role (what each service publishes and subscribes, and the JetStream API
+subjects of its own streams, consumers and buckets only), rendered as a nats-server
+``authorization`` block. Clients may publish chat events and call the
 retrieve/inject/memory RPCs but cannot touch JetStream's API (so they cannot read
 ``mem.v1.jobs.>``) nor subscribe outside their own inbox prefix ``_INBOX.<user>``.
 Owner-bound client users may only use their owners' subjects
@@ -19,14 +20,101 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memoryd.subjects import CLIENT_ROLE, OPERATOR_ROLE, inbox_prefix
+from memoryd.subjects import (
+    ACTIVITY_BUCKET,
+    CLIENT_ROLE,
+    DLQ_STREAM,
+    EMBED_CONSUMER,
+    EVENTS_STREAM,
+    EXTRACT_CONSUMER,
+    INGEST_CONSUMER,
+    JOBS_STREAM,
+    OPERATOR_ROLE,
+    SLEEP_CONSUMER,
+    SLEEP_STREAM,
+    inbox_prefix,
+)
 
+from .api_keys import API_KEYS_BUCKET
 from .service_names import SERVICES
 
 SERVICE_ROLES = SERVICES  # one NATS user per service
 
-_JS = ["$JS.API.>", "$JS.ACK.>", "$JS.FC.>", "$SRV.>", "mem.v1.dlq.>"]
+_JS = ["$JS.ACK.>", "$JS.FC.>", "$SRV.>", "mem.v1.dlq.>"]
 _SERVICE_SUB = ["$SRV.>", "mem.v1.rpc.health", "mem.v1.settings.changed"]
+_API = "$JS.API"
+_STREAMS = (EVENTS_STREAM, JOBS_STREAM, SLEEP_STREAM, DLQ_STREAM)
+#: The gateway's bucket of per-key limits (services/gateway/adapters/limits_kv.py).
+KEY_LIMITS_BUCKET = "MEM_KEY_LIMITS"
+
+
+def _consumer(stream: str, durable: str) -> list[str]:
+    """Create, inspect and pull from one durable consumer."""
+    return [
+        f"{_API}.CONSUMER.INFO.{stream}.{durable}",
+        f"{_API}.CONSUMER.CREATE.{stream}.{durable}",
+        f"{_API}.CONSUMER.CREATE.{stream}.{durable}.>",
+        f"{_API}.CONSUMER.DURABLE.CREATE.{stream}.{durable}",
+        f"{_API}.CONSUMER.MSG.NEXT.{stream}.{durable}",
+    ]
+
+
+def _provisioning() -> list[str]:
+    """What every service sends at start (shared/bus/provision.py): each stream's info, create
+    and update, and ingest's durable consumer (created before any client can publish)."""
+    streams = [f"{_API}.STREAM.{op}.{name}" for name in _STREAMS for op in ("INFO", "CREATE", "UPDATE")]
+    return [*streams, *_consumer(EVENTS_STREAM, INGEST_CONSUMER)[:4]]
+
+
+def _pulls(stream: str, durable: str) -> list[str]:
+    """A consumer loop (shared/bus/consumer.py): its durable, and the oldest unacknowledged
+    message of its stream (shared/bus/age.py)."""
+    return [*_consumer(stream, durable), f"{_API}.STREAM.MSG.GET.{stream}"]
+
+
+def _bucket(bucket: str, *, write: bool = True) -> list[str]:
+    """A KV bucket: open or create it, read and watch keys, and (``write``) put them."""
+    stream = f"KV_{bucket}"
+    api = [
+        f"{_API}.STREAM.INFO.{stream}",
+        f"{_API}.STREAM.CREATE.{stream}",
+        f"{_API}.STREAM.MSG.GET.{stream}",
+        f"{_API}.DIRECT.GET.{stream}",
+        f"{_API}.DIRECT.GET.{stream}.>",
+        f"{_API}.CONSUMER.CREATE.{stream}",
+        f"{_API}.CONSUMER.CREATE.{stream}.>",
+        f"{_API}.CONSUMER.DELETE.{stream}.>",
+    ]
+    return [*api, f"$KV.{bucket}.>"] if write else api
+
+
+def jetstream_api(service: str) -> list[str]:
+    """The ``$JS.API`` subjects (and KV puts) of one service: provisioning, its own consumers,
+    streams and buckets, never the whole API (no deleting or purging a stream, no reading
+    another service's stream or bucket)."""
+    own: dict[str, list[str]] = {
+        "ingest": [
+            *_pulls(EVENTS_STREAM, INGEST_CONSUMER),
+            *_bucket(ACTIVITY_BUCKET),
+            f"{_API}.STREAM.MSG.GET.{DLQ_STREAM}",  # admin.dlq.* list, show, replay, drop
+            f"{_API}.STREAM.MSG.DELETE.{DLQ_STREAM}",
+        ],
+        "extract": _pulls(JOBS_STREAM, EXTRACT_CONSUMER),
+        "embed": _pulls(JOBS_STREAM, EMBED_CONSUMER),
+        "retrieve": [
+            *_bucket(ACTIVITY_BUCKET),
+            *(f"{_API}.CONSUMER.INFO.{JOBS_STREAM}.{c}" for c in (EXTRACT_CONSUMER, EMBED_CONSUMER)),  # engine.status
+        ],
+        "sleep": [*_pulls(SLEEP_STREAM, SLEEP_CONSUMER), *_bucket(ACTIVITY_BUCKET, write=False)],
+        "gateway": [
+            *_bucket(API_KEYS_BUCKET, write=False),  # keys are written by the operator (memoryd keys)
+            *_bucket(KEY_LIMITS_BUCKET),
+            *(f"{_API}.CONSUMER.INFO.{name}.*" for name in _STREAMS),  # the Studio's lag per consumer
+        ],
+    }
+    return [*_provisioning(), *own[service]]
+
+
 CLIENT_RPC_OPS = ("retrieve", "inject", "memory.*", "health")
 #: bcrypt work factor of the hashes in auth.conf: nats-server checks one per connection
 #: (measured ~0.4 s at 11 on this 2-vCPU machine under load, half that at 10).
@@ -35,7 +123,8 @@ BCRYPT_COST = 10
 
 def _service(name: str, publish: list[str], subscribe: list[str]) -> dict[str, object]:
     return {
-        "publish": {"allow": [*_JS, f"{inbox_prefix(name)}.>", *publish]},  # own inbox: see service readiness sync
+        # own inbox: see service readiness sync
+        "publish": {"allow": [*jetstream_api(name), *_JS, f"{inbox_prefix(name)}.>", *publish]},
         "subscribe": {"allow": [f"{inbox_prefix(name)}.>", *_SERVICE_SUB, f"mem.v1.rpc.health.{name}", *subscribe]},
         "allow_responses": True,
     }
@@ -59,7 +148,6 @@ def role_permissions() -> dict[str, dict[str, object]]:
                 "mem.v1.jobs.extract",
                 "mem.v1.jobs.embed",
                 "mem.v1.activity.>",
-                "$KV.MEM_ACTIVITY.>",
                 "mem.v1.settings.changed",
                 # admin.dlq.replay republishes dead letters to their original subjects
                 "mem.v1.events.>",
@@ -79,7 +167,7 @@ def role_permissions() -> dict[str, dict[str, object]]:
         "embed": _service("embed", ["mem.v1.jobs.embed"], ["mem.v1.rpc.embed", "mem.v1.rpc.reindex"]),
         "retrieve": _service(
             "retrieve",
-            ["mem.v1.rpc.embed", "mem.v1.activity.>", "$KV.MEM_ACTIVITY.>"],
+            ["mem.v1.rpc.embed", "mem.v1.activity.>"],
             [
                 "mem.v1.rpc.retrieve",
                 "mem.v1.rpc.retrieve.*",

@@ -4,15 +4,18 @@ Keys live hashed in the NATS KV bucket ``MEM_API_KEYS`` (``shared/api_keys.py``)
 reach it with the operator's NATS URL (``--nats-url``, ``$MEMORYD_NATS_URL``, else
 ``<data-dir>/runtime.json`` of a running ``memoryd up``). ``create`` prints the key once, on
 stdout; only its hash is stored, with the key's limits (``--max-tokens-per-day`` ...).
-``memoryd mcp --owner O`` runs the MCP tools over stdio for one owner (an MCP host starts it),
-with the client credentials of ``memoryd up`` (client.json).
+``memoryd mcp --owner O`` runs the MCP tools over stdio for one owner (an MCP host starts it) as
+a NATS user bound to that owner (made on ``memoryd up`` the first time); its credentials reach
+the process through the environment or a file, never its argv.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -153,29 +156,82 @@ def revoke(key_id: str, nats_url: str | None, data_dir: str | None) -> int:
     return run(go())
 
 
-def mcp_args(data_dir_flag: str | None, nats_url: str | None) -> list[str]:
-    """How the stdio MCP process reaches NATS: the URL given, else ``memoryd up``'s client.json."""
-    from memoryd.credentials import URL_ENV, client_credentials_file
+def mcp_owner_user(owner: str) -> str:
+    """The owner-bound NATS user ``memoryd mcp`` makes for ``owner`` (a valid client name)."""
+    return "mcp-" + hashlib.sha256(owner.encode()).hexdigest()[:16]
 
-    url = nats_url or os.environ.get(URL_ENV)
-    if url:
-        return ["--nats-url", url]
-    path = client_credentials_file(data_dir(data_dir_flag))
-    if not path.exists():
-        raise ConfigError("MEMORYD_NATS_URL", f"not set, and no {path} (is `memoryd up` running?)")
-    return ["--credentials", str(path.resolve())]
+
+def ensure_owner_credentials(where: Path, owner: str) -> Path:
+    """The credentials file of an owner-bound user for ``owner`` on ``memoryd up`` in ``where``:
+    made (and the running nats-server reloaded) the first time, reused after. A ``memoryd up``
+    without NATS authorization has no users: then its ``client.json``."""
+    from memoryd.cli.commands_credentials import bound_client_file
+    from memoryd.credentials import ClientCredentials, client_credentials_file, read_file, split_url, write_file
+    from memoryd.local.nats import signal_reload
+    from memoryd.local.up import credentials_file, nats_dir, runtime_file, write_nats_auth
+    from memoryd.subjects import inbox_prefix
+    from shared.nats_auth import Credentials
+
+    user = mcp_owner_user(owner)
+    path = bound_client_file(where, user)
+    if not credentials_file(where).exists():  # NATS without authorization: nothing to bind a user to
+        if client_credentials_file(where).exists():
+            return client_credentials_file(where)
+        raise ConfigError("--data-dir", f"no credentials in {where} (is `memoryd up` running there?)")
+    try:
+        url = json.loads(runtime_file(where).read_text())["client_nats_url"]
+    except (OSError, KeyError, ValueError) as exc:
+        raise ConfigError("--data-dir", f"no running `memoryd up` in {where}: {exc}") from exc
+    creds = Credentials.load_or_create(credentials_file(where))
+    if path.exists() and creds.bound_owners.get(user) == [owner] and read_file(path).owners == [owner]:
+        return path
+    try:
+        password = creds.add_bound_client(user, [owner])
+    except ValueError as exc:
+        raise ConfigError("--owner", f"{exc}; pass --credentials of a user that may act for it") from exc
+    creds.save(credentials_file(where))
+    write_nats_auth(where, creds)
+    signal_reload(nats_dir(where))
+    bound = ClientCredentials(
+        url=split_url(url)[0], user=user, password=password, inbox_prefix=inbox_prefix(user), owners=[owner]
+    )
+    write_file(path, bound)
+    return path
+
+
+def mcp_environment(
+    owner: str, nats_url: str | None, credentials: str | None, data_dir_flag: str | None, env: dict[str, str]
+) -> dict[str, str]:
+    """The environment of the stdio MCP process: its NATS identity travels there (or in a file
+    it names), never in argv. Order: ``--credentials``, ``--nats-url``, ``$MEMORYD_NATS_CREDENTIALS``
+    or ``$MEMORYD_NATS_URL``, else an owner-bound user of ``memoryd up`` made for ``owner``."""
+    from memoryd.credentials import CREDENTIALS_ENV, URL_ENV
+
+    out = dict(env)
+    if credentials:
+        out.pop(URL_ENV, None)
+        out[CREDENTIALS_ENV] = str(Path(credentials).resolve())
+    elif nats_url:
+        out.pop(CREDENTIALS_ENV, None)
+        out[URL_ENV] = nats_url
+    elif not (env.get(CREDENTIALS_ENV) or env.get(URL_ENV)):
+        out[CREDENTIALS_ENV] = str(ensure_owner_credentials(data_dir(data_dir_flag), owner).resolve())
+    return out
 
 
 @click.command("mcp", context_settings=CONTEXT_SETTINGS)
 @click.option("--owner", required=True, metavar="OWNER", help="the owner whose memory the tools use")
+@click.option("--credentials", metavar="FILE", help="a credentials file (default: an owner-bound user made for OWNER)")
 @nats_options
-def mcp(owner: str, nats_url: str | None, data_dir: str | None) -> int:
+def mcp(owner: str, credentials: str | None, nats_url: str | None, data_dir: str | None) -> int:
     """Serve the MCP memory tools over stdio.
 
-    For MCP hosts (Claude Desktop, Cursor, ...): the tools act for --owner.
+    For MCP hosts (Claude Desktop, Cursor, ...): the tools act for --owner, as a NATS user
+    bound to that owner unless --credentials, --nats-url or the environment name another.
     """
-    argv = [sys.executable, "-m", "services.gateway.stdio", "--owner", owner, *mcp_args(data_dir, nats_url)]
-    os.execv(sys.executable, argv)
+    env = mcp_environment(owner, nats_url, credentials, data_dir, dict(os.environ))
+    argv = [sys.executable, "-m", "services.gateway.stdio", "--owner", owner]
+    os.execve(sys.executable, argv, env)
     return 0  # not reached
 
 

@@ -44,6 +44,20 @@ DASHBOARD = DEPLOY / "grafana" / "dashboards" / "memoryd.json"
 SERVICES = BACKEND_SERVICES
 #: A password per user of nats.conf, as the server's environment gives them.
 NATS_PASSWORDS = {password_variable(u): f"pw-{u}" for u in DEPLOY_USERS}
+#: Every secret docker-compose.yml requires (none has a default).
+COMPOSE_SECRETS = NATS_PASSWORDS | {
+    "POSTGRES_PASSWORD": "pw-postgres",
+    "GRAFANA_ADMIN_PASSWORD": "pw-grafana",
+    "NATS_ROUTE_PASSWORD": "pw-route",
+}
+ENV_EXAMPLE = ROOT / ".env.example"
+GEN_ENV = DEPLOY / "tools" / "gen-env.sh"
+CLUSTER_NODES = ("nats", "nats-2", "nats-3")
+#: What docker-compose.yml gives every node of the cluster profile for its routes.
+CLUSTER_ENV = {
+    "NATS_ROUTE_PASSWORD": "pw-route",
+    "NATS_ROUTES": json.dumps([f"nats-route://route:pw-route@{n}:6222" for n in CLUSTER_NODES]),
+}
 METRICS_PORT = 9100
 # Subjects no stream may capture: RPC requests (a stream would answer with a PubAck),
 # service discovery, reply inboxes and the core-NATS activity announcements.
@@ -199,8 +213,8 @@ def compose_model(*args: str) -> dict[str, Any]:
         timeout=60,
         check=False,
     )
-    assert missing.returncode != 0 and "NATS_" in missing.stderr, "no default NATS passwords"
-    env |= NATS_PASSWORDS
+    assert missing.returncode != 0 and "required variable" in missing.stderr, "no default secrets"
+    env |= COMPOSE_SECRETS
     out = subprocess.run(
         [*cmd, "-f", str(COMPOSE_FILE), *args, "config", "--format", "json"],
         cwd=ROOT,
@@ -234,7 +248,20 @@ def test_compose_validates_with_docker_compose() -> None:
     for name in (*SERVICES, "gateway"):  # each its own NATS user, with the password nats.conf expects
         assert services[name]["environment"]["MEMORYD_NATS_USER"] == name
         assert services[name]["environment"]["MEMORYD_NATS_PASSWORD"] == f"pw-{name}"
-    assert services["nats"]["environment"] == {**NATS_PASSWORDS, "SERVER_NAME": "nats-1"}
+    routes = json.loads(services["nats"]["environment"].pop("NATS_ROUTES"))
+    assert routes == [f"nats-route://route:pw-route@{node}:6222" for node in CLUSTER_NODES]
+    assert services["nats"]["environment"] == {
+        **NATS_PASSWORDS,
+        "NATS_ROUTE_PASSWORD": "pw-route",
+        "SERVER_NAME": "nats-1",
+    }
+    for name in SERVICES:  # the database password is the one PostgreSQL starts with
+        assert services[name]["environment"]["MEMORYD_PG_DSN"].startswith("postgresql://memoryd:pw-postgres@")
+    assert services["postgres"]["environment"]["POSTGRES_PASSWORD"] == "pw-postgres"
+    assert services["grafana"]["environment"]["GF_SECURITY_ADMIN_PASSWORD"] == "pw-grafana"
+    gateway = services["gateway"]["environment"]
+    assert not {"MEMORYD_PG_DSN", "MEMORYD_QDRANT_URL"} & set(gateway), "the gateway talks only NATS"
+    assert [p["target"] for p in services["nats"]["ports"]] == [4222], "monitoring is not published"
     assert services["migrate"]["depends_on"]["postgres"]["condition"] == "service_healthy"
 
 
@@ -259,8 +286,12 @@ def test_compose_cluster_profile_runs_three_nats_nodes_and_r3_streams() -> None:
         assert "healthcheck" in svc, node
     assert names == {"nats-1", "nats-2", "nats-3"}
     assert len(stores) == 3, "every node keeps its own JetStream store"
-    routes = re.findall(r"nats-route://([\w-]+):6222", CLUSTER_CONF.read_text(encoding="utf-8"))
-    assert sorted(routes) == sorted(nodes), "the routes name every node by its compose hostname"
+    for node in nodes:  # every node solicits every other by its compose hostname, as user `route`
+        routes = json.loads(services[node]["environment"]["NATS_ROUTES"])
+        assert routes == [f"nats-route://route:pw-route@{n}:6222" for n in nodes], node
+    text = CLUSTER_CONF.read_text(encoding="utf-8")
+    assert re.search(r"^\s*routes:\s*\$NATS_ROUTES\s*$", text, flags=re.M)
+    assert re.search(r"authorization \{\s*user: route\s*password: \$NATS_ROUTE_PASSWORD", text)
 
 
 def test_cluster_nats_conf_is_valid_for_nats_server() -> None:
@@ -269,7 +300,7 @@ def test_cluster_nats_conf_is_valid_for_nats_server() -> None:
             [nats_server_bin(), "-t", "-c", str(CLUSTER_CONF)],
             capture_output=True,
             text=True,
-            env={**os.environ, **NATS_PASSWORDS, "SERVER_NAME": node},
+            env={**os.environ, **NATS_PASSWORDS, **CLUSTER_ENV, "SERVER_NAME": node},
             timeout=30,
             check=False,
         )
@@ -277,6 +308,125 @@ def test_cluster_nats_conf_is_valid_for_nats_server() -> None:
     text = CLUSTER_CONF.read_text(encoding="utf-8")
     assert re.search(r"^\s*sync_interval:\s*always\s*$", text, flags=re.M)
     assert re.search(r"^server_name:\s*\$SERVER_NAME\s*$", text, flags=re.M)
+
+
+def test_every_secret_is_required_and_listed_in_env_example() -> None:
+    """Compose refuses to start without each secret (no default), names the one missing, and
+    .env.example lists every variable the compose file reads."""
+    text = COMPOSE_FILE.read_text(encoding="utf-8")
+    required = set(re.findall(r"\$\{(\w+):\?", text))
+    assert required == set(COMPOSE_SECRETS)
+    assert not re.search(r"\$\{\w*PASSWORD\w*:-", text), "a password with a default"
+    listed = set(re.findall(r"^#?\s*([A-Z][A-Z0-9_]*)=", ENV_EXAMPLE.read_text(encoding="utf-8"), flags=re.M))
+    assert set(re.findall(r"\$\{(\w+)", text)) <= listed
+    uncommented = set(re.findall(r"^([A-Z][A-Z0-9_]*)=", ENV_EXAMPLE.read_text(encoding="utf-8"), flags=re.M))
+    assert required <= uncommented
+    cmd = compose_command()
+    if cmd is None:
+        pytest.skip("Compose v2 not installed: bash deploy/tools/install-compose.sh")
+    base = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/root")}
+    for name in sorted(required):
+        env = base | {k: v for k, v in COMPOSE_SECRETS.items() if k != name}
+        out = subprocess.run(
+            [*cmd, "-f", str(COMPOSE_FILE), "--env-file", os.devnull, "config", "-q"],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert out.returncode != 0 and f"set {name}" in out.stderr, (name, out.stderr)
+
+
+def test_gen_env_writes_a_dot_env_compose_runs_with(tmp_path: Path) -> None:
+    """`deploy/tools/gen-env.sh PATH`: random, distinct, URL-safe secrets for every variable of
+    .env.example, mode 0600; compose needs nothing else; it never overwrites a file."""
+    target = tmp_path / ".env"
+    subprocess.run(["sh", str(GEN_ENV), str(target)], check=True, capture_output=True, timeout=30)
+    assert target.stat().st_mode & 0o777 == 0o600
+    values = dict(re.findall(r"^([A-Z][A-Z0-9_]*)=(.*)$", target.read_text(encoding="utf-8"), flags=re.M))
+    secrets = {k: v for k, v in values.items() if k.endswith("_PASSWORD")}
+    assert set(secrets) == set(COMPOSE_SECRETS)
+    assert all(re.fullmatch(r"[0-9a-f]{48}", v) for v in secrets.values()), secrets
+    assert len(set(secrets.values())) == len(secrets)
+    again = subprocess.run(["sh", str(GEN_ENV), str(target)], capture_output=True, text=True, timeout=30, check=False)
+    assert again.returncode != 0 and "exists" in again.stderr
+    assert dict(re.findall(r"^([A-Z][A-Z0-9_]*)=(.*)$", target.read_text(encoding="utf-8"), flags=re.M)) == values
+    cmd = compose_command()
+    if cmd is None:
+        pytest.skip("Compose v2 not installed: bash deploy/tools/install-compose.sh")
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/root")}
+    out = subprocess.run(
+        [*cmd, "-f", str(COMPOSE_FILE), "--env-file", str(target), "--profile", "tools", "config", "--format", "json"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    services = json.loads(out.stdout)["services"]
+    assert services["postgres"]["environment"]["POSTGRES_PASSWORD"] == secrets["POSTGRES_PASSWORD"]
+    assert services["ingest"]["environment"]["MEMORYD_NATS_PASSWORD"] == secrets["NATS_INGEST_PASSWORD"]
+    # the first API key without `docker compose exec`: a one-shot `keys` service, as the operator
+    keys = services["keys"]
+    assert keys["entrypoint"] == ["memoryd", "keys"] and keys["profiles"] == ["tools"]
+    assert keys["environment"]["MEMORYD_NATS_URL"] == f"nats://operator:{secrets['NATS_OPERATOR_PASSWORD']}@nats:4222"
+    assert "docker compose run --rm keys create --owner" in (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
+
+
+def start_cluster_node(
+    tmp: Path, name: str, route_port: int, routes: list[str], route_password: str
+) -> tuple[subprocess.Popen[bytes], int]:
+    """A nats-server started from deploy/nats/cluster/nats.conf on loopback ports; (process,
+    monitoring port)."""
+    port, http_port = free_port(), free_port()
+    text = CLUSTER_CONF.read_text(encoding="utf-8")
+    for pattern, repl in (
+        (r"^listen:.*$", f"listen: 127.0.0.1:{port}"),
+        (r"^http:.*$", f"http: 127.0.0.1:{http_port}"),
+        (r"^  listen: 0\.0\.0\.0:6222$", f"  listen: 127.0.0.1:{route_port}"),
+        (r"^(\s*)store_dir:.*$", rf'\g<1>store_dir: "{tmp / name}"'),
+    ):
+        text, n = re.subn(pattern, repl, text, count=1, flags=re.M)
+        assert n == 1, pattern
+    conf = tmp / f"{name}.conf"
+    conf.write_text(text, encoding="utf-8")
+    env = dict(os.environ) | NATS_PASSWORDS | {"SERVER_NAME": name, "NATS_ROUTE_PASSWORD": route_password}
+    env["NATS_ROUTES"] = json.dumps(routes)
+    proc = subprocess.Popen(
+        [nats_server_bin(), "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
+    return proc, http_port
+
+
+def routed_peers(http_port: int) -> set[str]:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/routez", timeout=2) as reply:
+            return {r.get("remote_name", "") for r in json.loads(reply.read())["routes"]}
+    except OSError:
+        return set()
+
+
+@pytest.mark.integration
+def test_cluster_routes_need_the_route_password(tmp_path: Path) -> None:
+    """Two nodes with the route password form a cluster; a server without it cannot join."""
+    procs = []
+    first_route, second_route = free_port(), free_port()
+    routes = [f"nats-route://route:pw-route@127.0.0.1:{p}" for p in (first_route, second_route)]
+    try:
+        first, first_http = start_cluster_node(tmp_path, "nats-1", first_route, routes, "pw-route")
+        second, _ = start_cluster_node(tmp_path, "nats-2", second_route, routes, "pw-route")
+        procs += [first, second]
+        for i, url in enumerate((f"nats-route://127.0.0.1:{first_route}", routes[0].replace("pw-route", "guess"))):
+            intruder, _ = start_cluster_node(tmp_path, f"intruder-{i}", free_port(), [url], "pw-other")
+            procs.append(intruder)
+        deadline = time.monotonic() + 15
+        while "nats-2" not in routed_peers(first_http) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert "nats-2" in routed_peers(first_http)
+        time.sleep(3)  # the intruders have retried their routes meanwhile
+        assert all(p.poll() is None for p in procs), "every server still runs"
+        assert routed_peers(first_http) == {"nats-2"}
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait(timeout=10)
 
 
 def test_compose_has_all_services_wired_to_nats_and_metrics() -> None:
@@ -481,7 +631,9 @@ def test_nats_conf_is_valid_for_nats_server() -> None:
     out = nats_server_check(NATS_CONF, NATS_PASSWORDS)
     assert out.returncode == 0, out.stderr + out.stdout
     text = NATS_CONF.read_text(encoding="utf-8")
-    assert re.search(r"^http:\s*\S*:8222\s*$", text, flags=re.M), "monitoring on 8222"
+    assert re.search(r"^http:\s*127\.0\.0\.1:8222\s*$", text, flags=re.M), "monitoring on loopback:8222"
+    cluster = CLUSTER_CONF.read_text(encoding="utf-8")
+    assert re.search(r"^http:\s*127\.0\.0\.1:8222\s*$", cluster, flags=re.M), "monitoring on loopback:8222"
     assert re.search(r"^jetstream\s*\{", text, flags=re.M)
     assert re.search(r"^\s*store_dir:", text, flags=re.M)
 
@@ -512,6 +664,9 @@ def test_helm_cluster_values_carry_the_same_users_with_passwords_from_the_secret
     committed = deploy_nats.HELM_VALUES.read_text(encoding="utf-8")
     assert committed == deploy_nats.render_helm_values(committed), "stale nats-values.yaml: run `make nats-conf`"
     values = yaml.safe_load(committed)
+    routes = values["config"]["cluster"]["routeURLs"]
+    assert routes == {"user": "route"}, "routes authenticate; the password is given at install, never committed"
+    assert "--set config.cluster.routeURLs.password=" in committed
     users = values["config"]["merge"]["authorization"]["users"]
     assert [(u["user"], u["permissions"]) for u in users] == deploy_permissions()
     assert [u["password"] for u in users] == [f"<< ${password_variable(u)} >>" for u in DEPLOY_USERS]
@@ -807,6 +962,62 @@ def test_k8s_manifests_parse_and_are_complete() -> None:
 
     pm = by_kind("PodMonitor")["memoryd"]
     assert pm["spec"]["podMetricsEndpoints"][0]["port"] == "metrics"
+
+
+def test_the_gateway_gets_no_database_credentials() -> None:
+    dep = by_kind("Deployment")["memoryd-gateway"]
+    (container,) = dep["spec"]["template"]["spec"]["containers"]
+    refs = {next(iter(r.values()))["name"] for r in container["envFrom"]}
+    assert refs == {"memoryd-config"}, "memoryd-secrets holds the DSN: the gateway talks only NATS"
+    assert "MEMORYD_PG_DSN" not in by_kind("ConfigMap")["memoryd-config"]["data"]
+    assert not [e for e in container["env"] if "PG" in e["name"]]
+
+
+def policy_ports(rules: list[dict[str, Any]]) -> set[int]:
+    return {p["port"] for rule in rules for p in rule.get("ports", [])}
+
+
+def policy_peers(rules: list[dict[str, Any]], port: int) -> list[dict[str, Any]]:
+    return [peer for rule in rules if port in policy_ports([rule]) for peer in rule.get("to", rule.get("from", []))]
+
+
+def test_every_pod_has_a_network_policy_of_least_reach() -> None:
+    """Default deny; each service reaches NATS (and DNS), the backend services PostgreSQL and
+    Qdrant, the gateway and the LLM users 443; only the gateway takes connections besides the
+    metrics scrape; the migrate Job reaches only PostgreSQL."""
+    policies = by_kind("NetworkPolicy")
+    deny = policies["memoryd-default-deny"]["spec"]
+    assert deny["podSelector"] == {"matchLabels": {"app.kubernetes.io/name": "memoryd"}}
+    assert set(deny["policyTypes"]) == {"Ingress", "Egress"}
+    assert "ingress" not in deny and "egress" not in deny
+    deployments = by_kind("Deployment")
+    namespace = "kubernetes.io/metadata.name"
+    for name in (*SERVICES, "gateway"):
+        spec = policies[f"memoryd-{name}"]["spec"]
+        pod = deployments[f"memoryd-{name}"]["spec"]["template"]["metadata"]["labels"]
+        assert spec["podSelector"]["matchLabels"].items() <= pod.items(), name
+        assert spec["podSelector"]["matchLabels"]["app.kubernetes.io/component"] == name
+        assert set(spec["policyTypes"]) == {"Ingress", "Egress"}, name
+        egress = spec["egress"]
+        expected = {53, 4222} | ({5432, 6333, 6334} if name != "gateway" else set())
+        expected |= {443} if name in ("extract", "sleep", "gateway") else set()
+        assert policy_ports(egress) == expected, name
+        assert policy_peers(egress, 4222) == [  # the `nats` namespace, or the NATS chart's pods here
+            {"namespaceSelector": {"matchLabels": {namespace: "nats"}}},
+            {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "nats"}}},
+        ], name
+        if name != "gateway":
+            assert [p["namespaceSelector"]["matchLabels"][namespace] for p in policy_peers(egress, 5432)] == [
+                "postgres"
+            ]
+        ingress = spec["ingress"]
+        assert policy_ports(ingress) == ({8420, METRICS_PORT} if name == "gateway" else {METRICS_PORT}), name
+        for peer in policy_peers(ingress, METRICS_PORT):
+            assert peer["namespaceSelector"]["matchLabels"][namespace] == "monitoring"
+    migrate = policies["memoryd-migrate"]["spec"]
+    job_pod = by_kind("Job")["memoryd-migrate"]["spec"]["template"]["metadata"]["labels"]
+    assert migrate["podSelector"]["matchLabels"].items() <= job_pod.items()
+    assert policy_ports(migrate["egress"]) == {53, 5432} and not migrate.get("ingress")
 
 
 def test_kustomization_lists_every_manifest() -> None:

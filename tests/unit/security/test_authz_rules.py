@@ -84,14 +84,18 @@ def test_no_role_but_the_operator_reads_other_users_inboxes_or_events() -> None:
 
 def test_each_service_can_do_its_job() -> None:
     """What the pipeline needs, in the matrix: ingest and extract queue embed jobs, ingest and the
-    gateway take chat events, every service uses the JetStream API."""
+    gateway take chat events, every service provisions the streams, but none has the whole
+    JetStream API and only ingest reads the chat events' stream."""
     allowed = {(c.action, c.subject, r) for c, row in authz.matrix() for r, o in row.items() if o == Outcome.ALLOW}
     for role in ("ingest", "extract", "embed", "sleep"):
         assert ("publish", "mem.v1.jobs.embed", role) in allowed
     assert ("publish", "mem.v1.jobs.extract", "ingest") in allowed
     assert ("publish", "mem.v1.events.chat", "gateway") in allowed
     for role in SERVICE_ROLES:
-        assert ("request", "$JS.API.INFO", role) in allowed
+        assert ("request", "$JS.API.STREAM.INFO.MEM_EVENTS", role) in allowed
+        assert ("request", "$JS.API.INFO", role) not in allowed
+    readers = {r for a, subject, r in allowed if subject == "$JS.API.STREAM.MSG.GET.MEM_EVENTS"}
+    assert readers == {"operator", "ingest"}
 
 
 def test_security_md_is_current() -> None:
