@@ -5,7 +5,7 @@ BIN    := $(abspath $(VENV))/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: chromium prometheus node studio-screenshots run test lint check chaos chaos-cluster fuzz bench bench-embed bench-quality bench-paraphrase bench-dense-context bench-latency bench-ingest bench-sleep bench-gateway bench-tracing bench-peers bench-docs schemas openapi config-docs deletion-audit authz security-docs nats-conf clean
+.PHONY: chromium prometheus node studio-screenshots run test lint check chaos chaos-cluster fuzz bench bench-embed bench-quality bench-paraphrase bench-dense-context bench-latency bench-ingest bench-sleep bench-gateway bench-tracing bench-peers bench-docs schemas openapi config-docs deletion-audit authz hostile security-docs nats-conf clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -103,6 +103,10 @@ deletion-audit: $(STAMP)  ## delete after every kind of derived processing, then
 authz: $(STAMP)  ## every role x every subject on nats-server with auth on (report: bench-results/authz.json)
 	mkdir -p bench-results && MEMORYD_AUTHZ_REPORT=bench-results/authz.json \
 		$(BIN)/python -m pytest -q -p no:cacheprovider tests/integration/security/test_authz_matrix.py
+
+hostile: $(STAMP)  ## one hostile-input table through NATS, REST, MCP (HTTP and stdio) and the proxy (report: bench-results/hostile.json)
+	mkdir -p bench-results && MEMORYD_HOSTILE_REPORT=bench-results/hostile.json \
+		$(BIN)/python -m pytest -q -p no:cacheprovider tests/integration/security/test_hostile_doors.py
 
 security-docs: $(STAMP)  ## regenerate the matrix and results of docs/security.md (shared/authz.py, bench-results)
 	$(BIN)/python -m services.security_docs

@@ -29,7 +29,7 @@ from nats.aio.client import Client
 
 from memoryd import tracing
 from memoryd.access import Access, PermissionWatch
-from memoryd.codec import decode, encode, validation_failed
+from memoryd.codec import decode, encode, nul_path, validation_failed
 from memoryd.connect import NatsEndpoint, connect
 from memoryd.credentials import Role, resolve
 from memoryd.errors import DependencyDown, TooLarge, ValidationFailed
@@ -209,6 +209,9 @@ class MemoryClient:
         if len(data) > MAX_PAYLOAD_BYTES:
             raise TooLarge(f"chat event is {len(data)} bytes; the limit is {MAX_PAYLOAD_BYTES}")
         decode(data, ChatEvent)  # the service's own validation, before anything is sent
+        found = nul_path(msgspec.json.decode(data))
+        if found:  # ingest would dead-letter the event after the publish was acknowledged: say so now
+            raise ValidationFailed.at(found, "text contains a NUL character (U+0000)")
 
         async def send(subject: str) -> None:
             attributes = {"messaging.system": "nats", "messaging.destination.name": subject, "memoryd.owner": owner}

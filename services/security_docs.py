@@ -5,6 +5,7 @@
 
 - ``matrix``: the table of ``shared.authz`` (every role x every case, derived from the role
   definitions in ``shared.nats_auth``), with its size;
+- ``hostile``: the hostile-input table, case x door (``hostile.json`` from ``make hostile``);
 - ``results``: one paragraph per results file of ``SOURCES`` that exists under
   ``bench-results/`` (``authz.json`` from ``make authz``, ``fuzz.json`` from ``make fuzz``,
   ``deletion-audit.json``, ...). A source without its own renderer here is rendered from its
@@ -63,6 +64,29 @@ def render_fuzz(r: Report) -> str:
     )
 
 
+def render_hostile(r: Report) -> str:
+    return (
+        f"- **Hostile input** (`make hostile`): {len(r['cases'])} cases through {len(r['doors'])} doors, "
+        f"{r['tried']} tried (the rest have no way to be said on that door); {r['mismatches']} differ from "
+        "the expected typed refusal or kept write."
+    )
+
+
+def render_hostile_table(results: Path) -> str:
+    """Case x door -> what the door answered (``hostile.json``), or a note that none is saved."""
+    path = results / "hostile.json"
+    if not path.exists():
+        return "No results saved yet (`make hostile`).\n"
+    r = json.loads(path.read_text(encoding="utf-8"))
+    doors = r["doors"]
+    lines = ["| case | group | " + " | ".join(doors) + " |", "|---|---|" + "---|" * len(doors)]
+    for case in r["cases"]:
+        cells = [r["results"].get(door, {}).get(case["name"], "") for door in doors]
+        shown = ["—" if c == "n/a" else f"`{c}`" for c in cells]
+        lines.append(f"| {case['name']} | {case['group']} | " + " | ".join(shown) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def render_other(r: Report) -> str:
     return f"- {r['summary']}" if "summary" in r else str(r["markdown"]).rstrip()
 
@@ -71,6 +95,7 @@ def render_other(r: Report) -> str:
 SOURCES: dict[str, Callable[[Report], str]] = {
     "authz": render_authz,
     "fuzz": render_fuzz,
+    "hostile": render_hostile,
     "deletion-audit": render_other,
 }
 
@@ -94,6 +119,7 @@ def replace_region(text: str, name: str, body: str) -> str:
 def render(text: str, results: Path = RESULTS) -> str:
     """``text`` (the document) with every generated region rewritten."""
     text = replace_region(text, "matrix", render_matrix())
+    text = replace_region(text, "hostile", render_hostile_table(results))
     return replace_region(text, "results", render_results(results))
 
 

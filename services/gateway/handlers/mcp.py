@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
+import pydantic
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -35,9 +36,25 @@ def _plain(value: Any) -> dict[str, Any]:
     return out
 
 
+class _Server(MCPServer):
+    """``MCPServer`` whose refusals of a tool's arguments (the SDK checks them against the tool's
+    signature before the tool runs) name their code, ``validation``, like every other refusal."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, pydantic.ValidationError) or not cause.errors():
+                raise
+            first = cause.errors()[0]
+            where = "$." + ".".join(str(step) for step in first["loc"])
+            raise ToolError(f"Error executing tool {name}: validation: {first['msg']} - at `{where}`") from cause
+
+
 def build_mcp(call: Call, owner_of: OwnerOf) -> MCPServer:
     """An ``MCPServer`` whose tools call memoryd's RPCs for the owner ``owner_of`` names."""
-    mcp = MCPServer(name="memoryd", instructions=INSTRUCTIONS)
+    mcp = _Server(name="memoryd", instructions=INSTRUCTIONS)
 
     async def run(ctx: Context, op: str, make: Callable[[str], Any]) -> dict[str, Any]:
         try:

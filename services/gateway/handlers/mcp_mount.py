@@ -17,9 +17,11 @@ from typing import Any
 
 from starlette.requests import Request
 
+from memoryd.errors import TooLarge
+
 from ..context import Gateway
 from ..logic.auth import Unauthorized, acting_owner
-from .common import authenticate, named_owners, problem_response
+from .common import authenticate, named_owners, problem_response, read_body
 
 Asgi = Callable[[Any, Any, Any], Awaitable[None]]
 
@@ -46,6 +48,20 @@ def mcp_owner_of(gw: Gateway) -> Callable[[Any], Awaitable[str]]:
     return owner_of
 
 
+def _replay(body: bytes, receive: Any) -> Any:
+    """An ASGI ``receive`` that gives ``body`` once, then what the connection sends (its disconnect)."""
+    given = False
+
+    async def replay() -> Any:
+        nonlocal given
+        if given:
+            return await receive()
+        given = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay
+
+
 class LazyMcp:
     """The ``/mcp`` endpoint: API key checked first, the MCP transport built on first use."""
 
@@ -62,6 +78,13 @@ class LazyMcp:
         except Unauthorized as exc:
             await problem_response(exc)(scope, receive, send)
             return
+        if scope.get("method") == "POST":  # the body under the gateway's limit, as on every route
+            try:
+                body = await read_body(self.gw, Request(scope, receive))
+            except TooLarge as exc:
+                await problem_response(exc)(scope, receive, send)
+                return
+            receive = _replay(body, receive)
         inner = self._inner or await self._start()
         await inner(scope, receive, send)
 

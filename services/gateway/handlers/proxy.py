@@ -29,7 +29,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Message, Receive, Scope, Send
 
 from memoryd.errors import BudgetExceeded, DependencyDown, ValidationFailed
-from memoryd.schemas.base import MAX_QUERY_CHARS
+from memoryd.schemas.base import MAX_QUERY_CHARS, SessionId
 from memoryd.schemas.events import ChatEvent, ChatMessage
 from memoryd.schemas.retrieval import InjectRequest, InjectResult
 from memoryd.subjects import NO_MEMORY_HEADER
@@ -110,6 +110,18 @@ class Exchange(msgspec.Struct, kw_only=True):
     injected: int = 0
 
 
+def header_session(request: Request) -> str | None:
+    """The session the ``x-memory-session`` header names; ``ValidationFailed`` before anything is
+    forwarded when no event could carry it (the exchange would be answered and then not remembered)."""
+    value = request.headers.get(SESSION_HEADER) or None
+    if value is not None:
+        try:
+            msgspec.convert(value, SessionId)
+        except msgspec.ValidationError as exc:
+            raise ValidationFailed(f"the {SESSION_HEADER} header: {exc}") from exc
+    return value
+
+
 def open_exchange(key: ApiKeyRecord, request: Request, messages: list[Any], model: Any) -> Exchange:
     """The exchange a proxied call starts: the owner from the key, session, provider and opt-out from headers."""
     owner = acting_owner(key.role, key.owner, named_owners(request), required=True)
@@ -117,7 +129,7 @@ def open_exchange(key: ApiKeyRecord, request: Request, messages: list[Any], mode
     skip = truthy(request.headers.get(NO_MEMORY_HEADER))
     return Exchange(
         owner=owner,
-        session_id=request.headers.get(SESSION_HEADER) or None,
+        session_id=header_session(request),
         provider=request.headers.get(PROVIDER_HEADER) or None,
         model=model if isinstance(model, str) else None,
         messages=messages,

@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from memoryd import tracing
-from memoryd.codec import decode, encode
+from memoryd.codec import decode, encode, nul_path
 from memoryd.errors import DependencyDown, Forbidden, MemorydError, ValidationFailed
 from memoryd.schemas import HEALTH_OP
 from memoryd.schemas.events import ChatEvent
@@ -24,7 +24,6 @@ from memoryd.subjects import CHAT_EVENTS, MSG_ID_HEADER, chat_msg_id, rpc_subjec
 from shared.nats_auth import SERVICE_ROLES
 
 from ..context import Gateway
-from ..logic.chat import nul_path
 from ..routes import BY_NAME, NDJSON
 from ..schemas import ChatPublishRequest, ChatPublishResult, ServicesHealth, SleepReceiptsResult
 from .common import Endpoint, authenticate, guarded, json_response

@@ -69,21 +69,6 @@ def turns(messages: Sequence[Any], reply: str | None = None) -> list[ChatMessage
     return out[-MAX_MESSAGES_PER_EVENT:]
 
 
-def nul_path(value: Any, path: str = "$") -> str | None:
-    """The path of the first string (or key) in ``value`` holding U+0000, which storage refuses."""
-    if isinstance(value, str):
-        return path if "\x00" in value else None
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    for key, item in items:
-        where = f"{path}.{key}" if isinstance(key, str) else f"{path}[{key}]"
-        if isinstance(key, str) and "\x00" in key:
-            return where
-        found = nul_path(item, where)
-        if found:
-            return found
-    return None
-
-
 def apply_memory(messages: Sequence[Any], context: str, placement: str) -> list[Any]:
     """``messages`` with the memory block placed as the retrieve service decided; input unchanged."""
     out = list(messages)

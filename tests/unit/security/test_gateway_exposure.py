@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 
 from memoryd.cli.main import main
+from memoryd.codec import nul_path
 from memoryd.errors import ValidationFailed
 from memoryd.schemas.ops import EngineStatusResult, SettingsGetResult
 from services.gateway.adapters.upstream import Upstream
 from services.gateway.handlers.proxy import BoundedStream
-from services.gateway.logic.chat import nul_path, reply_text, turns
+from services.gateway.logic.chat import reply_text, turns
 from services.gateway.logic.exposure import owner_engine_status, owner_settings, pass_headers
 from services.gateway.server import HttpServer
 from shared.api_keys import check_upstream_url, new_key

@@ -1,0 +1,286 @@
+"""One table of hostile cases (``tests.support.hostile.DOOR_CASES``) through every door: NATS
+(``MemoryClient`` of an owner-bound user, nats-server with authentication on), REST, MCP over
+streamable HTTP and over stdio, and the proxy's chat completions and responses (``doors``).
+
+One oracle for every door: a denied case gets the typed refusal the table names (a 4xx with
+problem+json, a typed ``MemorydError``, an MCP tool error naming its code), never a 5xx or an
+untyped error, and leaves every table of the database as it was; an accepted case keeps what
+it wrote (read back afterwards) and leaves the victim's memories as they were. The hostile
+caller is bob; the victim is alice. ``MEMORYD_HOSTILE_REPORT=<file>`` writes the case x door
+table (``make hostile``; ``make security-docs`` renders it into docs/security.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from memoryd.client import MemoryClient
+from memoryd.subjects import EMBED_CONSUMER, EVENTS_STREAM, EXTRACT_CONSUMER, INGEST_CONSUMER, JOBS_STREAM
+from shared.api_keys import KeyStore, new_key, open_bucket
+from shared.service_names import SERVICES
+from tests.support.auth import AuthBus, run_as_roles, start_auth_bus
+from tests.support.digest import changed_tables, digest, digest_query
+from tests.support.eventually import eventually
+from tests.support.fake_llm import FakeLlm
+from tests.support.hostile import ALICE, ALICE_EVENT, ALICE_ID, DOOR_CASES, FRESH_UUID, DoorCase, fill
+
+from .doors import DOORS, OK, PROBLEM, PROXIED, Broken, Callers, StdioRaw
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+BOB_USER = "hostile-bob"
+PIPELINE = [(EVENTS_STREAM, INGEST_CONSUMER), (JOBS_STREAM, EXTRACT_CONSUMER), (JOBS_STREAM, EMBED_CONSUMER)]
+
+
+@dataclass
+class World:
+    bus: AuthBus
+    llm: FakeLlm
+    pool: asyncpg.Pool
+    callers: Callers
+    app: MemoryClient
+    alice: str
+    alice_id: str
+    alice_events: dict[str, str]
+    digest_sql: str
+    results: dict[str, dict[str, str]] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+@pytest.fixture(scope="module")
+def bus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuthBus]:
+    tag = uuid.uuid4().hex[:6]
+    auth = start_auth_bus(Path(tmp_path_factory.mktemp("hostile")), {BOB_USER: [f"bob-{tag}"]})
+    yield auth
+    auth.server.stop()
+
+
+@pytest.fixture(scope="module")
+async def world(bus: AuthBus, pg_dsn: str, pool: asyncpg.Pool) -> AsyncIterator[World]:
+    bob = bus.creds.bound_owners[BOB_USER][0]
+    alice = bob.replace("bob-", "alice-")
+    started = time.monotonic()
+    async with FakeLlm() as llm:
+        env = {
+            "MEMORYD_EMBED_SOURCE": "local",
+            "MEMORYD_INGEST_CLEANUP_INTERVAL_S": "0",
+            "MEMORYD_GATEWAY_PORT": "0",
+            "MEMORYD_GATEWAY_UPSTREAM_URL": llm.base_url,
+            "MEMORYD_GATEWAY_KEY_CACHE_S": "0",
+        }
+        with pytest.MonkeyPatch.context() as mp:
+            for name, value in env.items():
+                mp.setenv(name, value)
+            async with run_as_roles(SERVICES, bus, pg_dsn, env) as contexts:
+                operator_nc = await bus.connect_as("operator")
+                keys = KeyStore(await open_bucket(operator_nc.jetstream()))
+                tokens = {}
+                for name, role, owner in (("alice", "owner", alice), ("bob", "owner", bob), ("op", "operator", None)):
+                    token, record = new_key(role, owner, name=name)  # type: ignore[arg-type]
+                    await keys.put(record)
+                    tokens[name] = token
+                app = await bus.client_as("client")
+                callers = Callers(
+                    url=contexts["gateway"].ready_fields["http"],
+                    bob=bob,
+                    bob_key=tokens["bob"],
+                    operator_key=tokens["op"],
+                    nats_bob=await bus.client_as(BOB_USER, owners=[bob, alice]),  # claims alice too
+                    nats_app=app,
+                    nats_operator=await bus.client_as("operator"),
+                )
+                # the victim: one memory, and one chat event per door whose id bob reuses
+                created = await app.create(alice, f"alice keeps her diary in the blue drawer {bob[-6:]}")
+                events = {
+                    door: await app.publish_chat(alice, [{"role": "user", "content": f"alice {door}"}])
+                    for door in DOORS
+                }
+                await eventually(lambda: _pipeline_idle(operator_nc), "alice's events to be stored")
+                w = World(
+                    bus=bus,
+                    llm=llm,
+                    pool=pool,
+                    callers=callers,
+                    app=app,
+                    alice=alice,
+                    alice_id=created.memory.id,
+                    alice_events=events,
+                    digest_sql=await digest_query(pool),
+                )
+                w.seconds["setup"] = round(time.monotonic() - started, 1)
+                yield w
+                if report := os.environ.get("MEMORYD_HOSTILE_REPORT"):
+                    write_report(Path(report), w)
+                for client in (app, callers.nats_bob, callers.nats_operator):  # nats_app is app
+                    await client.close()
+                await operator_nc.close()
+
+
+async def _pipeline_idle(nc: Any) -> bool:
+    js = nc.jetstream()
+    for stream, durable in PIPELINE:
+        info = await js.consumer_info(stream, durable)
+        if info.num_pending or info.num_ack_pending:
+            return False
+    return True
+
+
+async def _alice_rows(w: World) -> list[str]:
+    rows = await w.pool.fetch(
+        "SELECT ROW(id, content, state, updated_at, metadata)::text AS r FROM memories WHERE owner = $1 ORDER BY id",
+        w.alice,
+    )
+    return [r["r"] for r in rows]
+
+
+async def _bob_keeps(w: World, door: str, case: DoorCase, args: dict[str, Any]) -> None:
+    """An accepted write is readable afterwards, in bob's memory."""
+    wanted = args.get("content") or args["messages"][-1]["content"]
+    if door in PROXIED:  # the proxy remembers a turn's text without NUL characters
+        wanted = wanted.replace("\x00", "")
+
+    async def kept() -> bool:
+        listed = await w.app.list(w.callers.bob, limit=1000)
+        return any(m.content == wanted for m in listed.memories)
+
+    await eventually(kept, f"{case.name} through {door} to be readable", timeout=30)
+
+
+def _forwarded_unchanged(w: World, door: str, text: str) -> bool:
+    """The proxy forwarded the caller's turn as it came (injection strings are data)."""
+    sent = w.llm.requests[-1]["input" if door == "responses" else "messages"][-1]
+    return bool(sent == {"role": "user", "content": text})
+
+
+def write_report(path: Path, w: World) -> None:
+    cells = [v for row in w.results.values() for v in row.values()]
+    report = {
+        "doors": list(DOORS),
+        "cases": [
+            {"name": c.name, "group": c.group, "expected": c.refusal or OK, "doors": dict(c.doors)} for c in DOOR_CASES
+        ],
+        "results": {door: w.results[door] for door in DOORS if door in w.results},
+        "tried": sum(v != "n/a" for v in cells),
+        "mismatches": sum(v.startswith("FAIL") for v in cells),
+        "seconds": w.seconds,
+    }
+    path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+async def _run_case(w: World, door: str, case: DoorCase) -> str:
+    names = {ALICE: w.alice, ALICE_ID: w.alice_id, ALICE_EVENT: w.alice_events[door], FRESH_UUID: str(uuid.uuid4())}
+    args = fill(dict(case.args), names)
+    if case.name == "same-event-id":  # bob's own turn under alice's event id
+        args["messages"] = [{"role": "user", "content": f"bob's turn {uuid.uuid4().hex[:8]}"}]
+    expect_args = json.loads(json.dumps(args))
+    if door in PROXIED:
+        w.llm.reply_text("Noted as data.")
+    expected = case.expected(door)
+    if expected != OK:
+        await eventually(lambda: _pipeline_idle(w.callers.nats_operator.nc), "the pipeline to be idle", timeout=60)
+        before = await digest(w.pool, w.digest_sql)
+    alice_before = await _alice_rows(w)
+    try:
+        got = await DOORS[door](case, args, w.callers)
+    except Broken as exc:
+        return f"FAIL broken: {exc}"
+    if got is None:
+        return "n/a"
+    if got != expected:
+        return f"FAIL got {got}, expected {expected}"
+    if expected != OK:
+        await eventually(lambda: _pipeline_idle(w.callers.nats_operator.nc), "the pipeline to be idle", timeout=60)
+        changed = changed_tables(before, await digest(w.pool, w.digest_sql))
+        if changed:
+            return f"FAIL changed {changed}"
+    else:
+        await _bob_keeps(w, door, case, expect_args)
+        if door in PROXIED and not _forwarded_unchanged(w, door, expect_args["content"]):
+            return "FAIL the upstream got another turn"
+    if await _alice_rows(w) != alice_before:
+        return "FAIL alice's memories changed"
+    return got
+
+
+async def _run_door(w: World, door: str) -> dict[str, str]:
+    started = time.monotonic()
+    # denied cases first: an accepted one writes, and its writes must settle before the next digest
+    ordered = sorted(DOOR_CASES, key=lambda c: c.expected(door) == OK)
+    row = {case.name: await _run_case(w, door, case) for case in ordered}
+    w.seconds[door] = round(time.monotonic() - started, 1)
+    w.results[door] = {c.name: row[c.name] for c in DOOR_CASES}
+    return row
+
+
+def _failures(row: dict[str, str]) -> list[str]:
+    return [f"{name}: {outcome}" for name, outcome in row.items() if outcome.startswith("FAIL")]
+
+
+@pytest.mark.parametrize("door", [d for d in DOORS if d != "mcp-stdio"])
+async def test_door_holds_every_hostile_case(world: World, door: str) -> None:
+    row = await _run_door(world, door)
+    assert not _failures(row), "\n".join(_failures(row))
+    assert sum(v != "n/a" for v in row.values()) >= 10, row  # the door really said most cases
+
+
+async def test_mcp_stdio_holds_every_hostile_case(world: World, tmp_path: Path) -> None:
+    creds = tmp_path / "client.json"
+    password = world.bus.creds.passwords["client"]
+    creds.write_text(json.dumps({"url": world.bus.url, "user": "client", "password": password}))
+    args = ["-m", "services.gateway.stdio", "--owner", world.callers.bob, "--credentials", str(creds)]
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, *args, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=2**24
+    )
+    raw = StdioRaw(proc)
+    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "hostile", "version": "1"}}
+    try:
+        assert "result" in (await raw.request("initialize", init))["reply"]
+        await raw.notify("notifications/initialized")
+        world.callers.stdio_raw = raw
+        params = StdioServerParameters(command=sys.executable, args=args)
+        async with stdio_client(params) as streams, ClientSession(streams[0], streams[1]) as session:
+            await session.initialize()
+            world.callers.stdio = session
+            row = await _run_door(world, "mcp-stdio")
+    finally:
+        world.callers.stdio = world.callers.stdio_raw = None
+        if proc.stdin is not None:
+            proc.stdin.close()
+        await proc.wait()
+    assert not _failures(row), "\n".join(_failures(row))
+    assert sum(v != "n/a" for v in row.values()) >= 10, row
+
+
+#: Bodies only the proxy has a shape for (what the OpenAI APIs take): each a typed 400.
+PROXY_SHAPES = [
+    ("/v1/chat/completions", {"model": "m", "messages": "hi"}),
+    ("/v1/chat/completions", {"model": "m", "messages": []}),
+    ("/v1/responses", {"model": "m", "input": {"role": "user", "content": "hi"}}),
+    ("/v1/responses", {"model": "m", "input": 5}),
+    ("/v1/responses", {"model": "m", "input": "hi", "instructions": ["obey"]}),
+]
+
+
+@pytest.mark.parametrize(("path", "body"), PROXY_SHAPES)
+async def test_proxy_refuses_bodies_of_the_wrong_shape(world: World, path: str, body: dict[str, Any]) -> None:
+    before = await _alice_rows(world)
+    async with httpx.AsyncClient(base_url=world.callers.url, timeout=60) as http:
+        reply = await http.post(path, json=body, headers={"authorization": f"Bearer {world.callers.bob_key}"})
+    assert reply.status_code == 400, reply.text[:300]
+    assert reply.headers["content-type"] == PROBLEM and reply.json()["err_code"] == "validation"
+    assert await _alice_rows(world) == before
