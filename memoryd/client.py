@@ -29,7 +29,7 @@ from nats.aio.client import Client
 
 from memoryd import tracing
 from memoryd.access import Access, PermissionWatch
-from memoryd.codec import decode, encode, nul_path, validation_failed
+from memoryd.codec import decode, encode, validation_failed
 from memoryd.connect import NatsEndpoint, connect
 from memoryd.credentials import Role, resolve
 from memoryd.errors import DependencyDown, TooLarge, ValidationFailed
@@ -70,6 +70,7 @@ from memoryd.schemas.ops import (
     SummarizeResult,
 )
 from memoryd.schemas.retrieval import InjectRequest, InjectResult, RetrieveRequest, RetrieveResult
+from memoryd.schemas.text import nul_path
 from memoryd.subjects import MSG_ID_HEADER, chat_msg_id, rpc_subject
 
 #: Imports are sent in requests of at most this many bytes of lines (well under the payload limit).

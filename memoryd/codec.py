@@ -68,22 +68,6 @@ def decode(data: bytes | str, tp: type[T], *, max_bytes: int = MAX_PAYLOAD_BYTES
         raise ValidationFailed(f"undecodable payload: {type(exc).__name__}") from exc
 
 
-def nul_path(value: Any, path: str = "$") -> str | None:
-    """The path of the first string (or key) in ``value`` (decoded JSON) holding U+0000, which
-    storage refuses: every door checks it before it accepts a message."""
-    if isinstance(value, str):
-        return path if "\x00" in value else None
-    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    for key, item in items:
-        where = f"{path}.{key}" if isinstance(key, str) else f"{path}[{key}]"
-        if isinstance(key, str) and "\x00" in key:
-            return where
-        found = nul_path(item, where)
-        if found:
-            return found
-    return None
-
-
 def decode_reply(data: bytes, result: type[T]) -> T | RpcError:
     """Decode an RPC reply as ``result | RpcError``."""
     return _decoder(result | RpcError).decode(data)

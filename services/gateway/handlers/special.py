@@ -14,12 +14,13 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from memoryd import tracing
-from memoryd.codec import decode, encode, nul_path
+from memoryd.codec import decode, encode
 from memoryd.errors import DependencyDown, Forbidden, MemorydError, ValidationFailed
 from memoryd.schemas import HEALTH_OP
 from memoryd.schemas.events import ChatEvent
 from memoryd.schemas.memory import MemoryExportRequest, MemoryExportResult
 from memoryd.schemas.ops import HealthRequest, HealthResult, SleepStatusRequest, SleepStatusResult
+from memoryd.schemas.text import nul_path
 from memoryd.subjects import CHAT_EVENTS, MSG_ID_HEADER, chat_msg_id, rpc_subject
 from shared.nats_auth import SERVICE_ROLES
 

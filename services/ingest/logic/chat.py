@@ -19,6 +19,7 @@ import msgspec
 from memoryd.errors import Forbidden, TooLarge, ValidationFailed
 from memoryd.schemas.base import MAX_CONTENT_CHARS, Role
 from memoryd.schemas.events import ChatEvent, ExtractJob, Turn, other_parts
+from memoryd.schemas.text import nul_path
 from memoryd.subjects import CHAT_EVENTS, NO_MEMORY_HEADER
 
 #: Header values that opt a request out of memory (case-insensitive).
@@ -46,29 +47,10 @@ def header_no_memory(headers: Mapping[str, str] | None) -> bool:
     return False
 
 
-def find_nul(value: Any, path: str = "$") -> str | None:
-    """The path of the first string (or mapping key) holding U+0000, which Postgres cannot store."""
-    if isinstance(value, str):
-        return path if "\x00" in value else None
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            if isinstance(key, str) and "\x00" in key:
-                return f"{path}.{key!r}"
-            found = find_nul(item, f"{path}.{key}")
-            if found:
-                return found
-    elif isinstance(value, list | tuple):
-        for i, item in enumerate(value):
-            found = find_nul(item, f"{path}[{i}]")
-            if found:
-                return found
-    return None
-
-
 def check_text(fields: Mapping[str, Any]) -> None:
     """Raise ``ValidationFailed`` naming the first field whose text holds a NUL character."""
     for name, value in fields.items():
-        found = find_nul(value, f"$.{name}")
+        found = nul_path(value, f"$.{name}")
         if found:
             raise ValidationFailed(f"text contains a NUL character (U+0000) - at `{found}`")
 

@@ -15,11 +15,11 @@ import msgspec
 from memoryd.schemas.base import MAX_CONTENT_CHARS, MAX_KEY_LEN, MEMORY_TYPES
 from memoryd.schemas.depth import MAX_JSON_DEPTH, json_depth_exceeds
 from memoryd.schemas.memory import ImportLineError, MemoryRecord
+from memoryd.schemas.text import nul_path
 from services.ingest.logic.chat import (
     GLOBAL_REFUSED,
     MAX_CLOCK_SKEW,
     MAX_MEMORY_METADATA_BYTES,
-    find_nul,
     utc,
 )
 
@@ -53,7 +53,7 @@ def _check_record(rec: MemoryRecord, now: datetime, operator: bool) -> str | Non
         return "session_id must be 1..256 characters - at `$.session_id`"
     if rec.memory_type not in MEMORY_TYPES:  # pragma: no cover - the decoder checks the Literal
         return f"unknown memory_type {rec.memory_type!r}"
-    found = find_nul(msgspec.to_builtins(rec))
+    found = nul_path(msgspec.to_builtins(rec))
     if found:
         return f"text contains a NUL character (U+0000) - at `{found}`"
     return None

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from memoryd.cli.main import main
-from memoryd.codec import nul_path
 from memoryd.errors import ValidationFailed
 from memoryd.schemas.ops import EngineStatusResult, SettingsGetResult
+from memoryd.schemas.text import nul_path
 from services.gateway.adapters.upstream import Upstream
 from services.gateway.handlers.proxy import BoundedStream
 from services.gateway.logic.chat import reply_text, turns
