@@ -5,7 +5,7 @@ BIN    := $(abspath $(VENV))/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: chromium prometheus node studio-screenshots run test lint check chaos chaos-cluster fuzz bench bench-embed bench-quality bench-paraphrase bench-dense-context bench-latency bench-ingest bench-sleep bench-gateway bench-tracing bench-peers bench-docs schemas openapi config-docs deletion-audit authz hostile security-docs nats-conf clean
+.PHONY: chromium prometheus node studio-screenshots run test lint check chaos chaos-cluster fuzz bench bench-embed bench-quality bench-paraphrase bench-dense-context bench-embed-quality bench-latency bench-ingest bench-sleep bench-gateway bench-tracing bench-peers bench-docs schemas openapi config-docs deletion-audit authz hostile security-docs nats-conf clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -135,6 +135,9 @@ bench-paraphrase: $(STAMP)
 
 bench-dense-context: $(STAMP)
 	mkdir -p bench-results && $(BIN)/python -m bench dense-context --json bench-results/dense-context.json
+
+bench-embed-quality: $(STAMP)  ## float vs dynamic-int8 embeddings by retrieval (LoCoMo, paraphrase) and CPU, in one run
+	mkdir -p bench-results && $(BIN)/python -m bench embed-quality --json bench-results/embed-quality.json
 
 bench-sleep: $(STAMP)
 	mkdir -p bench-results && $(BIN)/python -m bench sleep --json bench-results/sleep.json

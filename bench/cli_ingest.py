@@ -1,6 +1,7 @@
 """``python -m bench ingest [--events N] [--json OUT]`` (see ``bench/ingest.py``),
 ``python -m bench paraphrase`` (see ``bench/paraphrase.py``), ``python -m bench dense-context``
-(see ``bench/dense_context.py``) and ``python -m bench docs`` (see ``bench/docs.py``)."""
+(see ``bench/dense_context.py``), ``python -m bench embed-quality`` (see ``bench/embed_quality.py``)
+and ``python -m bench docs`` (see ``bench/docs.py``)."""
 
 from __future__ import annotations
 
@@ -77,6 +78,32 @@ def dense_context(data: str | None, cache_dir: Path, json_path: str | None) -> i
     return 0
 
 
+@click.command("embed-quality", context_settings=CONTEXT_SETTINGS)
+@click.option("--data", metavar="FILE", help="LoCoMo JSON (default: the dev split next to the repository)")
+@click.option(
+    "--cache-dir",
+    type=click.Path(path_type=Path),
+    default="/tmp/memoryd-embed-quality",
+    show_default=True,
+    help="collected candidates and the built model variants, reused by the next run (delete it to collect again)",
+)
+@json_option
+def embed_quality(data: str | None, cache_dir: Path, json_path: str | None) -> int:
+    """Float vs dynamic-int8 embeddings: LoCoMo hybrid R@10, paraphrase top 10, CPU per text, in one run."""
+    from bench import embed_quality as study
+    from bench import locomo
+    from bench import quality as q
+
+    path = Path(data) if data else q.default_data_path(Path(__file__).resolve().parents[1])
+    if not path.exists():
+        print(f"bench embed-quality: skipped: no data file at {path} (pass --data PATH)", flush=True)
+        return 0
+    with running("embed-quality") as log:
+        report = study.run(locomo.load(path), cache_dir, log, data_name=path.name)
+    emit(study.render(report), report, json_path)
+    return 0
+
+
 @click.command("docs", context_settings=CONTEXT_SETTINGS)
 @click.option("--root", default=".", show_default=True, metavar="DIR", help="the repository root (holds docs/)")
 @click.option("--results", default="bench-results", show_default=True, metavar="DIR")
@@ -89,4 +116,4 @@ def docs(root: str, results: str) -> int:
     return 0
 
 
-COMMANDS = (ingest, paraphrase, dense_context, docs)
+COMMANDS = (ingest, paraphrase, dense_context, embed_quality, docs)

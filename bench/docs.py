@@ -26,6 +26,7 @@ DOCUMENTS: dict[str, str] = {
     "quality": "docs/benchmarks.md",
     "paraphrase": "docs/benchmarks.md",
     "dense-context": "docs/benchmarks.md",
+    "embed-quality": "docs/benchmarks.md",
     "latency": "docs/benchmarks.md",
     "sleep": "docs/benchmarks.md",
     "gateway": "docs/benchmarks.md",
@@ -42,7 +43,19 @@ CHARTS = "docs/charts"
 
 
 def renderer(name: str) -> Callable[[dict[str, Any]], str]:
-    from bench import dense_context_logic, embed, gateway, ingest, latency, paraphrase, peers, quality, sleep, tracing
+    from bench import (
+        dense_context_logic,
+        embed,
+        embed_quality,
+        gateway,
+        ingest,
+        latency,
+        paraphrase,
+        peers,
+        quality,
+        sleep,
+        tracing,
+    )
 
     if name in PRERENDERED:
         return lambda report: str(report["markdown"])
@@ -52,6 +65,7 @@ def renderer(name: str) -> Callable[[dict[str, Any]], str]:
         "quality": quality.render,
         "paraphrase": paraphrase.render,
         "dense-context": dense_context_logic.render,
+        "embed-quality": embed_quality.render,
         "latency": latency.render,
         "sleep": sleep.render,
         "gateway": gateway.render,

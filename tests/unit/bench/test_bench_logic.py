@@ -226,6 +226,7 @@ def test_bench_commands_parse() -> None:
         "ingest",
         "paraphrase",
         "dense-context",
+        "embed-quality",
         "docs",
     }
 
@@ -242,6 +243,7 @@ def test_bench_commands_parse() -> None:
     assert params("tracing", "--rounds", "3")["rounds"] == 3
     assert (params("paraphrase")["memories"], params("paraphrase", "--questions", "50")["questions"]) == (2000, 50)
     assert str(params("dense-context", "--cache-dir", "/tmp/x")["cache_dir"]) == "/tmp/x"
+    assert str(params("embed-quality")["cache_dir"]) == "/tmp/memoryd-embed-quality"
     args = params("peers", "--memories", "10_000,100000")
     assert (args["memories"], args["concurrency"], args["add_concurrency"]) == ([10_000, 100_000], [1, 16], 16)
     with pytest.raises(click.BadParameter, match="every value must be >= 1"):
