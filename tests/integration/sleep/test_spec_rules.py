@@ -101,8 +101,8 @@ async def test_freeze_mode_parks_pairs_for_review_without_an_llm_call(
     reason = await pool.fetchval("SELECT reason FROM conflict_pending WHERE owner = 'o1'")
     assert reason == "conflictFreezeEnabled: parked for review without an LLM call"
     assert [r["outcome"] for r in (await ledger(pool, "o1")).values()] == ["conflict"]
-    # the next run skips the parked pair (recorded, unchanged) and queues nothing twice
-    assert again.phases["conflict_resolution"]["ledgerSkipped"] == 1
+    # the next run parks nothing again (the pair is recorded and unchanged)
+    assert (again.phases["conflict_resolution"]["frozen"], again.phases["conflict_resolution"]["conflict"]) == (0, 0)
     assert await pool.fetchval("SELECT count(*) FROM conflict_pending WHERE owner = 'o1'") == 1
 
 
