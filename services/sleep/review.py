@@ -28,6 +28,7 @@ from services.sleep.logic.conflict_pairs import normalise_pair
 from services.sleep.logic.conflict_review import ReviewPlan, Side, plan_resolution
 from shared.bus.embed_jobs import publish_embed_jobs
 from shared.db import memories
+from shared.db.pool import Connection
 from shared.observability.logging import get_logger
 
 log = get_logger(__name__)
@@ -69,7 +70,7 @@ class ReviewApi:
 
     async def _apply(
         self,
-        conn: Any,
+        conn: Connection,
         owner: str,
         entry_id: str,
         plan: ReviewPlan,

@@ -1,17 +1,14 @@
 """Phase 1, conflict resolution: vector-similar pairs -> LLM batches -> plans applied per batch.
 
-Candidates are each memory's nearest neighbours of the same owner (`PgVectorStore.neighbours`,
-never all pairs; imported memories take no part) plus the backlog an earlier scan left. A pair
-with a global memory skips the LLM and goes to the review queue (`conflict_pending`) unless a
-person dismissed it and neither side changed since: an owner's run never modifies a global
-memory. Selection, decisions and the ledger are `logic.conflict_pairs` / `logic.conflict_decisions`;
-each batch is one LLM call whose plans, after `hold_decisions` (the update cap), are applied with
-their ledger rows in one transaction; a broken batch is counted and skipped. In freeze mode
-(`conflictFreezeEnabled`) the selected pairs go to the review queue instead, with no LLM call.
-Scans are incremental: a finished phase records `conflictScan` and replaces the backlog with every
-candidate it did not judge; after complete scans back to a recent full one (`incremental_since`)
-only changed memories probe, and a full scan runs at least every `full_scan_days` or when vectors
-appear for memories with an older `updated_at` (imports).
+Candidates are each memory's nearest neighbours of the same owner plus the backlog an earlier
+scan left (imported memories take no part). A pair with a global memory goes to the review queue
+(`conflict_pending`) unless a person dismissed it and neither side changed: an owner's run never
+modifies a global memory. Selection and decisions are `logic.conflict_pairs|conflict_decisions`;
+each batch is one LLM call whose plans (after the update cap) are applied with their ledger rows
+in one transaction. In freeze mode the selected pairs go to the review queue with no LLM call.
+Scans are incremental (`incremental_since`): a finished phase records `conflictScan` and keeps
+every candidate it did not judge as the backlog; a full scan runs at least every `full_scan_days`
+and when memories with an older `updated_at` get new vectors (imports).
 """
 
 from __future__ import annotations
