@@ -103,6 +103,8 @@ OWNER_BOUND_OPS = (
     "memory.export",
     "memory.import",
     "memory.batch",
+    "conflicts.list",
+    "conflicts.resolve",
 )
 
 

@@ -15,6 +15,7 @@ import click
 
 from memoryd.cli import (
     commands_client,
+    commands_conflicts,
     commands_credentials,
     commands_dlq,
     commands_embed,
@@ -64,6 +65,7 @@ COMMAND_MODULES = (
     commands_lifecycle,
     commands_embed,
     commands_sleep,
+    commands_conflicts,
     commands_settings,
     commands_status,
     commands_dlq,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from memoryd.schemas import conflicts as c
 from memoryd.schemas import dlq as d
 from memoryd.schemas import memory as m
 from memoryd.schemas import ops as o
@@ -61,6 +62,9 @@ RPC_OPS: dict[str, RpcOp] = {
         RpcOp("reindex", o.ReindexRequest, o.ReindexResult, "embed"),
         RpcOp("sleep.run", o.SleepRunRequest, o.SleepRunResult, "sleep"),
         RpcOp("sleep.status", o.SleepStatusRequest, o.SleepStatusResult, "sleep"),
+        # the conflict review queue: sleep owns conflict_pending and the archive/merge writes
+        RpcOp("conflicts.list", c.ConflictListRequest, c.ConflictListResult, "sleep"),
+        RpcOp("conflicts.resolve", c.ConflictResolveRequest, c.ConflictResolveResult, "sleep"),
     )
 }
 

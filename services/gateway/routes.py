@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from memoryd.schemas import conflicts as c
 from memoryd.schemas import memory as m
 from memoryd.schemas import ops as o
 from memoryd.schemas import retrieval as r
@@ -102,6 +103,12 @@ ROUTES: tuple[Route, ...] = (
           o.SleepStatusRequest, o.SleepStatusResult, "sleep.status"),
     Route("sleep_receipts", "GET", "/v1/sleep/receipts", "Receipts of recent consolidation runs", "sleep",
           o.SleepStatusRequest, g.SleepReceiptsResult),
+    # the conflict review queue (served by sleep)
+    Route("conflicts_list", "GET", "/v1/conflicts", "Conflicts parked for review, and how many are pending", "sleep",
+          c.ConflictListRequest, c.ConflictListResult, "conflicts.list"),
+    Route("conflicts_resolve", "POST", "/v1/conflicts/{id}/resolve",
+          "Resolve a parked conflict: accept one side, merge with new content, or dismiss", "sleep",
+          c.ConflictResolveRequest, c.ConflictResolveResult, "conflicts.resolve"),
     Route("whoami", "GET", "/v1/whoami", "The calling API key: its role and the owner it acts for", "keys",
           None, studio.WhoAmI),
     Route("activity", "GET", "/v1/activity", "Counters of chat events, searches and queue lag, sampled now",

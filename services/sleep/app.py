@@ -1,4 +1,5 @@
-"""Wiring of the sleep service: the `sleep.run|status` RPCs, the run lanes (`lanes`), the scheduler.
+"""Wiring of the sleep service: the `sleep.run|status` and `conflicts.list|resolve` RPCs, the run
+lanes (`lanes`), the scheduler.
 
 Settings: `MEMORYD_SLEEP_*` (`config.SleepServiceConfig`); the LLM from `MEMORYD_LLM_*`
 (none configured is normal: the LLM phases are skipped); the vector stores from the
@@ -18,6 +19,7 @@ from services.sleep.config import SleepServiceConfig
 from services.sleep.context import Deps
 from services.sleep.handlers import SleepApi
 from services.sleep.lanes import Lanes, sleep_consumer
+from services.sleep.review import ReviewApi
 from services.sleep.scheduler import Scheduler
 from shared.bus.provision import ensure_activity_bucket
 from shared.llm import LlmClient
@@ -77,6 +79,9 @@ async def setup(ctx: ServiceContext) -> None:
     api = SleepApi(deps)
     await ctx.rpc.add(RPC_OPS["sleep.run"], api.run)
     await ctx.rpc.add(RPC_OPS["sleep.status"], api.status)
+    review = ReviewApi(deps)
+    await ctx.rpc.add(RPC_OPS["conflicts.list"], review.list)
+    await ctx.rpc.add(RPC_OPS["conflicts.resolve"], review.resolve)
     lanes = Lanes(ctx.db, ctx.js, cfg, sleep_consumer(cfg, ctx.config.nats), api.on_job)
     ctx.spawn(lanes.run(ctx.stop), "sleep-lanes")
     if cfg.scheduler:

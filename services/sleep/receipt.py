@@ -58,9 +58,9 @@ class PhaseResult(msgspec.Struct, kw_only=True, rename="camel"):
 class ConflictResult(PhaseResult, kw_only=True, rename="camel"):
     """Applied decisions per action; `applyFailed` pairs were not recorded in the ledger.
 
-    `crossScopePending`: pairs with a global memory queued for review; `frozen`: decisions
-    sent to review by `conflictFreezeEnabled` (counted in `conflict`); `updateCapSkipped`:
-    updates past `reflectionUpdateMaxPerRun`, left for a later run.
+    `crossScopePending`: pairs with a global memory queued for review; `frozen`: pairs parked
+    for review by `conflictFreezeEnabled` without an LLM call (new entries counted in
+    `conflict`); `updateCapSkipped`: updates past `reflectionUpdateMaxPerRun`, left for a later run.
     """
 
     candidates: int = 0

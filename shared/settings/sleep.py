@@ -75,7 +75,7 @@ class SleepSettings(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     sleep_count_reads: bool = False
     #: affective attribution needs at least this many memories in its pool
     sleep_affective_min_pool: NonNegative = 5
-    #: conflict resolution applies no merge, update, archive or supersede: they go to the review queue
+    #: conflict resolution asks the LLM nothing: the pairs it selects go to the review queue for a person
     conflict_freeze_enabled: bool = False
     #: `update` decisions applied per run, over all batches (0 = none); the rest wait for a later run
     reflection_update_max_per_run: NonNegative = 10

@@ -63,6 +63,23 @@ async def queue_for_review(conn: Conn, owner: str, run_id: str, keys: Sequence[P
     return int(status.rsplit(" ", 1)[-1])
 
 
+async def reviewed_unchanged(conn: Conn, owner: str, keys: Sequence[PairKey]) -> set[PairKey]:
+    """Pairs among ``keys`` in the ``conflict_reviewed`` ledger with neither memory updated after ``judged_at``."""
+    if not keys:
+        return set()
+    a_ids, b_ids = _columns(keys)
+    rows = await conn.fetch(
+        "SELECT r.memory_a, r.memory_b FROM conflict_reviewed r"
+        " JOIN memories ma ON ma.id = r.memory_a JOIN memories mb ON mb.id = r.memory_b"
+        f" WHERE r.owner = $1 AND {_PAIRS.replace('(memory_a, memory_b)', '(r.memory_a, r.memory_b)')}"
+        " AND ma.updated_at <= r.judged_at AND mb.updated_at <= r.judged_at",
+        owner,
+        a_ids,
+        b_ids,
+    )
+    return {(str(r["memory_a"]), str(r["memory_b"])) for r in rows}
+
+
 async def contents(conn: Conn, owner: str, ids: Iterable[str]) -> dict[str, str]:
     """The text of the owner's memories among `ids` (only the pairs sent to the LLM)."""
     rows = await conn.fetch(

@@ -334,39 +334,42 @@ def conflict_prompt(batch: Sequence[ConflictPair], contents: Mapping[str, str], 
     return "\n".join(lines)
 
 
-#: Actions that pick a winner or change a memory: with `conflictFreezeEnabled` they go to review.
-ADJUDICATING: Final = frozenset({"merge", "update", "archive", "supersede"})
+#: The ledger outcome and queue reason of a pair parked by `conflictFreezeEnabled`.
+FROZEN_OUTCOME: Final = "conflict"
+FROZEN_REASON: Final = "conflictFreezeEnabled: parked for review without an LLM call"
+
+
+def parked_entries(batch: Iterable[ConflictPair], judged_at: datetime) -> tuple[LedgerEntry, ...]:
+    """Freeze mode: the ledger rows of pairs sent to the review queue unjudged (no LLM call).
+
+    Recorded like a `conflict` decision, so later runs skip them until a side changes, while
+    the review queue holds them for a person.
+    """
+    return tuple(LedgerEntry(a_id=p.a_id, b_id=p.b_id, judged_at=judged_at, outcome=FROZEN_OUTCOME) for p in batch)
 
 
 class HeldBatch(msgspec.Struct, frozen=True, kw_only=True):
-    """A batch's decisions after the freeze and the run's update cap.
+    """A batch's decisions after the run's update cap.
 
     `capped` pairs (an `update` over `reflectionUpdateMaxPerRun`) become keep, are not
     recorded in the ledger and stay in the backlog: a later run judges them again.
     """
 
     decisions: tuple[PairDecision, ...]
-    frozen: int = 0
     capped: frozenset[PairKey] = frozenset()
 
 
-def hold_decisions(decisions: Iterable[PairDecision], *, freeze: bool, updates_left: int) -> HeldBatch:
-    """Freeze mode: every adjudicating decision becomes a review-queue entry (`conflict`);
-    otherwise `update` decisions beyond `updates_left` (the run's remaining cap) are held back."""
+def hold_decisions(decisions: Iterable[PairDecision], *, updates_left: int) -> HeldBatch:
+    """`update` decisions beyond `updates_left` (the run's remaining cap) are held back."""
     out: list[PairDecision] = []
-    frozen = 0
     capped: set[PairKey] = set()
     left = max(0, updates_left)
     for decision in decisions:
         pair, plan = decision.pair, decision.plan
-        if freeze and decision.action in ADJUDICATING:
-            note = f"conflictFreezeEnabled: the LLM proposed {decision.action}"
-            out.append(PairDecision(pair=pair, plan=ConflictPendingPlan(a_id=pair.a_id, b_id=pair.b_id, note=note)))
-            frozen += 1
-        elif isinstance(plan, UpdatePlan) and left == 0:
+        if isinstance(plan, UpdatePlan) and left == 0:
             out.append(PairDecision(pair=pair, plan=KeepPlan(a_id=pair.a_id, b_id=pair.b_id), defaulted=True))
             capped.add(pair.key)
         else:
             left -= isinstance(plan, UpdatePlan)
             out.append(decision)
-    return HeldBatch(decisions=tuple(out), frozen=frozen, capped=frozenset(capped))
+    return HeldBatch(decisions=tuple(out), capped=frozenset(capped))

@@ -159,9 +159,9 @@ def should_abort(last_activity_at: datetime | None, snapshot_at: datetime) -> bo
     return last_activity_at is not None and last_activity_at > snapshot_at
 
 
-def conflict_skip_reason(llm_route: bool) -> str | None:
-    """Why conflict resolution is skipped, or None when it runs."""
-    return None if llm_route else SKIP_NO_LLM
+def conflict_skip_reason(llm_route: bool, freeze: bool = False) -> str | None:
+    """Why conflict resolution is skipped, or None when it runs (freeze mode needs no LLM)."""
+    return None if llm_route or freeze else SKIP_NO_LLM
 
 
 def pattern_skip_reason(llm_route: bool, pool_size: int, min_memories: int) -> str | None:

@@ -1,29 +1,31 @@
 """Phase 1, conflict resolution: vector-similar pairs -> LLM batches -> plans applied per batch.
 
-Candidates are each memory's nearest neighbours of the same owner (`PgVectorStore.neighbours`,
-never all pairs; imported memories take no part) plus the backlog an earlier scan left. A pair
-with a global memory skips the LLM and goes to the review queue (`conflict_pending`): an owner's
-run never modifies a global memory. Selection, decisions and the ledger are `logic.conflict_pairs`
-/ `logic.conflict_decisions`; each batch is one LLM call whose plans, after `hold_decisions`
-(freeze mode, the update cap), are applied with their ledger rows in one transaction; a broken
-batch is counted and skipped. Scans are incremental: a finished phase records `conflictScan` and
-replaces the backlog with every candidate it did not judge; after complete scans back to a recent
-full one (`incremental_since`) only changed memories probe, and a full scan runs at least every
-`full_scan_days` or when vectors appear for memories with an older `updated_at` (imports).
+Candidates are each memory's nearest neighbours of the same owner plus the backlog an earlier
+scan left (imported memories take no part). A pair with a global memory goes to the review queue
+(`conflict_pending`) unless a person dismissed it and neither side changed: an owner's run never
+modifies a global memory. Selection and decisions are `logic.conflict_pairs|conflict_decisions`;
+each batch is one LLM call whose plans (after the update cap) are applied with their ledger rows
+in one transaction. In freeze mode the selected pairs go to the review queue with no LLM call.
+Scans are incremental (`incremental_since`): a finished phase records `conflictScan` and keeps
+every candidate it did not judge as the backlog; a full scan runs at least every `full_scan_days`
+and when memories with an older `updated_at` get new vectors (imports).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from services.sleep.adapters import conflict_store as db
 from services.sleep.adapters.postgres import active_signature
 from services.sleep.context import BatchBroken, RunContext
 from services.sleep.logic.conflict_decisions import (
+    FROZEN_REASON,
     batch_updated_ats,
     conflict_prompt,
     hold_decisions,
     judged_at_for_batch,
+    parked_entries,
     parse_decisions,
     tally_applied,
 )
@@ -43,6 +45,7 @@ from shared.llm import LlmBadReply
 
 NO_VECTORS = "no active vector signature"
 CROSS_SCOPE = "cross-scope: one memory is global (an owner's run never changes it)"
+Batches = Sequence[Sequence[ConflictPair]]
 CANDIDATE_LIMIT = 100_000  # pairs a scan may return; a scan cut here is not complete
 
 
@@ -61,7 +64,8 @@ async def scan_since(rc: RunContext, signature: str, threshold: float) -> dateti
 
 async def run(rc: RunContext, result: ConflictResult) -> None:
     settings = rc.settings
-    skip = conflict_skip_reason(rc.llm_route)
+    freeze = settings.conflict_freeze_enabled
+    skip = conflict_skip_reason(rc.llm_route, freeze)
     if skip is not None:
         result.status, result.reason = "skipped", skip
         return
@@ -82,6 +86,8 @@ async def run(rc: RunContext, result: ConflictResult) -> None:
     found = [CandidatePair(a, b, s) for a, b, s in hits] + await db.backlog(rc.pool, rc.owner)
     memories, global_ids = await db.pair_memories(rc.pool, rc.owner, {i for c in found for i in (c.a_id, c.b_id)})
     cross = cross_scope_pairs(found, memories, global_ids, threshold=threshold)
+    dismissed = await db.reviewed_unchanged(rc.pool, rc.owner, cross)
+    cross = [key for key in cross if key not in dismissed]
     result.cross_scope_pending = await db.queue_for_review(rc.pool, rc.owner, rc.run_id, cross, CROSS_SCOPE)
     candidates = [c for c in found if c.a_id != c.b_id and not {c.a_id, c.b_id} & global_ids]
     differentiated, ledger = await db.ledgers(
@@ -98,8 +104,44 @@ async def run(rc: RunContext, result: ConflictResult) -> None:
     )
     result.add(selection.counts)
     later: list[ConflictPair] = list(selection.leftovers)
+    if freeze:
+        await park(rc, result, selection.batches)
+    else:
+        later += await judge(rc, result, selection.batches)
+    await db.replace_backlog(rc.pool, rc.owner, later, rc.snapshot_at)
+    rc.extra["conflictScan"] = {
+        "since": since.isoformat() if since else None,
+        "threshold": threshold,
+        "complete": len(hits) < CANDIDATE_LIMIT,
+    }
+
+
+async def park(rc: RunContext, result: ConflictResult, batches: Batches) -> None:
+    """Freeze mode: every selected pair to the review queue and the ledger, no LLM call."""
+    for batch in batches:
+        await rc.checkpoint()
+        async with rc.pool.acquire() as conn, conn.transaction():
+            judged_at = judged_at_for_batch(await db.db_clock(conn), batch_updated_ats(batch))
+            keys = [pair.key for pair in batch]
+            result.conflict += await db.queue_for_review(conn, rc.owner, rc.run_id, keys, FROZEN_REASON)
+            entries = parked_entries(batch, judged_at)
+            await db.record_reviewed(
+                conn, rc.owner, [(e.a_id, e.b_id, e.judged_at, e.outcome) for e in entries], rc.run_id
+            )
+        result.frozen += len(batch)
+        result.recorded += len(entries)
+    result.status = "ok"
+    result.reason = f"conflictFreezeEnabled: {result.frozen} pairs parked for review, no LLM call"
+
+
+async def judge(
+    rc: RunContext, result: ConflictResult, batches: Sequence[Sequence[ConflictPair]]
+) -> list[ConflictPair]:
+    """One LLM call per batch, its plans applied; the pairs to judge again in a later run."""
+    settings = rc.settings
+    later: list[ConflictPair] = []
     errors: list[str] = []
-    for batch in selection.batches:
+    for batch in batches:
         await rc.checkpoint()
         result.batches += 1
         sent_at = await db.db_clock(rc.pool)
@@ -114,12 +156,7 @@ async def run(rc: RunContext, result: ConflictResult) -> None:
             continue
         result.invalid += parsed.invalid
         result.undecided += parsed.undecided
-        held = hold_decisions(
-            parsed.decisions,
-            freeze=settings.conflict_freeze_enabled,
-            updates_left=settings.reflection_update_max_per_run - result.update,
-        )
-        result.frozen += held.frozen
+        held = hold_decisions(parsed.decisions, updates_left=settings.reflection_update_max_per_run - result.update)
         result.update_cap_skipped += len(held.capped)
         judged_at = judged_at_for_batch(sent_at, batch_updated_ats(batch))
         applied = await apply_batch(rc, held.decisions, judged_at, unrecorded=held.capped)
@@ -133,9 +170,4 @@ async def run(rc: RunContext, result: ConflictResult) -> None:
     result.status = phase_status(result.batches, result.batches_failed)
     if errors:
         result.reason = f"{len(errors)} of {result.batches} LLM batches failed; last: {errors[-1]}"[:500]
-    await db.replace_backlog(rc.pool, rc.owner, later, rc.snapshot_at)
-    rc.extra["conflictScan"] = {
-        "since": since.isoformat() if since else None,
-        "threshold": threshold,
-        "complete": len(hits) < CANDIDATE_LIMIT,
-    }
+    return later

@@ -16,6 +16,7 @@ import msgspec
 
 from memoryd.codec import decode
 from memoryd.schemas import RPC_OPS, ChatEvent, ChatMessage, EmbedJob, ExtractJob, SleepRun, Wire, dlq
+from memoryd.schemas import conflicts as c
 from memoryd.schemas import memory as m
 from memoryd.schemas import ops as o
 from memoryd.schemas import retrieval as r
@@ -155,6 +156,16 @@ def rpc_examples(seeds: Seeds) -> dict[str, Wire]:
         "reindex": o.ReindexRequest(owner=OWNER, batch_size=16, dry_run=True),
         "sleep.run": o.SleepRunRequest(owner=ACTIVITY_OWNER, wait=True, timeout_s=10),
         "sleep.status": o.SleepStatusRequest(owner=OWNER, limit=5),
+        "conflicts.list": c.ConflictListRequest(owner=OWNER, status="pending", limit=10),
+        # the RPC test gives it an entry of its own (no such entry here: 404)
+        "conflicts.resolve": c.ConflictResolveRequest(
+            owner=OWNER,
+            id=str(uuid.UUID(int=1)),
+            action="merge",
+            keep=seeds.memory_id,
+            content="Office hours are 9 to 5.",
+            resolved_by="fuzz",
+        ),
         # sequence numbers far past anything the run dead-letters: nothing is replayed or dropped
         "admin.dlq.list": dlq.DlqListRequest(stage="ingest", limit=5),
         "admin.dlq.show": dlq.DlqShowRequest(seq=seeds.dlq_seq),

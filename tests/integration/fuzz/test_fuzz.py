@@ -167,6 +167,19 @@ async def own_memory(stack: FuzzStack, *, archived: bool) -> str:
     return memory.id
 
 
+async def parked_conflict(stack: FuzzStack) -> tuple[str, str]:
+    """A review-queue entry of two memories of the owner (as sleep parks one) and the first memory."""
+    client = MemoryClient(stack.nc)
+    ids = sorted([(await client.create(OWNER, f"A parked note {uuid.uuid4().hex[:6]}.")).memory.id for _ in range(2)])
+    entry = uuid.uuid4()
+    await stack.pool.execute(
+        "INSERT INTO conflict_pending (id, owner, memory_a, memory_b, reason) VALUES ($1, $2, $3, $4, 'fuzz')",
+        *(entry, OWNER, uuid.UUID(ids[0]), uuid.UUID(ids[1])),
+    )
+    stack.forget_digest()
+    return str(entry), ids[0]
+
+
 def _decodes_as(payload: bytes, tp: type[Any]) -> bool:
     try:
         decode(payload, tp)
@@ -211,6 +224,9 @@ async def test_rpc_subject(stack: FuzzStack, seeds: Seeds, subject: str, op_name
     if op_name in ("memory.delete", "admin.memory.delete", "memory.restore", "admin.memory.restore"):
         archived = op_name.endswith("memory.restore")
         example = msgspec.structs.replace(example, id=await own_memory(stack, archived=archived))
+    if op_name == "conflicts.resolve":  # settles the entry; later valid ones get 409
+        entry, keep = await parked_conflict(stack)
+        example = msgspec.structs.replace(example, id=entry, keep=keep)
     reply = await stack.rpc_case(subject, op, encode(example))
     assert reply is not None and not isinstance(reply, RpcError), f"the valid example was refused: {reply}"
     embedded = embedded_documents(seeds).get(op_name)

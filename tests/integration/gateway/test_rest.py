@@ -4,8 +4,10 @@ field path, keys are checked (401), owners are kept apart (403 / 404)."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
+import asyncpg
 import pytest
 
 from services.gateway.routes import ROUTES
@@ -47,10 +49,12 @@ async def test_every_route_is_in_openapi_and_every_operation_answers(stack: Stac
             "reindex": {"dry_run": True},
             "settings_put": {"values": {}, "owner": stack.alice},
             "sleep_run": {},
+            "conflicts_resolve": {"action": "dismiss"},
             "chat_completions": {"model": "fake", "messages": [{"role": "user", "content": "hi"}]},
             "responses": {"model": "fake", "input": "hi"},
         }
-        expected = {"memories_restore": {409, 200}}  # an active memory has nothing to restore
+        # an active memory has nothing to restore; a memory id is no entry of the review queue
+        expected = {"memories_restore": {409, 200}, "conflicts_resolve": {404}}
         called = []
         for path, methods in doc["paths"].items():
             for method, op in methods.items():
@@ -175,3 +179,48 @@ async def test_only_an_operator_key_changes_or_deletes_a_global_memory(stack: St
         assert changed.status_code == 200 and changed.json()["memory"]["content"] == "Office closes at 7.", changed.text
         assert (await op.delete(path, headers=owner)).status_code == 200
         assert (await alice.get(path)).status_code == 404
+
+
+async def test_the_conflict_review_queue_over_rest(stack: Stack, pg_dsn: str) -> None:
+    async with stack.client(stack.alice_key) as alice, stack.client(stack.bob_key) as bob:
+        made = []
+        for text in ("I drink green tea every morning.", "I drink black tea every morning."):
+            made.append((await alice.post("/v1/memories", json={"content": text})).json()["memory"]["id"])
+        a, b = sorted(made)
+        entry = str(uuid.uuid4())
+        conn = await asyncpg.connect(pg_dsn)
+        try:  # parked as a freeze-mode sleep run parks a pair
+            await conn.execute(
+                "INSERT INTO conflict_pending (id, owner, memory_a, memory_b, reason) VALUES ($1, $2, $3, $4, $5)",
+                *(uuid.UUID(entry), stack.alice, uuid.UUID(a), uuid.UUID(b), "parked"),
+            )
+        finally:
+            await conn.close()
+        queue = await alice.get("/v1/conflicts")
+        assert queue.status_code == 200, queue.text
+        assert queue.json()["pending"] == 1 and [i["id"] for i in queue.json()["items"]] == [entry]
+        assert {queue.json()["items"][0]["a"]["id"], queue.json()["items"][0]["b"]["id"]} == {a, b}
+        assert (await bob.get("/v1/conflicts")).json() == {
+            "type": "mem.v1.conflict_list_result",
+            "items": [],
+            "pending": 0,
+        }
+        other = await alice.get("/v1/conflicts", params={"owner": stack.bob})
+        assert other.status_code == 403 and other.headers["content-type"] == "application/problem+json"
+        stolen = await bob.post(f"/v1/conflicts/{entry}/resolve", json={"action": "dismiss"})
+        assert stolen.status_code == 404 and stolen.headers["content-type"] == "application/problem+json"
+        missing = await alice.post(f"/v1/conflicts/{entry}/resolve", json={"action": "merge", "keep": a})
+        assert missing.status_code == 400 and missing.json()["field"] == "$.content"
+        bad = await alice.post(f"/v1/conflicts/{entry}/resolve", json={"action": "pick"})
+        assert bad.status_code == 400 and bad.json()["field"] == "$.action"
+        body = {"action": "merge", "keep": a, "content": "I drink tea every morning.", "resolved_by": "rest-test"}
+        merged = await alice.post(f"/v1/conflicts/{entry}/resolve", json=body)
+        assert merged.status_code == 200, merged.text
+        receipt = merged.json()["receipt"]
+        assert (receipt["action"], receipt["kept"], receipt["archived"], receipt["resolved_by"]) == (
+            "merge", a, b, "rest-test")  # fmt: skip
+        assert merged.json()["pending"] == 0
+        assert (await alice.get(f"/v1/memories/{a}")).json()["memory"]["content"] == "I drink tea every morning."
+        assert (await alice.get(f"/v1/memories/{b}")).json()["memory"]["state"] == "archived"
+        done = (await alice.get("/v1/conflicts", params={"status": "resolved"})).json()
+        assert [i["receipt"]["resolved_at"] for i in done["items"]] == [receipt["resolved_at"]]

@@ -11,7 +11,8 @@ import asyncpg
 
 from memoryd.local.nats import EmbeddedNats
 
-from .conftest import add_memory, sleep_service
+from .conftest import add_memory, put_settings, sleep_service
+from .test_conflict import seed_pair
 
 MEMORYD = str(Path(sys.executable).with_name("memoryd"))
 
@@ -44,3 +45,35 @@ async def test_run_wait_and_status_commands(nats_server: EmbeddedNats, pg_dsn: s
     runs = json.loads(status_out)["runs"]
     assert [r["status"] for r in runs] == ["ok"] and runs[0]["receipt"] == lines[1].split()[-1]
     assert queued_code == 0 and queued_out.startswith("run ") and "owner=cli-owner" in queued_out  # not waited for
+
+
+async def test_conflicts_list_and_resolve_commands(nats_server: EmbeddedNats, pg_dsn: str, pool: asyncpg.Pool) -> None:
+    await put_settings(pool, "cli-owner", {"conflictFreezeEnabled": True})
+    kept, gone = await seed_pair(pool, "cli-owner", 0, "prefers tea", "prefers green tea")
+    url = ("--nats-url", nats_server.url)
+    async with sleep_service(nats_server, pg_dsn):  # no LLM: freeze mode needs none
+        await run_sleep_cli(url)
+        code, out, err = await memoryd("conflicts", "list", "--owner", "cli-owner", *url)
+        _, listed, _ = await memoryd("conflicts", "list", "--owner", "cli-owner", "--json", *url)
+        (entry,) = json.loads(listed)["items"]
+        resolved_code, resolved_out, err2 = await memoryd(
+            "conflicts", "resolve", entry["id"], "--owner", "cli-owner", "--action", "accept", "--keep", kept,
+            "--by", "cli:tester", *url,
+        )  # fmt: skip
+        again_code, _, again_err = await memoryd(
+            "conflicts", "resolve", entry["id"], "--owner", "cli-owner", "--action", "dismiss", *url
+        )
+        _, after, _ = await memoryd("conflicts", "list", "--owner", "cli-owner", "--resolved", *url)
+    assert code == 0, err
+    assert entry["id"] in out and "prefers green tea" in out and out.rstrip().endswith("1 pending")
+    assert resolved_code == 0, err2
+    assert "accept by cli:tester" in resolved_out and f"kept {kept}, archived {gone}" in resolved_out
+    assert resolved_out.rstrip().endswith("0 pending")
+    assert again_code == 1 and "resolved already" in again_err
+    assert f"conflict {entry['id']} accept by cli:tester" in after and after.rstrip().endswith("0 pending")
+    assert (await pool.fetchval("SELECT state FROM memories WHERE id = $1::uuid", gone)) == "archived"
+
+
+async def run_sleep_cli(url: tuple[str, str]) -> None:
+    code, out, err = await memoryd("sleep", "run", "--owner", "cli-owner", "--wait", *url)
+    assert code == 0 and "frozen=1" in out, (out, err)

@@ -81,7 +81,7 @@ async def test_a_pair_with_a_global_memory_goes_to_the_review_queue_not_the_llm(
     ]
 
 
-async def test_freeze_mode_sends_merges_to_review_and_changes_nothing(
+async def test_freeze_mode_parks_pairs_for_review_without_an_llm_call(
     nats_server: EmbeddedNats, pg_dsn: str, pool: asyncpg.Pool, nc: Client, llm: SleepLlm
 ) -> None:
     await put_settings(pool, "o1", {"conflictFreezeEnabled": True})
@@ -91,13 +91,19 @@ async def test_freeze_mode_sends_merges_to_review_and_changes_nothing(
     )
     async with sleep_service(nats_server, pg_dsn, llm):
         run = await run_sleep(nc, "o1")
+        again = await run_sleep(nc, "o1")
+    assert llm.fake.requests == []  # no LLM call at all: the pair was never shown to the LLM
     phase = run.phases["conflict_resolution"]
-    assert (phase["frozen"], phase["merge"], phase["conflict"]) == (1, 0, 1)
+    assert (phase["frozen"], phase["merge"], phase["conflict"], phase["batches"]) == (1, 0, 1, 0)
+    assert phase["status"] == "ok" and "no LLM call" in phase["reason"]
     assert [(await memory_row(pool, m))["state"] for m in (a, b)] == ["active", "active"]
     assert (await memory_row(pool, a))["content"] == "MERGE likes tea"
     reason = await pool.fetchval("SELECT reason FROM conflict_pending WHERE owner = 'o1'")
-    assert "conflictFreezeEnabled" in reason and "merge" in reason
+    assert reason == "conflictFreezeEnabled: parked for review without an LLM call"
     assert [r["outcome"] for r in (await ledger(pool, "o1")).values()] == ["conflict"]
+    # the next run parks nothing again (the pair is recorded and unchanged)
+    assert (again.phases["conflict_resolution"]["frozen"], again.phases["conflict_resolution"]["conflict"]) == (0, 0)
+    assert await pool.fetchval("SELECT count(*) FROM conflict_pending WHERE owner = 'o1'") == 1
 
 
 async def test_the_update_cap_holds_for_the_whole_run_and_the_rest_waits(

@@ -6,6 +6,7 @@ import msgspec
 import pytest
 
 from services.sleep.logic.conflict_decisions import (
+    FROZEN_REASON,
     ArchivePlan,
     ConflictPendingPlan,
     ConflictPlan,
@@ -23,11 +24,13 @@ from services.sleep.logic.conflict_decisions import (
     judged_at_for_batch,
     ledger_entries,
     ledger_outcome,
+    parked_entries,
     parse_decisions,
     plan_action,
     tally_applied,
 )
 from services.sleep.logic.conflict_pairs import CandidatePair, ConflictPair, cross_scope_pairs
+from services.sleep.logic.schedule import conflict_skip_reason
 from shared.llm import LlmBadReply, decode_json_content
 
 T0 = datetime(2026, 2, 1, tzinfo=UTC)
@@ -269,40 +272,32 @@ def _decided(*actions: str) -> tuple[PairDecision, ...]:
     return tuple(decisions)
 
 
-def test_freeze_sends_every_adjudicating_decision_to_review() -> None:
-    held = hold_decisions(
-        _decided("merge", "update", "archive", "supersede", "keep", "create", "differentiate"),
-        freeze=True,
-        updates_left=10,
-    )
-    assert [d.action for d in held.decisions] == [
-        "conflict",
-        "conflict",
-        "conflict",
-        "conflict",
-        "keep",
-        "create",
-        "differentiate",
+def test_freeze_parks_every_selected_pair_unjudged_and_records_it() -> None:
+    later = T0 + timedelta(minutes=5)
+    entries = parked_entries(BATCH, later)
+    assert [(e.a_id, e.b_id, e.judged_at, e.outcome) for e in entries] == [
+        ("a1", "b1", later, "conflict"),
+        ("a2", "b2", later, "conflict"),
+        ("a3", "b3", later, "conflict"),
     ]
-    assert held.frozen == 4 and held.capped == frozenset()
-    assert all(
-        "conflictFreezeEnabled" in d.plan.note for d in held.decisions[:4] if isinstance(d.plan, ConflictPendingPlan)
-    )
+    assert "conflictFreezeEnabled" in FROZEN_REASON and "without an LLM call" in FROZEN_REASON
+    assert conflict_skip_reason(False, freeze=True) is None  # freeze mode needs no LLM route
+    assert conflict_skip_reason(False, freeze=False) == "no llm route"
 
 
 def test_updates_past_the_run_cap_wait_for_a_later_run() -> None:
     decisions = _decided("update", "merge", "update", "update")
-    held = hold_decisions(decisions, freeze=False, updates_left=1)
+    held = hold_decisions(decisions, updates_left=1)
     assert [d.action for d in held.decisions] == ["update", "merge", "keep", "keep"]
     assert held.capped == {decisions[2].pair.key, decisions[3].pair.key}
     entries = ledger_entries(held.decisions, T0, held.capped)  # held-back pairs are not recorded
     assert {(e.a_id, e.b_id) for e in entries} == {decisions[0].pair.key, decisions[1].pair.key}
-    assert hold_decisions(decisions, freeze=False, updates_left=0).capped == {
+    assert hold_decisions(decisions, updates_left=0).capped == {
         decisions[0].pair.key,
         decisions[2].pair.key,
         decisions[3].pair.key,
     }
-    assert hold_decisions(decisions, freeze=False, updates_left=-3).decisions[0].action == "keep"
+    assert hold_decisions(decisions, updates_left=-3).decisions[0].action == "keep"
 
 
 def test_cross_scope_pairs_go_to_review_once_each() -> None:

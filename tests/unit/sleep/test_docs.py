@@ -124,9 +124,22 @@ RULES: dict[str, tuple[str, ...]] = {
         "tests/integration/sleep/test_spec_rules.py::test_a_pair_with_a_global_memory_goes_to_the_review_queue_not_the_llm",
         "tests/unit/sleep/test_decisions.py::test_cross_scope_pairs_go_to_review_once_each",
     ),
-    "conflict: `conflictFreezeEnabled` sends adjudicating decisions to review": (
-        "tests/integration/sleep/test_spec_rules.py::test_freeze_mode_sends_merges_to_review_and_changes_nothing",
-        "tests/unit/sleep/test_decisions.py::test_freeze_sends_every_adjudicating_decision_to_review",
+    "conflict: `conflictFreezeEnabled` parks the selected pairs for review without an LLM call": (
+        "tests/integration/sleep/test_spec_rules.py::test_freeze_mode_parks_pairs_for_review_without_an_llm_call",
+        "tests/integration/sleep/test_review.py::test_freeze_mode_without_an_llm_route_still_parks_pairs",
+        "tests/unit/sleep/test_decisions.py::test_freeze_parks_every_selected_pair_unjudged_and_records_it",
+    ),
+    "review: parked pairs are listed with a pending count; accept, merge or dismiss resolves one": (
+        "tests/integration/sleep/test_review.py::test_parked_pairs_are_listed_and_resolved_with_receipts",
+        "tests/unit/sleep/test_conflict_review.py::test_accept_keeps_one_side_and_archives_the_other",
+        "tests/unit/sleep/test_conflict_review.py::test_merge_keeps_one_side_with_the_given_text",
+    ),
+    "review: a dismissed pair is not queued again until a side changes": (
+        "tests/integration/sleep/test_review.py::test_a_dismissed_pair_stays_out_of_the_queue_until_a_side_changes",
+    ),
+    "review: a global memory is never archived or rewritten by a resolution": (
+        "tests/unit/sleep/test_conflict_review.py::test_a_global_memory_is_never_archived_or_rewritten",
+        "tests/integration/sleep/test_review.py::test_a_dismissed_pair_stays_out_of_the_queue_until_a_side_changes",
     ),
     "conflict: `reflectionUpdateMaxPerRun` caps updates over the whole run": (
         "tests/integration/sleep/test_spec_rules.py::test_the_update_cap_holds_for_the_whole_run_and_the_rest_waits",

@@ -24,6 +24,9 @@ export const ROUTES = {
   settingsPut: ["PUT", "/v1/settings"],
   sleepRun: ["POST", "/v1/sleep/runs"],
   sleepStatus: ["GET", "/v1/sleep/status"],
+  // the conflict review queue (Sleep tab)
+  conflicts: ["GET", "/v1/conflicts"],
+  conflictResolve: ["POST", "/v1/conflicts/{id}/resolve"],
 };
 
 // kind: auth (401) | forbidden (403) | notfound (404) | validation (400/422) | toolarge (413)

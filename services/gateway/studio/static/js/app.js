@@ -7,6 +7,7 @@ import * as memories from "./memories.js";
 import * as playground from "./playground.js";
 import * as engine from "./engine.js";
 import * as sleepTab from "./sleep.js";
+import { refreshBadge as refreshConflicts } from "./conflicts.js";
 import * as activity from "./activity.js";
 
 const TABS = { memories, playground, engine, sleep: sleepTab, activity };
@@ -60,6 +61,7 @@ class Studio {
     document.getElementById("signin").hidden = true;
     document.getElementById("studio").hidden = false;
     this.route();
+    refreshConflicts(this);
     return true;
   }
 
@@ -70,6 +72,7 @@ class Studio {
     for (const panel of document.querySelectorAll("[role=tabpanel]")) panel.replaceChildren();
     this.api = this.role = this.owner = this.current = null;
     this.mounted = {};
+    refreshConflicts(this);
     if (clearBanner) hideBanner();
     document.getElementById("who").hidden = true;
     document.getElementById("studio").hidden = true;
@@ -86,6 +89,7 @@ class Studio {
     else sessionStorage.removeItem(OWNER_ITEM);
     this.renderWho();
     if (this.current) this.mounted[this.current.tab].show(this.current.params);
+    refreshConflicts(this);
   }
 
   // Owners an operator may want: those with recent sleep runs (a hint; any owner can be typed).

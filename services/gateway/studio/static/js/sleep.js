@@ -1,7 +1,8 @@
-// Sleep tab: the owner's consolidation runs (status, phases, counters, receipt, tokens),
-// "run now" watched to its end, and the ledgers of what consolidation changed (merges,
-// archives, patterns with their evidence), each linked to its memory.
+// Sleep tab: the conflicts parked for review (conflicts.js), the owner's consolidation runs
+// (status, phases, counters, receipt, tokens), "run now" watched to its end, and the ledgers of
+// what consolidation changed (merges, archives, patterns with their evidence), each linked to its memory.
 
+import * as review from "./conflicts.js";
 import { chip, clear, el, empty, guarded, showBanner, sleep, when } from "./ui.js";
 
 const FINAL = new Set(["ok", "noop", "degraded", "refreshed", "aborted", "failed"]);
@@ -15,7 +16,9 @@ export function create(panel, studio) {
   const watch = el("div", { id: "sleep-watch", role: "status", "aria-live": "polite" });
   const runs = el("div", { id: "sleep-runs" });
   const ledgers = el("div", { id: "sleep-ledgers", class: "grid3" });
-  panel.append(el("h2", { text: "Sleep runs" }), head, watch, runs, el("h2", { text: "What consolidation changed" }), ledgers);
+  const conflicts = el("section", { id: "sleep-conflicts" });
+  const queue = review.create(conflicts, studio);
+  panel.append(conflicts, el("h2", { text: "Sleep runs" }), head, watch, runs, el("h2", { text: "What consolidation changed" }), ledgers);
   let alive = false;
 
   const trigger = el("button", { type: "button", id: "sleep-run", text: "Run sleep now" });
@@ -36,7 +39,7 @@ export function create(panel, studio) {
         if (FINAL.has(run.status)) {
           clear(watch, el("p", {}, "Run finished ", chip(run.status, TONE[run.status] || "muted"), " · receipt ",
             el("code", { class: "receipt-text", text: run.receipt || "—" })));
-          await Promise.all([loadRuns(runId), loadLedgers()]);
+          await Promise.all([loadRuns(runId), loadLedgers(), queue.load()]);
           return;
         }
       }
@@ -111,6 +114,7 @@ export function create(panel, studio) {
       hint.textContent = studio.isOperator
         ? "Consolidates this owner's memory now; a run is aborted when new activity arrives."
         : "Runs start when this owner is idle; an operator key can start one now.";
+      queue.load();
       loadRuns();
       loadLedgers();
     },
