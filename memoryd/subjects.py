@@ -102,6 +102,8 @@ OWNER_BOUND_OPS = (
     "memory.clear",
     "memory.export",
     "memory.import",
+    "entities.list",
+    "entities.relations",
 )
 
 

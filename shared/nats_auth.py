@@ -27,7 +27,7 @@ SERVICE_ROLES = SERVICES  # one NATS user per service
 
 _JS = ["$JS.API.>", "$JS.ACK.>", "$JS.FC.>", "$SRV.>", "mem.v1.dlq.>"]
 _SERVICE_SUB = ["$SRV.>", "mem.v1.rpc.health", "mem.v1.settings.changed"]
-CLIENT_RPC_OPS = ("retrieve", "inject", "memory.*", "health")
+CLIENT_RPC_OPS = ("retrieve", "inject", "memory.*", "entities.*", "health")
 #: bcrypt work factor of the hashes in auth.conf: nats-server checks one per connection
 #: (measured ~0.4 s at 11 on this 2-vCPU machine under load, half that at 10).
 BCRYPT_COST = 10
@@ -89,7 +89,9 @@ def role_permissions() -> dict[str, dict[str, object]]:
             ],
         ),
         "sleep": _service(
-            "sleep", ["mem.v1.jobs.sleep", "mem.v1.jobs.embed"], ["mem.v1.rpc.sleep.>", "mem.v1.activity.>"]
+            "sleep",
+            ["mem.v1.jobs.sleep", "mem.v1.jobs.embed"],
+            ["mem.v1.rpc.sleep.>", "mem.v1.rpc.entities.>", "mem.v1.activity.>"],
         ),
         # HTTP in front of every RPC: it checks each API key's owner and role itself
         "gateway": _service("gateway", ["mem.v1.rpc.>", "mem.v1.events.chat"], []),

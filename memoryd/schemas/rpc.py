@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memoryd.schemas import dlq as d
+from memoryd.schemas import graph as gr
 from memoryd.schemas import memory as m
 from memoryd.schemas import ops as o
 from memoryd.schemas import retrieval as r
@@ -60,6 +61,9 @@ RPC_OPS: dict[str, RpcOp] = {
         RpcOp("reindex", o.ReindexRequest, o.ReindexResult, "embed"),
         RpcOp("sleep.run", o.SleepRunRequest, o.SleepRunResult, "sleep"),
         RpcOp("sleep.status", o.SleepStatusRequest, o.SleepStatusResult, "sleep"),
+        # the entity graph consolidation builds (read-only)
+        RpcOp("entities.list", gr.EntityListRequest, gr.EntityListResult, "sleep"),
+        RpcOp("entities.relations", gr.RelationListRequest, gr.RelationListResult, "sleep"),
     )
 }
 

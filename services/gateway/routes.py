@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from memoryd.schemas import graph as gr
 from memoryd.schemas import memory as m
 from memoryd.schemas import ops as o
 from memoryd.schemas import retrieval as r
@@ -98,6 +99,13 @@ ROUTES: tuple[Route, ...] = (
           o.SleepStatusRequest, o.SleepStatusResult, "sleep.status"),
     Route("sleep_receipts", "GET", "/v1/sleep/receipts", "Receipts of recent consolidation runs", "sleep",
           o.SleepStatusRequest, g.SleepReceiptsResult),
+    # the entity graph sleep builds (read-only)
+    Route("entities_list", "GET", "/v1/entities",
+          "The owner's entities, most mentioned first (with entity_id: it and its neighbours)", "graph",
+          gr.EntityListRequest, gr.EntityListResult, "entities.list"),
+    Route("relations_list", "GET", "/v1/relations",
+          "The owner's entity relations, newest first; affective edges with their emotion and kind", "graph",
+          gr.RelationListRequest, gr.RelationListResult, "entities.relations"),
     Route("whoami", "GET", "/v1/whoami", "The calling API key: its role and the owner it acts for", "keys",
           None, studio.WhoAmI),
     Route("activity", "GET", "/v1/activity", "Counters of chat events, searches and queue lag, sampled now",

@@ -1,4 +1,5 @@
-"""Wiring of the sleep service: the `sleep.run|status` RPCs, the run lanes (`lanes`), the scheduler.
+"""Wiring of the sleep service: the `sleep.run|status` and `entities.list|relations` RPCs, the run
+lanes (`lanes`), the scheduler.
 
 Settings: `MEMORYD_SLEEP_*` (`config.SleepServiceConfig`); the LLM from `MEMORYD_LLM_*`
 (none configured is normal: the LLM phases are skipped); the vector stores from the
@@ -77,6 +78,8 @@ async def setup(ctx: ServiceContext) -> None:
     api = SleepApi(deps)
     await ctx.rpc.add(RPC_OPS["sleep.run"], api.run)
     await ctx.rpc.add(RPC_OPS["sleep.status"], api.status)
+    await ctx.rpc.add(RPC_OPS["entities.list"], api.entities)
+    await ctx.rpc.add(RPC_OPS["entities.relations"], api.relations)
     lanes = Lanes(ctx.db, ctx.js, cfg, sleep_consumer(cfg, ctx.config.nats), api.on_job)
     ctx.spawn(lanes.run(ctx.stop), "sleep-lanes")
     if cfg.scheduler:
