@@ -3,6 +3,7 @@ with affective edges' emotion and kind; another owner's graph stays out of every
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
@@ -18,6 +19,7 @@ from memoryd.schemas.graph import EntityListRequest, EntityListResult, RelationL
 from memoryd.subjects import owner_rpc_subject
 
 from .conftest import add_entity, sleep_service
+from .test_cli import memoryd
 
 
 async def add_edge(pool: asyncpg.Pool, owner: str, source: str, target: str, relation: str, **meta: Any) -> str:
@@ -125,3 +127,26 @@ async def test_bound_subject_and_bad_input(
     for raw, field in ((reply.data, "$.limit"), (reply2.data, "$.entity_id")):
         err = msgspec.json.decode(raw)
         assert (err["type"], err["code"], err["field"]) == ("mem.v1.rpc_error", 400, field), err
+
+
+async def test_entities_cli_lists_entities_and_relations(
+    nats_server: EmbeddedNats, pg_dsn: str, pool: asyncpg.Pool
+) -> None:
+    ids = await seed(pool)
+    url = ("--nats-url", nats_server.url)
+    async with sleep_service(nats_server, pg_dsn):
+        listed = await memoryd("entities", "list", "--owner", "g1", "--limit", "2", *url)
+        as_json = await memoryd("entities", "list", "--owner", "g1", "--entity", ids["rust"], "--json", *url)
+        edges = await memoryd("entities", "relations", "--owner", "g1", "--relation", "affective_context", *url)
+        bad = await memoryd("entities", "relations", "--owner", "g1", "--entity", "nope", *url)
+
+    code, out, err = listed
+    assert code == 0, err
+    assert [line.split()[1] for line in out.splitlines()[2:4]] == ["Jazz", "Ann"]
+    assert out.splitlines()[-1] == "entities 1-2 of 4"
+    assert as_json[0] == 0 and [e["name"] for e in json.loads(as_json[1])["entities"]] == ["Rust"]
+    code, out, err = edges
+    assert code == 0, err
+    assert "affective_context (joy, trait)" in out and "affective_context (anxiety, occasion)" in out
+    assert out.splitlines()[-1] == "relations 1-2 of 2"
+    assert bad[0] == 1 and "validation" in bad[2] and "entity_id" in bad[2]

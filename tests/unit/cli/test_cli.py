@@ -51,6 +51,8 @@ def test_every_client_operation_has_a_command() -> None:
         "memories import",
         "sleep run",
         "sleep status",
+        "entities list",
+        "entities relations",
         "settings get",
         "settings set",
         "health",
