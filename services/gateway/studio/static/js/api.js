@@ -24,6 +24,9 @@ export const ROUTES = {
   settingsPut: ["PUT", "/v1/settings"],
   sleepRun: ["POST", "/v1/sleep/runs"],
   sleepStatus: ["GET", "/v1/sleep/status"],
+  // the entity graph (Graph tab)
+  entities: ["GET", "/v1/entities"],
+  relations: ["GET", "/v1/relations"],
 };
 
 // kind: auth (401) | forbidden (403) | notfound (404) | validation (400/422) | toolarge (413)
