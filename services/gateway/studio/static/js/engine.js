@@ -1,6 +1,7 @@
 // Engine tab: status chips (keyword tier, embedding source and model, vector stores and their
 // health, rerank, LLM route), pending reindex with "reindex now" and a live progress bar,
-// queue lag per stage, and the runtime settings (operator only) with the API's validation.
+// queue lag per stage, and the runtime settings (operator only) with the API's validation; next
+// to them what memory costs: the prompt tokens the proxy may add to every call.
 
 import { bar, chip, clear, el, empty, guarded, showBanner, sleep } from "./ui.js";
 
@@ -105,7 +106,8 @@ export function create(panel, studio) {
     const got = await guarded(studio, () => studio.api.call("settingsGet", { query }));
     if (got) studio.settingsCache = got.settings;
     if (!studio.isOperator) {
-      clear(settings, el("h3", { text: "Settings" }), el("p", { class: "muted", text: "Changing runtime settings needs an operator key." }));
+      clear(settings, el("h3", { text: "Settings" }), got ? costLine(got.settings) : null,
+        el("p", { class: "muted", text: "Changing runtime settings needs an operator key." }));
       return;
     }
     if (!got) return;
@@ -123,6 +125,17 @@ export function create(panel, studio) {
     }
     const save = el("button", { type: "submit", text: studio.owner ? `Save for owner ${studio.owner}` : "Save globally" });
     form.append(el("div", { class: "row" }, save));
+    // what memory costs stays with the two settings that make it, and follows them as they are edited
+    const cost = costLine(got.settings);
+    const control = (name) => form.querySelector(`[name="${name}"]`);
+    for (const name of ["enabled", "maxTokens"]) control(name)?.setAttribute("aria-describedby", cost.id);
+    form.addEventListener("input", () => {
+      const on = control("enabled"), budget = control("maxTokens");
+      cost.textContent = costText({
+        enabled: on ? on.checked : got.settings.enabled,
+        maxTokens: budget ? Number(budget.value) : got.settings.maxTokens,
+      });
+    });
     form.addEventListener("submit", (ev) => {
       ev.preventDefault();
       const values = {};
@@ -145,7 +158,7 @@ export function create(panel, studio) {
         loadSettings();
       }, { form, button: save });
     });
-    clear(settings, el("h3", { text: studio.owner ? `Settings (owner ${studio.owner} over global)` : "Settings (global)" }), form);
+    clear(settings, el("h3", { text: studio.owner ? `Settings (owner ${studio.owner} over global)` : "Settings (global)" }), cost, form);
   }
 
   return {
@@ -161,6 +174,17 @@ export function create(panel, studio) {
       clearInterval(timer);
     },
   };
+}
+
+// The prompt tokens the memory proxy may add to each call (the upstream bills them).
+export function costText(values) {
+  if (!values || values.enabled === false) return "Memory is off: the proxy adds no prompt tokens to proxied calls.";
+  const n = Number(values.maxTokens ?? 2000);
+  return `Memory is on: memory adds up to ${n.toLocaleString("en")} prompt tokens per proxied call (enabled, maxTokens), billed by the upstream.`;
+}
+
+function costLine(values) {
+  return el("p", { id: "memory-cost", class: "cost", role: "status", text: costText(values) });
 }
 
 function findCheck(health, name) {
