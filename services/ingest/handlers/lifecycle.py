@@ -171,9 +171,7 @@ class LifecycleApi:
         bookkeeping: dict[str, int] = {}
         if req.owner is None:  # bookkeeping goes by the global retention, for every owner at once
             days = (await self._settings(GLOBAL_OWNER)).bookkeeping_retention_days
-            bookkeeping = await retention.prune(
-                self._pool, self._clock() - timedelta(days=days), dry_run=req.dry_run
-            )
+            bookkeeping = await retention.prune(self._pool, self._clock() - timedelta(days=days), dry_run=req.dry_run)
         if req.dry_run:
             vectors = await lifecycle_pg.vector_count(self._pool, ids)
             there = DeletionReceipt(rows=len(ids), pgvector_vectors=vectors)

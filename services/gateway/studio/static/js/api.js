@@ -5,6 +5,7 @@ export const ROUTES = {
   whoami: ["GET", "/v1/whoami"],
   stats: ["GET", "/v1/stats"],
   activity: ["GET", "/v1/activity"],
+  activityHistory: ["GET", "/v1/activity/history"],
   list: ["GET", "/v1/memories"],
   create: ["POST", "/v1/memories"],
   get: ["GET", "/v1/memories/{id}"],
