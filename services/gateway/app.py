@@ -43,7 +43,13 @@ from .logic.openapi import document
 from .metrics import HttpMetrics, MeteredUpstream
 from .routes import ROUTES
 from .studio import history as activity_history
-from .studio.endpoints import activity_endpoint, history_endpoint, sample, whoami_endpoint
+from .studio.endpoints import (
+    activity_endpoint,
+    embedding_models_endpoint,
+    history_endpoint,
+    sample,
+    whoami_endpoint,
+)
 from .studio.web import studio_routes
 
 NEEDS_DB = False
@@ -61,6 +67,7 @@ _SPECIAL = {
     "models_list": models.models_endpoint,
     "whoami": whoami_endpoint,
     "activity": activity_endpoint,
+    "embedding_models": embedding_models_endpoint,
 }
 
 

@@ -18,6 +18,7 @@ from memoryd.schemas import ops as o
 from memoryd.schemas import retrieval as r
 
 from . import schemas as g
+from .studio import embedding as studio_embedding
 from .studio import schemas as studio
 
 JSON = "application/json"
@@ -87,6 +88,9 @@ ROUTES: tuple[Route, ...] = (
           "operations", o.ReindexRequest, o.ReindexResult, "reindex", operator=True, fixed={"dry_run": True}),
     Route("engine_status", "GET", "/v1/engine/status", "Retrieval engine: tiers, embedding, stores, pending",
           "operations", o.EngineStatusRequest, o.EngineStatusResult, "engine.status"),
+    Route("embedding_models", "GET", "/v1/embedding/models",
+          "Embedding sources and models: what embeddingSource accepts, the shipped local model, the remote one",
+          "operations", None, studio_embedding.EmbeddingModels),
     Route("health", "GET", "/v1/health", "Deep health of every service (operator keys)", "operations", None,
           g.ServicesHealth),
     Route("settings_get", "GET", "/v1/settings", "Effective settings (owner over global) and their sources",

@@ -1,5 +1,5 @@
-"""``GET /v1/whoami``, ``GET /v1/activity`` and ``GET /v1/activity/history``: what the Studio
-needs beyond the memory API.
+"""``GET /v1/whoami``, ``GET /v1/activity``, ``GET /v1/activity/history`` and
+``GET /v1/embedding/models``: what the Studio needs beyond the memory API.
 
 ``activity`` reads counters the services already keep, over NATS only: the ``MEM_EVENTS``
 stream's last sequence (chat events accepted), the retrieve replicas' ``$SRV.STATS`` request
@@ -20,6 +20,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from memoryd.schemas.ops import SettingsGetRequest, SettingsGetResult
 from memoryd.subjects import (
     EMBED_CONSUMER,
     EVENTS_STREAM,
@@ -34,6 +35,7 @@ from memoryd.subjects import (
 from ..context import Gateway
 from ..handlers.common import Endpoint, authenticate, guarded, json_response
 from ..logic.auth import require_operator
+from .embedding import models_of
 from .history import History
 from .schemas import ActivitySample, WhoAmI
 
@@ -62,6 +64,16 @@ def activity_endpoint(gw: Gateway) -> Endpoint:
         key = await authenticate(gw, request)
         require_operator(key.role, "GET /v1/activity")
         return json_response(await sample(gw))
+
+    return endpoint
+
+
+def embedding_models_endpoint(gw: Gateway) -> Endpoint:
+    @guarded
+    async def endpoint(request: Request) -> Response:
+        await authenticate(gw, request)  # any key: the engine is the same for every owner
+        got: SettingsGetResult = await gw.call("settings.get", SettingsGetRequest())
+        return json_response(models_of(got.settings))
 
     return endpoint
 

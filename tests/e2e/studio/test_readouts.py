@@ -82,3 +82,29 @@ async def test_the_activity_tab_opens_with_the_gateways_last_hour(page: Page, st
     await expect(page.locator("#activity-note")).to_contain_text(
         f"The gateway keeps the last hour (a sample every {HISTORY_S} s)."
     )
+
+
+async def test_engine_tab_lists_the_embedding_models(page: Page, stack: Stack) -> None:
+    status, models = await rest(stack, "alice", "GET", "/v1/embedding/models")
+    assert status == 200, models
+    assert (models["sources"], models["source"], models["resolves_to"]) == (
+        ["auto", "local", "remote"],
+        "auto",
+        "local",
+    )
+    assert models["models"][0] == {
+        "source": "local", "model": "all-MiniLM-L6-v2", "dim": 384, "configured": True, "in_use": True,
+    }  # fmt: skip
+    remote = {"embeddingSource": "local", "embeddingUrl": "http://127.0.0.1:9/v1", "embeddingModel": "bge-m3",
+              "embeddingDim": 1024}  # fmt: skip
+    assert (await rest(stack, "operator", "PUT", "/v1/settings", {"values": remote}))[0] == 200
+    try:
+        await sign_in(page, stack, "alice", tab="engine")
+        table = page.locator("#embedding-models")
+        await expect(table.locator('tr[data-source="local"]')).to_contain_text("all-MiniLM-L6-v2384in use")
+        await expect(table.locator('tr[data-source="remote"]')).to_contain_text("bge-m31024configured")
+        await expect(page.locator("#embedding-sources")).to_contain_text("set to local")
+    finally:
+        back = {"embeddingSource": "auto", "embeddingUrl": None}  # no URL: auto is local again
+        status, body = await rest(stack, "operator", "PUT", "/v1/settings", {"values": back})
+        assert status == 200, body

@@ -18,6 +18,7 @@ export const ROUTES = {
   preview: ["POST", "/v1/search/preview"],
   inject: ["POST", "/v1/inject"],
   engine: ["GET", "/v1/engine/status"],
+  embeddingModels: ["GET", "/v1/embedding/models"],
   reindex: ["POST", "/v1/reindex"],
   reindexProgress: ["GET", "/v1/reindex"],
   health: ["GET", "/v1/health"],
