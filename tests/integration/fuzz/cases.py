@@ -16,6 +16,7 @@ import msgspec
 
 from memoryd.codec import decode
 from memoryd.schemas import RPC_OPS, ChatEvent, ChatMessage, EmbedJob, ExtractJob, SleepRun, Wire, dlq
+from memoryd.schemas import graph as gr
 from memoryd.schemas import memory as m
 from memoryd.schemas import ops as o
 from memoryd.schemas import retrieval as r
@@ -148,6 +149,12 @@ def rpc_examples(seeds: Seeds) -> dict[str, Wire]:
         "reindex": o.ReindexRequest(owner=OWNER, batch_size=16, dry_run=True),
         "sleep.run": o.SleepRunRequest(owner=ACTIVITY_OWNER, wait=True, timeout_s=10),
         "sleep.status": o.SleepStatusRequest(owner=OWNER, limit=5),
+        "entities.list": gr.EntityListRequest(
+            owner=OWNER, entity_id=str(uuid.UUID(int=1)), q="tea", kind="thing", limit=10, offset=1
+        ),
+        "entities.relations": gr.RelationListRequest(
+            owner=OWNER, entity_id=str(uuid.UUID(int=1)), relation="related_to", limit=10, offset=1
+        ),
         # sequence numbers far past anything the run dead-letters: nothing is replayed or dropped
         "admin.dlq.list": dlq.DlqListRequest(stage="ingest", limit=5),
         "admin.dlq.show": dlq.DlqShowRequest(seq=seeds.dlq_seq),
