@@ -18,6 +18,8 @@ from memoryd.schemas.base import Limit, MemoryId, Offset, Owner, Wire
 AFFECTIVE_RELATION = "affective_context"
 #: An affective edge's kind: one occasion, or promoted to a trait (seen across sessions).
 AffectKind = Literal["occasion", "trait"]
+#: free text that goes into SQL as a parameter: anything but NUL (PostgreSQL text cannot hold it)
+FilterText = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
 RelationName = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[a-z_]+$(?!\n)")]
 
 
@@ -57,8 +59,8 @@ class EntityListRequest(Wire, frozen=True):
     owner: Owner
     entity_id: MemoryId | None = None
     #: name contains this text (case-insensitive)
-    q: Annotated[str, msgspec.Meta(min_length=1, max_length=200)] | None = None
-    kind: Annotated[str, msgspec.Meta(min_length=1, max_length=64)] | None = None
+    q: FilterText | None = None
+    kind: FilterText | None = None
     limit: Limit = 100
     offset: Offset = 0
 

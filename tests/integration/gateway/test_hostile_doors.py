@@ -93,6 +93,12 @@ REST_CASES = [
     Case("search-limit-huge", "POST", "/v1/search", 400, json={"query": "x", "limit": 10**12}),
     Case("clear-days-huge", "POST", "/v1/memories/clear", 400, json={"older_than_days": 10**12}),
     Case("receipts-limit-huge", "GET", "/v1/sleep/status", 400, params={"limit": str(10**12)}),
+    # the entity graph: ids, pagination and filters
+    Case("entities-id-garbage", "GET", "/v1/entities", 400, params={"entity_id": "1' OR '1'='1"}),
+    Case("entities-offset-negative", "GET", "/v1/entities", 400, params={"offset": "-1"}),
+    Case("entities-q-nul", "GET", "/v1/entities", 400, params={"q": "a\x00b"}),
+    Case("relations-limit-huge", "GET", "/v1/relations", 400, params={"limit": str(10**12)}),
+    Case("relations-relation-pattern", "GET", "/v1/relations", 400, params={"relation": "x%' OR 1=1"}),
     # injection strings are data: stored as written, in bob's memory only
     *[
         Case(f"injection-{i}", "POST", "/v1/memories", None, json={"content": text})
