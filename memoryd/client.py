@@ -37,6 +37,7 @@ from memoryd.rpc import call
 from memoryd.schemas import HEALTH_OP, RpcOp
 from memoryd.schemas.base import MAX_PAYLOAD_BYTES
 from memoryd.schemas.events import ChatEvent, ChatMessage
+from memoryd.schemas.graph import EntityListRequest, EntityListResult, RelationListRequest, RelationListResult
 from memoryd.schemas.memory import (
     ImportLineError,
     MemoryClearRequest,
@@ -420,4 +421,34 @@ class MemoryClient:
         every owner, operator credentials); ``dry_run`` reports what would go."""
         req = CleanupRequest(owner=owner, dry_run=dry_run)
         result: CleanupResult = await self._call("cleanup", req, timeout=max(self.timeout, 60.0))
+        return result
+
+    # --- the entity graph (read-only) ------------------------------------------------------------
+    async def entities(
+        self,
+        owner: str,
+        *,
+        entity_id: str | None = None,
+        q: str | None = None,
+        kind: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> EntityListResult:
+        """The owner's entities, most mentioned first; with ``entity_id`` it and its neighbours."""
+        req = EntityListRequest(owner=owner, entity_id=entity_id, q=q, kind=kind, limit=limit, offset=offset)
+        result: EntityListResult = await self._call("entities.list", req)
+        return result
+
+    async def relations(
+        self,
+        owner: str,
+        *,
+        entity_id: str | None = None,
+        relation: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> RelationListResult:
+        """The owner's entity relations, newest first (affective edges carry emotion and kind)."""
+        req = RelationListRequest(owner=owner, entity_id=entity_id, relation=relation, limit=limit, offset=offset)
+        result: RelationListResult = await self._call("entities.relations", req)
         return result

@@ -105,6 +105,8 @@ OWNER_BOUND_OPS = (
     "memory.batch",
     "conflicts.list",
     "conflicts.resolve",
+    "entities.list",
+    "entities.relations",
 )
 
 

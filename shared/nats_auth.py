@@ -115,7 +115,7 @@ def jetstream_api(service: str) -> list[str]:
     return [*_provisioning(), *own[service]]
 
 
-CLIENT_RPC_OPS = ("retrieve", "inject", "memory.*", "conflicts.*", "health")
+CLIENT_RPC_OPS = ("retrieve", "inject", "memory.*", "conflicts.*", "entities.*", "health")
 #: bcrypt work factor of the hashes in auth.conf: nats-server checks one per connection
 #: (measured ~0.4 s at 11 on this 2-vCPU machine under load, half that at 10).
 BCRYPT_COST = 10
@@ -179,7 +179,7 @@ def role_permissions() -> dict[str, dict[str, object]]:
         "sleep": _service(
             "sleep",
             ["mem.v1.jobs.sleep", "mem.v1.jobs.embed"],
-            ["mem.v1.rpc.sleep.>", "mem.v1.rpc.conflicts.>", "mem.v1.activity.>"],
+            ["mem.v1.rpc.sleep.>", "mem.v1.rpc.conflicts.>", "mem.v1.rpc.entities.>", "mem.v1.activity.>"],
         ),
         # HTTP in front of every RPC: it checks each API key's owner and role itself
         "gateway": _service("gateway", ["mem.v1.rpc.>", "mem.v1.events.chat"], []),

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from memoryd.schemas import conflicts as c
 from memoryd.schemas import dlq as d
+from memoryd.schemas import graph as gr
 from memoryd.schemas import memory as m
 from memoryd.schemas import ops as o
 from memoryd.schemas import retrieval as r
@@ -65,6 +66,9 @@ RPC_OPS: dict[str, RpcOp] = {
         # the conflict review queue: sleep owns conflict_pending and the archive/merge writes
         RpcOp("conflicts.list", c.ConflictListRequest, c.ConflictListResult, "sleep"),
         RpcOp("conflicts.resolve", c.ConflictResolveRequest, c.ConflictResolveResult, "sleep"),
+        # the entity graph consolidation builds (read-only)
+        RpcOp("entities.list", gr.EntityListRequest, gr.EntityListResult, "sleep"),
+        RpcOp("entities.relations", gr.RelationListRequest, gr.RelationListResult, "sleep"),
     )
 }
 

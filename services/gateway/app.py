@@ -42,7 +42,14 @@ from .handlers.trace import TraceContext
 from .logic.openapi import document
 from .metrics import HttpMetrics, MeteredUpstream
 from .routes import ROUTES
-from .studio.endpoints import activity_endpoint, whoami_endpoint
+from .studio import history as activity_history
+from .studio.endpoints import (
+    activity_endpoint,
+    embedding_models_endpoint,
+    history_endpoint,
+    sample,
+    whoami_endpoint,
+)
 from .studio.web import studio_routes
 
 NEEDS_DB = False
@@ -60,13 +67,15 @@ _SPECIAL = {
     "models_list": models.models_endpoint,
     "whoami": whoami_endpoint,
     "activity": activity_endpoint,
+    "embedding_models": embedding_models_endpoint,
 }
 
 
-def build_app(gw: Gateway, probes: Probes) -> Starlette:
+def build_app(gw: Gateway, probes: Probes, history: activity_history.History) -> Starlette:
     routes: list[BaseRoute] = []
+    special = {**_SPECIAL, "activity_history": history_endpoint(history)}
     for route in ROUTES:
-        factory = _SPECIAL.get(route.name)
+        factory = special.get(route.name)
         endpoint = factory(gw) if factory else rest.rpc_endpoint(gw, route)
         routes.append(Route(route.path, endpoint, methods=[route.method], name=route.name))
     openapi = document(ROUTES, version=version("memoryd"))
@@ -132,8 +141,10 @@ async def setup(ctx: ServiceContext) -> None:
         limits=LimitStore(limits_kv),
     )
     probes = Probes(gw, ctx.liveness, ctx.stop)
+    history = activity_history.History(config.activity_history_s)
+    ctx.spawn(activity_history.keep(history, lambda: sample(gw), ctx.stop), "gateway-activity-history")
     http = HttpServer(
-        build_app(gw, probes),
+        build_app(gw, probes, history),
         bind(config.host, config.port),
         max_connections=config.max_connections,
         header_timeout_s=config.header_timeout_s,

@@ -51,6 +51,8 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
     key_models: str = ""
     #: chat events one API key may publish through POST /v1/events per second, for keys that set none; 0 = unlimited
     key_events_per_second: Limit = 0
+    #: how often the gateway samples activity for the Studio's last hour (GET /v1/activity/history)
+    activity_history_s: Annotated[float, msgspec.Meta(ge=0.1, le=3600)] = 60.0
     #: how long a streamed answer holds its slot without renewal (a gateway that dies frees its slots by then)
     stream_slot_lease_s: Annotated[float, msgspec.Meta(ge=1)] = 30.0
 

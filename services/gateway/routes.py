@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memoryd.schemas import conflicts as c
+from memoryd.schemas import graph as gr
 from memoryd.schemas import memory as m
 from memoryd.schemas import ops as o
 from memoryd.schemas import retrieval as r
 
 from . import schemas as g
+from .studio import embedding as studio_embedding
 from .studio import schemas as studio
 
 JSON = "application/json"
@@ -91,6 +93,9 @@ ROUTES: tuple[Route, ...] = (
           "operations", o.ReindexRequest, o.ReindexResult, "reindex", operator=True, fixed={"dry_run": True}),
     Route("engine_status", "GET", "/v1/engine/status", "Retrieval engine: tiers, embedding, stores, pending",
           "operations", o.EngineStatusRequest, o.EngineStatusResult, "engine.status"),
+    Route("embedding_models", "GET", "/v1/embedding/models",
+          "Embedding sources and models: what embeddingSource accepts, the shipped local model, the remote one",
+          "operations", None, studio_embedding.EmbeddingModels),
     Route("health", "GET", "/v1/health", "Deep health of every service (operator keys)", "operations", None,
           g.ServicesHealth),
     Route("settings_get", "GET", "/v1/settings", "Effective settings (owner over global) and their sources",
@@ -109,10 +114,20 @@ ROUTES: tuple[Route, ...] = (
     Route("conflicts_resolve", "POST", "/v1/conflicts/{id}/resolve",
           "Resolve a parked conflict: accept one side, merge with new content, or dismiss", "sleep",
           c.ConflictResolveRequest, c.ConflictResolveResult, "conflicts.resolve"),
+    # the entity graph sleep builds (read-only)
+    Route("entities_list", "GET", "/v1/entities",
+          "The owner's entities, most mentioned first (with entity_id: it and its neighbours)", "graph",
+          gr.EntityListRequest, gr.EntityListResult, "entities.list"),
+    Route("relations_list", "GET", "/v1/relations",
+          "The owner's entity relations, newest first; affective edges with their emotion and kind", "graph",
+          gr.RelationListRequest, gr.RelationListResult, "entities.relations"),
     Route("whoami", "GET", "/v1/whoami", "The calling API key: its role and the owner it acts for", "keys",
           None, studio.WhoAmI),
     Route("activity", "GET", "/v1/activity", "Counters of chat events, searches and queue lag, sampled now",
           "operations", None, studio.ActivitySample, operator=True),
+    Route("activity_history", "GET", "/v1/activity/history",
+          "The last hour of activity samples this gateway took (one a minute), oldest first", "operations",
+          None, studio.ActivityHistory, operator=True),
     Route("chat_completions", "POST", "/v1/chat/completions",
           "OpenAI-compatible chat with memory: retrieve, inject, forward, then remember the exchange", "proxy",
           None, None),

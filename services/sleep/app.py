@@ -1,4 +1,4 @@
-"""Wiring of the sleep service: the `sleep.run|status` and `conflicts.list|resolve` RPCs, the run
+"""Wiring of the sleep service: the `sleep.run|status`, `conflicts.list|resolve` and `entities.list|relations` RPCs, the run
 lanes (`lanes`), the scheduler.
 
 Settings: `MEMORYD_SLEEP_*` (`config.SleepServiceConfig`); the LLM from `MEMORYD_LLM_*`
@@ -82,6 +82,8 @@ async def setup(ctx: ServiceContext) -> None:
     review = ReviewApi(deps)
     await ctx.rpc.add(RPC_OPS["conflicts.list"], review.list)
     await ctx.rpc.add(RPC_OPS["conflicts.resolve"], review.resolve)
+    await ctx.rpc.add(RPC_OPS["entities.list"], api.entities)
+    await ctx.rpc.add(RPC_OPS["entities.relations"], api.relations)
     lanes = Lanes(ctx.db, ctx.js, cfg, sleep_consumer(cfg, ctx.config.nats), api.on_job)
     ctx.spawn(lanes.run(ctx.stop), "sleep-lanes")
     if cfg.scheduler:

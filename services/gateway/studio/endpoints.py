@@ -1,9 +1,11 @@
-"""``GET /v1/whoami`` and ``GET /v1/activity``: what the Studio needs beyond the memory API.
+"""``GET /v1/whoami``, ``GET /v1/activity``, ``GET /v1/activity/history`` and
+``GET /v1/embedding/models``: what the Studio needs beyond the memory API.
 
 ``activity`` reads counters the services already keep, over NATS only: the ``MEM_EVENTS``
 stream's last sequence (chat events accepted), the retrieve replicas' ``$SRV.STATS`` request
 counts (searches), and each durable consumer's pending messages (queue lag). A source that
-does not answer is left out and named in ``errors``; the rest is still returned.
+does not answer is left out and named in ``errors``; the rest is still returned. The history
+is what ``history.keep`` gathered from the same reading.
 """
 
 from __future__ import annotations
@@ -11,12 +13,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
+from memoryd.schemas.ops import SettingsGetRequest, SettingsGetResult
 from memoryd.subjects import (
     EMBED_CONSUMER,
     EVENTS_STREAM,
@@ -31,6 +35,8 @@ from memoryd.subjects import (
 from ..context import Gateway
 from ..handlers.common import Endpoint, authenticate, guarded, json_response
 from ..logic.auth import require_operator
+from .embedding import models_of
+from .history import History
 from .schemas import ActivitySample, WhoAmI
 
 CONSUMERS = (
@@ -57,13 +63,39 @@ def activity_endpoint(gw: Gateway) -> Endpoint:
     async def endpoint(request: Request) -> Response:
         key = await authenticate(gw, request)
         require_operator(key.role, "GET /v1/activity")
-        errors: dict[str, str] = {}
-        events, searches, lag = await asyncio.gather(_events(gw, errors), _searches(gw, errors), _lag(gw, errors))
-        return json_response(
-            ActivitySample(at=datetime.now(UTC), events=events, searches=searches, lag=lag, errors=errors)
-        )
+        return json_response(await sample(gw))
 
     return endpoint
+
+
+def embedding_models_endpoint(gw: Gateway) -> Endpoint:
+    @guarded
+    async def endpoint(request: Request) -> Response:
+        await authenticate(gw, request)  # any key: the engine is the same for every owner
+        got: SettingsGetResult = await gw.call("settings.get", SettingsGetRequest())
+        return json_response(models_of(got.settings))
+
+    return endpoint
+
+
+def history_endpoint(history: History) -> Callable[[Gateway], Endpoint]:
+    def factory(gw: Gateway) -> Endpoint:
+        @guarded
+        async def endpoint(request: Request) -> Response:
+            key = await authenticate(gw, request)
+            require_operator(key.role, "GET /v1/activity/history")
+            return json_response(history.read())
+
+        return endpoint
+
+    return factory
+
+
+async def sample(gw: Gateway) -> ActivitySample:
+    """The services' counters now (a source that does not answer is named in ``errors``)."""
+    errors: dict[str, str] = {}
+    events, searches, lag = await asyncio.gather(_events(gw, errors), _searches(gw, errors), _lag(gw, errors))
+    return ActivitySample(at=datetime.now(UTC), events=events, searches=searches, lag=lag, errors=errors)
 
 
 async def _events(gw: Gateway, errors: dict[str, str]) -> int:

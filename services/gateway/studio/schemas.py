@@ -1,4 +1,4 @@
-"""Replies of the Studio's own routes (``/v1/whoami``, ``/v1/activity``)."""
+"""Replies of the Studio's own routes (``/v1/whoami``, ``/v1/activity``, ``/v1/activity/history``)."""
 
 from __future__ import annotations
 
@@ -29,3 +29,10 @@ class ActivitySample(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=Tr
     searches: int
     lag: dict[str, int] = {}
     errors: dict[str, str] = {}
+
+
+class ActivityHistory(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """The gateway's last hour of ``ActivitySample``, oldest first, one every ``interval_s``."""
+
+    interval_s: float
+    samples: list[ActivitySample] = []

@@ -56,6 +56,8 @@ class LifecycleApi:
         publisher: Publisher,
         settings: Callable[[str], Awaitable[MemorySettings]],
         llm: LlmClient | None,
+        *,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._stores = stores
         self._pool = stores.pool
@@ -63,6 +65,8 @@ class LifecycleApi:
         self._pub = publisher
         self._settings = settings
         self._llm = llm
+        #: what time it is for retention cleanup (tests move it forward)
+        self._clock = clock
 
     # --- restore ----------------------------------------------------------------------------
     async def restore(self, req: MemoryRestoreRequest) -> MemoryRestoreResult:
@@ -148,7 +152,7 @@ class LifecycleApi:
 
     # --- cleanup ----------------------------------------------------------------------------
     async def _cleanup_candidates(self, owner: str | None) -> tuple[dict[str, list[str]], int, int]:
-        now = datetime.now(UTC)
+        now = self._clock()
         by_owner: dict[str, list[str]] = {}
         expired = await lifecycle_pg.expired(self._pool, now, owner)
         for o, memory_id in expired:
@@ -167,9 +171,7 @@ class LifecycleApi:
         bookkeeping: dict[str, int] = {}
         if req.owner is None:  # bookkeeping goes by the global retention, for every owner at once
             days = (await self._settings(GLOBAL_OWNER)).bookkeeping_retention_days
-            bookkeeping = await retention.prune(
-                self._pool, datetime.now(UTC) - timedelta(days=days), dry_run=req.dry_run
-            )
+            bookkeeping = await retention.prune(self._pool, self._clock() - timedelta(days=days), dry_run=req.dry_run)
         if req.dry_run:
             vectors = await lifecycle_pg.vector_count(self._pool, ids)
             there = DeletionReceipt(rows=len(ids), pgvector_vectors=vectors)

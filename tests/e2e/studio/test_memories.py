@@ -221,11 +221,11 @@ async def test_phone_width_and_keyboard(page: Page, stack: Stack, shots: Path) -
     await expect(page.get_by_role("tab", name="Playground")).to_have_attribute("aria-selected", "true")
     await expect(page.get_by_role("tab", name="Playground")).to_be_focused()
     await page.keyboard.press("End")
-    await expect(page.get_by_role("tab", name="Activity")).to_have_attribute("aria-selected", "true")
+    await expect(page.get_by_role("tab", name="Graph")).to_have_attribute("aria-selected", "true")
     await page.keyboard.press("Home")
     await expect(page.locator("#panel-memories")).to_be_visible()
 
-    for name in ("Playground", "Engine", "Sleep", "Activity"):  # no tab needs sideways scrolling
+    for name in ("Playground", "Engine", "Sleep", "Activity", "Graph"):  # no tab needs sideways scrolling
         await page.get_by_role("tab", name=name).click()
         await expect(page.locator(f"#panel-{name.lower()}")).to_be_visible()
         await page.wait_for_timeout(300)

@@ -17,6 +17,7 @@ import msgspec
 from memoryd.codec import decode
 from memoryd.schemas import RPC_OPS, ChatEvent, ChatMessage, EmbedJob, ExtractJob, SleepRun, Wire, dlq
 from memoryd.schemas import conflicts as c
+from memoryd.schemas import graph as gr
 from memoryd.schemas import memory as m
 from memoryd.schemas import ops as o
 from memoryd.schemas import retrieval as r
@@ -165,6 +166,12 @@ def rpc_examples(seeds: Seeds) -> dict[str, Wire]:
             keep=seeds.memory_id,
             content="Office hours are 9 to 5.",
             resolved_by="fuzz",
+        ),
+        "entities.list": gr.EntityListRequest(
+            owner=OWNER, entity_id=str(uuid.UUID(int=1)), q="tea", kind="thing", limit=10, offset=1
+        ),
+        "entities.relations": gr.RelationListRequest(
+            owner=OWNER, entity_id=str(uuid.UUID(int=1)), relation="related_to", limit=10, offset=1
         ),
         # sequence numbers far past anything the run dead-letters: nothing is replayed or dropped
         "admin.dlq.list": dlq.DlqListRequest(stage="ingest", limit=5),

@@ -41,6 +41,7 @@ from memoryd.local.nats import EmbeddedNats
 from memoryd.local.up import credentials_file, nats_dir, write_nats_auth
 from memoryd.schemas import ChatEvent, ChatMessage, Wire, dlq
 from memoryd.schemas import conflicts as c
+from memoryd.schemas import graph as gr
 from memoryd.schemas import memory as m
 from memoryd.schemas import ops as o
 from memoryd.schemas import retrieval as r
@@ -136,6 +137,8 @@ def rpc_request(op: str, owner: str, global_memory: bool, global_id: str) -> Wir
         "sleep.status": o.SleepStatusRequest(owner=owner, limit=1),
         "conflicts.list": c.ConflictListRequest(owner=owner, limit=1),
         "conflicts.resolve": c.ConflictResolveRequest(owner=owner, id=str(uuid.uuid4()), action="dismiss"),
+        "entities.list": gr.EntityListRequest(owner=owner, limit=1),
+        "entities.relations": gr.RelationListRequest(owner=owner, limit=1),
         "health": o.HealthRequest(),
     }
     return requests[op.removeprefix("admin.")]

@@ -53,6 +53,8 @@ def test_every_client_operation_has_a_command() -> None:
         "sleep status",
         "conflicts list",
         "conflicts resolve",
+        "entities list",
+        "entities relations",
         "settings get",
         "settings set",
         "health",

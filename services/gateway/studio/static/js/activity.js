@@ -1,12 +1,22 @@
 // Activity tab (operator keys): chat events and searches per minute and the queue lag per
-// stage, sampled from the services' own counters (GET /v1/activity) while the page is open.
+// stage, from the services' own counters: the gateway's last hour (GET /v1/activity/history,
+// one sample a minute) when the tab opens, then sampled (GET /v1/activity) while it is open.
 
 import { clear, el, empty, guarded } from "./ui.js";
 import { lineChart } from "./chart.js";
 
 const EVERY_MS = 3000;
-const KEEP = 120; // samples (6 minutes)
 const STORE = "memoryd.studio.activity";
+const HOUR_MS = 3_600_000;
+
+const point = (s) => ({ t: Date.parse(s.at) || Date.now(), events: s.events || 0, searches: s.searches || 0, lag: s.lag || {} });
+
+// One series in time order: the gateway's hour and this tab's samples, none older than an hour.
+function merged(a, b) {
+  const byTime = new Map([...a, ...b].map((s) => [s.t, s]));
+  const cutoff = Date.now() - HOUR_MS;
+  return [...byTime.values()].filter((s) => s.t >= cutoff).sort((x, y) => x.t - y.t);
+}
 
 export function create(panel, studio) {
   const charts = el("div", { id: "activity-charts", class: "grid2" });
@@ -14,12 +24,19 @@ export function create(panel, studio) {
   panel.append(el("h2", { text: "Activity" }), note, charts);
   let samples = JSON.parse(sessionStorage.getItem(STORE) || "[]");
   let timer = null;
+  let historyEvery = null; // seconds between the gateway's own samples, once read
+
+  async function loadHistory() {
+    const h = await guarded(studio, () => studio.api.call("activityHistory"));
+    if (!h) return;
+    historyEvery = h.interval_s;
+    samples = merged((h.samples || []).map(point), samples);
+  }
 
   async function sample() {
     const s = await guarded(studio, () => studio.api.call("activity"));
     if (!s) return;
-    samples.push({ t: Date.parse(s.at) || Date.now(), events: s.events || 0, searches: s.searches || 0, lag: s.lag || {} });
-    samples = samples.slice(-KEEP);
+    samples = merged(samples, [point(s)]);
     sessionStorage.setItem(STORE, JSON.stringify(samples));
     render(s);
   }
@@ -37,7 +54,8 @@ export function create(panel, studio) {
   function render(latest) {
     const stages = [...new Set(samples.flatMap((s) => Object.keys(s.lag)))].filter((k) => !k.endsWith("_ack_pending"));
     const missing = Object.entries(latest.errors || {}).map(([what, why]) => `${what} (${why})`);
-    note.textContent = `Since start: ${latest.events} chat events, ${latest.searches} searches. Sampled every ${EVERY_MS / 1000} s while this tab is open.` +
+    const hour = historyEvery ? ` The gateway keeps the last hour (a sample every ${historyEvery} s).` : "";
+    note.textContent = `Since start: ${latest.events} chat events, ${latest.searches} searches. Sampled every ${EVERY_MS / 1000} s while this tab is open.${hour}` +
       (missing.length ? ` Not answering: ${missing.join("; ")}.` : "");
     if (samples.length < 2) {
       clear(charts, empty("Collecting the first samples…"));
@@ -63,7 +81,7 @@ export function create(panel, studio) {
         clear(charts, empty("Activity across owners is for operator keys."));
         return;
       }
-      sample();
+      loadHistory().then(sample);
       timer = setInterval(() => { if (!document.hidden) sample(); }, EVERY_MS);
     },
     hide() {

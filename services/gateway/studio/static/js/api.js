@@ -5,6 +5,7 @@ export const ROUTES = {
   whoami: ["GET", "/v1/whoami"],
   stats: ["GET", "/v1/stats"],
   activity: ["GET", "/v1/activity"],
+  activityHistory: ["GET", "/v1/activity/history"],
   list: ["GET", "/v1/memories"],
   create: ["POST", "/v1/memories"],
   get: ["GET", "/v1/memories/{id}"],
@@ -17,6 +18,7 @@ export const ROUTES = {
   preview: ["POST", "/v1/search/preview"],
   inject: ["POST", "/v1/inject"],
   engine: ["GET", "/v1/engine/status"],
+  embeddingModels: ["GET", "/v1/embedding/models"],
   reindex: ["POST", "/v1/reindex"],
   reindexProgress: ["GET", "/v1/reindex"],
   health: ["GET", "/v1/health"],
@@ -27,6 +29,9 @@ export const ROUTES = {
   // the conflict review queue (Sleep tab)
   conflicts: ["GET", "/v1/conflicts"],
   conflictResolve: ["POST", "/v1/conflicts/{id}/resolve"],
+  // the entity graph (Graph tab)
+  entities: ["GET", "/v1/entities"],
+  relations: ["GET", "/v1/relations"],
 };
 
 // kind: auth (401) | forbidden (403) | notfound (404) | validation (400/422) | toolarge (413)

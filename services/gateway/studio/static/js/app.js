@@ -1,5 +1,5 @@
 // Memory Studio: sign-in, the session (key in sessionStorage only), the owner being viewed,
-// the tabs (keyboard: arrows, Home, End) and the hash router (#/memories/<id>, #/sleep, ...).
+// the tabs (keyboard: arrows, Home, End) and the hash router (#/memories/<id>, #/sleep, #/graph/<id>, ...).
 
 import { Api } from "./api.js";
 import { hideBanner, showBanner, showFieldError } from "./ui.js";
@@ -9,8 +9,9 @@ import * as engine from "./engine.js";
 import * as sleepTab from "./sleep.js";
 import { refreshBadge as refreshConflicts } from "./conflicts.js";
 import * as activity from "./activity.js";
+import * as graph from "./graph.js";
 
-const TABS = { memories, playground, engine, sleep: sleepTab, activity };
+const TABS = { memories, playground, engine, sleep: sleepTab, activity, graph };
 const KEY_ITEM = "memoryd.studio.key";
 const OWNER_ITEM = "memoryd.studio.owner";
 

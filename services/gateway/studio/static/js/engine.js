@@ -1,6 +1,7 @@
 // Engine tab: status chips (keyword tier, embedding source and model, vector stores and their
-// health, rerank, LLM route), pending reindex with "reindex now" and a live progress bar,
-// queue lag per stage, and the runtime settings (operator only) with the API's validation.
+// health, rerank, LLM route), the embedding models to pick from, pending reindex with "reindex now" and a live progress bar,
+// queue lag per stage, and the runtime settings (operator only) with the API's validation; next
+// to them what memory costs: the prompt tokens the proxy may add to every call.
 
 import { bar, chip, clear, el, empty, guarded, showBanner, sleep } from "./ui.js";
 
@@ -9,7 +10,8 @@ export function create(panel, studio) {
   const reindex = el("div", { class: "card", id: "engine-reindex" });
   const lag = el("div", { class: "card", id: "engine-lag" });
   const settings = el("div", { class: "card", id: "engine-settings" });
-  panel.append(el("h2", { class: "sr-only", text: "Engine" }), chips, el("div", { class: "grid2" }, reindex, lag), settings);
+  const models = el("div", { class: "card", id: "engine-models" });
+  panel.append(el("h2", { class: "sr-only", text: "Engine" }), chips, models, el("div", { class: "grid2" }, reindex, lag), settings);
   let alive = false;
   let timer = null;
   let running = false; // a reindex is being watched: the periodic refresh leaves its card alone
@@ -100,12 +102,18 @@ export function create(panel, studio) {
     );
   }
 
+  async function loadModels() {
+    const got = await guarded(studio, () => studio.api.call("embeddingModels"));
+    if (got) clear(models, modelsCard(got));
+  }
+
   async function loadSettings() {
     const query = studio.owner ? { owner: studio.owner } : {};
     const got = await guarded(studio, () => studio.api.call("settingsGet", { query }));
     if (got) studio.settingsCache = got.settings;
     if (!studio.isOperator) {
-      clear(settings, el("h3", { text: "Settings" }), el("p", { class: "muted", text: "Changing runtime settings needs an operator key." }));
+      clear(settings, el("h3", { text: "Settings" }), got ? costLine(got.settings) : null,
+        el("p", { class: "muted", text: "Changing runtime settings needs an operator key." }));
       return;
     }
     if (!got) return;
@@ -123,6 +131,17 @@ export function create(panel, studio) {
     }
     const save = el("button", { type: "submit", text: studio.owner ? `Save for owner ${studio.owner}` : "Save globally" });
     form.append(el("div", { class: "row" }, save));
+    // what memory costs stays with the two settings that make it, and follows them as they are edited
+    const cost = costLine(got.settings);
+    const control = (name) => form.querySelector(`[name="${name}"]`);
+    for (const name of ["enabled", "maxTokens"]) control(name)?.setAttribute("aria-describedby", cost.id);
+    form.addEventListener("input", () => {
+      const on = control("enabled"), budget = control("maxTokens");
+      cost.textContent = costText({
+        enabled: on ? on.checked : got.settings.enabled,
+        maxTokens: budget ? Number(budget.value) : got.settings.maxTokens,
+      });
+    });
     form.addEventListener("submit", (ev) => {
       ev.preventDefault();
       const values = {};
@@ -145,7 +164,7 @@ export function create(panel, studio) {
         loadSettings();
       }, { form, button: save });
     });
-    clear(settings, el("h3", { text: studio.owner ? `Settings (owner ${studio.owner} over global)` : "Settings (global)" }), form);
+    clear(settings, el("h3", { text: studio.owner ? `Settings (owner ${studio.owner} over global)` : "Settings (global)" }), cost, form);
   }
 
   return {
@@ -153,7 +172,7 @@ export function create(panel, studio) {
       alive = true;
       clearInterval(timer);
       await loadSettings();
-      await load();
+      await Promise.all([load(), loadModels()]);
       timer = setInterval(() => { if (alive && !document.hidden) load(); }, 5000);
     },
     hide() {
@@ -161,6 +180,34 @@ export function create(panel, studio) {
       clearInterval(timer);
     },
   };
+}
+
+// Embedding models: what embeddingSource accepts and resolves to, the shipped and the remote model.
+function modelsCard(m) {
+  const status = (x) => (x.in_use ? chip("in use", "ok") : x.configured ? chip("configured", "muted") : chip("not configured", "muted"));
+  return [
+    el("h3", { text: "Embedding models" }),
+    el("p", { id: "embedding-sources" }, "embeddingSource accepts ", (m.sources || []).map((s) => [chip(s, s === m.source ? "ok" : "muted"), " "]),
+      `· set to ${m.source}${m.source === "auto" ? ` (uses ${m.resolves_to})` : ""} · quantization ${m.quantization || "none"}`),
+    el("div", { class: "scroll" }, el("table", { class: "phases", id: "embedding-models" },
+      el("thead", {}, el("tr", {}, ["Source", "Model", "Dimension", ""].map((h) => el("th", { scope: "col", text: h })))),
+      el("tbody", {}, (m.models || []).map((x) => el("tr", { "data-source": x.source },
+        el("td", { text: x.source === "local" ? "local (shipped)" : "remote" }),
+        el("td", { text: x.model || "—" }),
+        el("td", { text: x.dim ? String(x.dim) : "—" }),
+        el("td", {}, status(x))))))),
+  ];
+}
+
+// The prompt tokens the memory proxy may add to each call (the upstream bills them).
+export function costText(values) {
+  if (!values || values.enabled === false) return "Memory is off: the proxy adds no prompt tokens to proxied calls.";
+  const n = Number(values.maxTokens ?? 2000);
+  return `Memory is on: memory adds up to ${n.toLocaleString("en")} prompt tokens per proxied call (enabled, maxTokens), billed by the upstream.`;
+}
+
+function costLine(values) {
+  return el("p", { id: "memory-cost", class: "cost", role: "status", text: costText(values) });
 }
 
 function findCheck(health, name) {
