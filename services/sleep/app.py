@@ -1,5 +1,5 @@
-"""Wiring of the sleep service: the `sleep.run|status`, `conflicts.list|resolve` and `entities.list|relations` RPCs, the run
-lanes (`lanes`), the scheduler.
+"""Wiring of the sleep service: the `sleep.run|status`, `conflicts.list|resolve` and
+`entities.list|relations` RPCs, the run lanes (`lanes`), the scheduler.
 
 Settings: `MEMORYD_SLEEP_*` (`config.SleepServiceConfig`); the LLM from `MEMORYD_LLM_*`
 (none configured is normal: the LLM phases are skipped); the vector stores from the
