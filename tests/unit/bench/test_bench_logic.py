@@ -81,6 +81,7 @@ def test_engine_defaults_reset_every_engine_setting() -> None:
         "vecWeight": 0.4,
         "speakerBoost": 0.6,
         "temporalBoost": 0.4,
+        "temporalReasoning": 0.0,
         "ftsFullCoverage": 0.5,
         "ftsCoveragePower": 4.0,
         "keywordRanking": "bm25",
