@@ -20,6 +20,7 @@ DOCUMENTS: dict[str, str] = {
     "ingest": "docs/benchmarks.md",
     "quality": "docs/benchmarks.md",
     "paraphrase": "docs/benchmarks.md",
+    "temporal": "docs/benchmarks.md",
     "dense-context": "docs/benchmarks.md",
     "latency": "docs/benchmarks.md",
     "sleep": "docs/benchmarks.md",
@@ -35,7 +36,19 @@ PRERENDERED = ("chaos", "chaos-cluster", "fuzz")
 
 
 def renderer(name: str) -> Callable[[dict[str, Any]], str]:
-    from bench import dense_context_logic, embed, gateway, ingest, latency, paraphrase, peers, quality, sleep, tracing
+    from bench import (
+        dense_context_logic,
+        embed,
+        gateway,
+        ingest,
+        latency,
+        paraphrase,
+        peers,
+        quality,
+        sleep,
+        temporal,
+        tracing,
+    )
 
     if name in PRERENDERED:
         return lambda report: str(report["markdown"])
@@ -44,6 +57,7 @@ def renderer(name: str) -> Callable[[dict[str, Any]], str]:
         "ingest": ingest.render,
         "quality": quality.render,
         "paraphrase": paraphrase.render,
+        "temporal": temporal.render,
         "dense-context": dense_context_logic.render,
         "latency": latency.render,
         "sleep": sleep.render,

@@ -226,6 +226,7 @@ def test_bench_commands_parse() -> None:
         "peers",
         "ingest",
         "paraphrase",
+        "temporal",
         "dense-context",
         "docs",
     }
