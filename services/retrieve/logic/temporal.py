@@ -45,74 +45,21 @@ _DEICTIC = re.compile(
     r"\b(the day before yesterday|yesterday|today|tonight|this morning|this afternoon|this evening|tomorrow"
     r"|recently|lately|the other day)\b"
 )
+#: substrings one of which every pattern above needs (a month, "day", a year, a deictic word, "ago"): most
+#: memories name no time and are ruled out by these alone
+_HINTS = (*(m[:3] for m in MONTHS), "day", "19", "20", "ago", "tonight", "this", "tomorrow", "recent", "lately",
+          "last", "next", "past", "coming", "spring", "summer", "autumn", "fall", "winter")  # fmt: skip
+_PREFIX_DATE = re.compile(rf"\b{_DAY} {_MONTH},? {_YEAR}\b")
 _PREFIX = re.compile(r"^\s*\[([^\]]{4,60})\]\s*")
 _ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _ANCHOR = re.compile(r"\b(?:the (day|week|weekend|month|year) )?(before|after|prior to) (?!or\b)(.+)$")
 _WORD = re.compile(r"[a-z0-9]+")
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "the",
-        "and",
-        "or",
-        "of",
-        "to",
-        "in",
-        "on",
-        "at",
-        "for",
-        "with",
-        "by",
-        "from",
-        "about",
-        "did",
-        "do",
-        "does",
-        "was",
-        "were",
-        "is",
-        "are",
-        "be",
-        "been",
-        "he",
-        "she",
-        "they",
-        "i",
-        "me",
-        "my",
-        "his",
-        "her",
-        "their",
-        "them",
-        "it",
-        "its",
-        "we",
-        "our",
-        "you",
-        "your",
-        "what",
-        "which",
-        "who",
-        "when",
-        "where",
-        "why",
-        "how",
-        "happen",
-        "happened",
-        "go",
-        "went",
-        "going",
-        "get",
-        "got",
-        "have",
-        "had",
-        "has",
-        "that",
-        "this",
-        "there",
-    ]
-)
+_STOP = frozenset((
+    "a", "an", "the", "and", "or", "of", "to", "in", "on", "at", "for", "with", "by", "from", "about", "did", "do",
+    "does", "was", "were", "is", "are", "be", "been", "he", "she", "they", "i", "me", "my", "his", "her", "their",
+    "them", "it", "its", "we", "our", "you", "your", "what", "which", "who", "when", "where", "why", "how", "happen",
+    "happened", "go", "went", "going", "get", "got", "have", "had", "has", "that", "this", "there",
+))  # fmt: skip
 
 
 @dataclass(frozen=True, order=True)
@@ -154,7 +101,11 @@ class TimeQuery:
 class MemoryTime:
     said: date  # the day the memory was said (prefix date, else created_at)
     spans: tuple[Span, ...]  # the times its text names, resolved against ``said``
-    words: frozenset[str]
+    body: str  # the text without its date prefix
+
+    @property
+    def words(self) -> frozenset[str]:
+        return content_words(self.body)
 
 
 def _month(name: str) -> int:
@@ -340,8 +291,12 @@ def said_on(content: str, created: date) -> tuple[date, str]:
             return date(int(iso.group(1)), int(iso.group(2)), int(iso.group(3))), content[m.end() :]
         except ValueError:
             return created, content
-    days = [s for s in absolute_spans(inner, ()) if s.end - s.start == timedelta(days=1)]
-    return (days[0].start, content[m.end() :]) if days else (created, content)
+    if (d := _PREFIX_DATE.search(inner)) is None:
+        return created, content
+    try:
+        return date(int(d.group(3)), _month(d.group(2)), int(d.group(1))), content[m.end() :]
+    except ValueError:
+        return created, content
 
 
 @functools.lru_cache(maxsize=8192)
@@ -350,8 +305,10 @@ def read_memory(content: str, created: date) -> MemoryTime:
     every turn carries one, so it would make every memory "name a time")."""
     said, body = said_on(content, created)
     lower = body.lower()
-    spans = absolute_spans(lower, (said.year,)) + relative_spans(lower, said)
-    return MemoryTime(said=said, spans=tuple(sorted(set(spans))), words=content_words(body))
+    spans: list[Span] = []
+    if any(hint in lower for hint in _HINTS):
+        spans = absolute_spans(lower, (said.year,)) + relative_spans(lower, said)
+    return MemoryTime(said=said, spans=tuple(sorted(set(spans))), body=body)
 
 
 def anchor_time(anchor: Anchor, memories: Mapping[str, tuple[float, MemoryTime]]) -> tuple[str, Span] | None:
