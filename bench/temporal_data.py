@@ -2,11 +2,12 @@
 
 Two speakers meet in sessions spread over most of a year (often across a new year); in each
 session they tell each other what they did, dated the way people date it: "yesterday", "last
-Friday", "two weeks ago", "last month", "on 12 March", or not at all (it happened that day). Later sessions
-mention past events again without a date, so the words of an event match more than its
-dated turn. Questions: "When did X ...?", "What did X do in <Month> <Year>?", "What did X do
-the week before <event>?" and "Did X ... before or after <event>?", each with the turns that
-answer it (computed from the event dates, never typed). Same seed, same conversations.
+Friday", "two weeks ago", "last month", "on 12 March", or not at all (it happened that day).
+Later sessions mention past events again, undated and often in the question's own words, so
+the words of an event match more than its dated turn. Questions: "When did X ...?", "What did
+X do in <Month> <Year>?", "What did X do the week before <event>?" and "Did X ... before or
+after <event>?", each with the turns that answer it (computed from the event dates, never
+typed). Same seed, same conversations.
 """
 
 from __future__ import annotations
@@ -71,8 +72,13 @@ FILLERS = (
     "I've been reading a lot about {topic}.", "Thanks for listening, it means a lot.",
     "I'm thinking about getting into {activity}.", "Take care, talk soon!", "Same here, it's been a ride.",
 )  # fmt: skip
-#: days between sessions at most: 20 sessions stay within a year, the default ``retentionDays``
-MAX_GAP = 17
+#: days between sessions at most: 24 sessions stay within a year, the default ``retentionDays``
+MAX_GAP = 15
+#: later words about a past event that repeat its question's words, by either speaker, undated
+ECHOES = (
+    "I'd love to {do} again.", "I want to {do} too one day.", "Should I {do} again? It was {adj}.",
+    "My sister wants to {do} as well.", "Would you ever {do}? You should.",
+)  # fmt: skip
 NUMBERS = ("", "one", "two", "three", "four", "five", "six")
 QUESTION_KINDS = ("when", "month", "week_before", "order")
 
@@ -135,7 +141,7 @@ def dated(rnd: random.Random, said: date) -> tuple[date, str]:
     return said, ""
 
 
-def generate_one(seed: int, sessions: int = 20, per_session: int = 3) -> Generated:
+def generate_one(seed: int, sessions: int = 24, per_session: int = 3) -> Generated:
     """One conversation of ``sessions`` sessions with ``per_session`` events each, and its questions."""
     rnd = random.Random(seed)
     speakers = tuple(rnd.sample(synth.NAMES, 2))
@@ -165,9 +171,12 @@ def generate_one(seed: int, sessions: int = 20, per_session: int = 3) -> Generat
             reply = rnd.choice(REPLIES).format(adj=rnd.choice(synth.ADJECTIVES), name=actor)
             told = Event(actor, kind, slot, on, "")
             lines.append([(actor, text, told), (other, reply, None)])
-        for past in rnd.sample(events, min(len(events), 2)):
+        for past in rnd.sample(events, min(len(events), 3)):
             lines.append([(past.actor, KINDS[past.kind].mention.format(x=past.slot), None)])
-        for _ in range(rnd.randint(3, 6)):
+        for past in rnd.sample(events, min(len(events), 3)):
+            echo = rnd.choice(ECHOES).format(do=past.do(), adj=rnd.choice(synth.ADJECTIVES))
+            lines.append([(rnd.choice(speakers), echo, None)])
+        for _ in range(rnd.randint(8, 14)):  # sessions of ~20-30 turns, as LoCoMo's
             slots = {
                 "name": rnd.choice(speakers),
                 "adj": rnd.choice(synth.ADJECTIVES),
