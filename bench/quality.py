@@ -108,8 +108,8 @@ BUILTIN_VARIANTS: dict[str, Variant] = {
         ),
         Variant("turns-only", types=("episodic",)),
         Variant("no-speaker-boost", {"speakerBoost": 0}),
-        Variant("no-temporal-boost", {"temporalBoost": 0}),
-        Variant("temporal-reasoning-0.4", {"temporalReasoning": 0.4}),
+        Variant("temporal-boost-0.4", {"temporalBoost": 0.4}),
+        Variant("no-temporal-reasoning", {"temporalReasoning": 0}),
         Variant("cover-density", {"keywordRanking": "cover_density"}),
         Variant("cover-density-fts-0.5", {"keywordRanking": "cover_density", "ftsWeight": 0.5, "vecWeight": 0.5}),
         Variant(
