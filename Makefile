@@ -5,7 +5,7 @@ BIN    := $(abspath $(VENV))/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: chromium prometheus node studio-screenshots run test lint check chaos chaos-cluster fuzz bench bench-embed bench-quality bench-paraphrase bench-dense-context bench-embed-quality bench-latency bench-ingest bench-sleep bench-gateway bench-tracing bench-peers bench-docs schemas openapi config-docs deletion-audit authz hostile security-docs nats-conf clean
+.PHONY: chromium prometheus node studio-screenshots run test lint check chaos chaos-cluster fuzz bench bench-embed bench-quality bench-paraphrase bench-temporal bench-dense-context bench-embed-quality bench-latency bench-ingest bench-sleep bench-gateway bench-tracing bench-peers bench-docs schemas openapi config-docs deletion-audit authz hostile security-docs nats-conf clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -116,7 +116,7 @@ nats-conf: $(STAMP)  ## regenerate the users of deploy/nats/nats.conf from the r
 
 # Each benchmark saves bench-results/<name>.json; `make bench-docs` renders them into docs/benchmarks.md
 # and docs/reliability.md (`make chaos` and `make fuzz` write the reliability results).
-bench: bench-embed bench-ingest bench-latency bench-quality bench-paraphrase bench-sleep bench-gateway bench-docs
+bench: bench-embed bench-ingest bench-latency bench-quality bench-paraphrase bench-temporal bench-sleep bench-gateway bench-docs
 
 bench-embed: $(STAMP)
 	mkdir -p bench-results && $(BIN)/python -m bench embed --json bench-results/embed.json
@@ -132,6 +132,9 @@ bench-quality: $(STAMP)
 
 bench-paraphrase: $(STAMP)
 	mkdir -p bench-results && $(BIN)/python -m bench paraphrase --json bench-results/paraphrase.json
+
+bench-temporal: $(STAMP)  ## questions about when on generated dated conversations, per temporal setting
+	mkdir -p bench-results && $(BIN)/python -m bench temporal --json bench-results/temporal.json
 
 bench-dense-context: $(STAMP)
 	mkdir -p bench-results && $(BIN)/python -m bench dense-context --json bench-results/dense-context.json

@@ -1,7 +1,8 @@
 """``python -m bench ingest [--events N] [--json OUT]`` (see ``bench/ingest.py``),
-``python -m bench paraphrase`` (see ``bench/paraphrase.py``), ``python -m bench dense-context``
-(see ``bench/dense_context.py``), ``python -m bench embed-quality`` (see ``bench/embed_quality.py``)
-and ``python -m bench docs`` (see ``bench/docs.py``)."""
+``python -m bench paraphrase`` (see ``bench/paraphrase.py``), ``python -m bench temporal``
+(see ``bench/temporal.py``), ``python -m bench dense-context`` (see ``bench/dense_context.py``),
+``python -m bench embed-quality`` (see ``bench/embed_quality.py``) and ``python -m bench docs``
+(see ``bench/docs.py``)."""
 
 from __future__ import annotations
 
@@ -47,6 +48,30 @@ def paraphrase(memories: int, questions: int, seed: int, json_path: str | None) 
             return await run_paraphrase(stack, memories, questions, seed=seed, log=log)
 
     with running("paraphrase") as log:
+        report = asyncio.run(go(log))
+    emit(render(report), report, json_path)
+    return 0
+
+
+@click.command("temporal", context_settings=CONTEXT_SETTINGS)
+@click.option(
+    "--conversations", type=click.IntRange(min=1), default=6, show_default=True, help="generated conversations"
+)
+@click.option("--seed", type=int, default=23, show_default=True)
+@json_option
+def temporal(conversations: int, seed: int, json_path: str | None) -> int:
+    """Questions about when, on generated dated conversations: R@k per question kind and temporal setting."""
+    from bench.harness import ServiceStack, embedded_servers
+    from bench.temporal import render, run_temporal
+
+    async def go(log: Callable[[str], None]) -> dict[str, Any]:
+        async with (
+            embedded_servers() as servers,
+            ServiceStack(servers.nats_url, servers.pg_dsn, servers=servers) as stack,
+        ):
+            return await run_temporal(stack, conversations, seed=seed, log=log)
+
+    with running("temporal") as log:
         report = asyncio.run(go(log))
     emit(render(report), report, json_path)
     return 0
@@ -116,4 +141,4 @@ def docs(root: str, results: str) -> int:
     return 0
 
 
-COMMANDS = (ingest, paraphrase, dense_context, embed_quality, docs)
+COMMANDS = (ingest, paraphrase, temporal, dense_context, embed_quality, docs)

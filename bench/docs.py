@@ -25,6 +25,7 @@ DOCUMENTS: dict[str, str] = {
     "ingest": "docs/benchmarks.md",
     "quality": "docs/benchmarks.md",
     "paraphrase": "docs/benchmarks.md",
+    "temporal": "docs/benchmarks.md",
     "dense-context": "docs/benchmarks.md",
     "embed-quality": "docs/benchmarks.md",
     "latency": "docs/benchmarks.md",
@@ -54,6 +55,7 @@ def renderer(name: str) -> Callable[[dict[str, Any]], str]:
         peers,
         quality,
         sleep,
+        temporal,
         tracing,
     )
 
@@ -64,6 +66,7 @@ def renderer(name: str) -> Callable[[dict[str, Any]], str]:
         "ingest": ingest.render,
         "quality": quality.render,
         "paraphrase": paraphrase.render,
+        "temporal": temporal.render,
         "dense-context": dense_context_logic.render,
         "embed-quality": embed_quality.render,
         "latency": latency.render,

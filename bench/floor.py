@@ -135,6 +135,7 @@ class Steps:
             settings.speaker_boost,
             query,
             settings.temporal_boost,
+            settings.temporal_reasoning,
         )
         memories, _tokens = answer(
             ranked, got.rows, limit=10, max_tokens=settings.max_tokens, tier=lambda f: credit_tier(f, "pgvector")

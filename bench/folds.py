@@ -2,9 +2,10 @@
 
 For each conversation (a fold), the grid point with the best R@10 over the *other*
 conversations' questions is chosen, then scored on the held-out conversation alone. The
-report gives each fold's choice and held-out scores, their mean and the worst fold, next to
-the in-sample figures (the best point over all conversations, scored on them: optimistic by
-construction) and any fixed points (the shipped defaults). Pure: ``evaluate`` is given the
+report gives each fold's choice and held-out scores, their mean, the worst fold and, per
+question category, the spread of the folds, next to the in-sample figures (the best point
+over all conversations, scored on them: optimistic by construction) and any fixed points
+(the shipped defaults). Pure: ``evaluate`` is given the
 scores of every (point, conversation), computed by the caller once.
 """
 
@@ -44,6 +45,24 @@ class Protocol(Generic[P]):
 
     def worst(self, key: str = "R@10") -> Fold[P]:
         return min(self.folds, key=lambda f: f.held_out_scores["overall"][key])
+
+    def spread(self, key: str = "R@10") -> dict[str, dict[str, Any]]:
+        """Per category, the held-out ``key`` of the folds that have questions of it: mean, the
+        worst and best fold (a mean hides a conversation the tuning does not carry to)."""
+        out: dict[str, dict[str, Any]] = {}
+        for cat in self.in_sample:
+            values = [(f.held_out_scores[cat][key], f.held_out) for f in self.folds if cat in f.held_out_scores]
+            if not values:
+                continue
+            low, high = min(values), max(values)
+            out[cat] = {
+                "folds": len(values),
+                "mean": round(math.fsum(v for v, _ in values) / len(values), 4),
+                "worst": {"held_out": low[1], key: low[0]},
+                "best": {"held_out": high[1], key: high[0]},
+                "spread": round(high[0] - low[0], 4),
+            }
+        return out
 
 
 def evaluate(
@@ -101,5 +120,6 @@ def summary(protocol: Protocol[Any], label: Callable[[Any], str]) -> dict[str, A
             if all(c in f.held_out_scores for f in protocol.folds)
         },
         "worst_fold": {"held_out": worst.held_out, "R@10": worst.held_out_scores["overall"]["R@10"]},
+        "fold_spread": protocol.spread(),
         "in_sample": {"chosen": label(protocol.in_sample_point), "scores": protocol.in_sample},
     }

@@ -34,18 +34,32 @@ def default_point() -> study.Params:
 COVERAGE = (0.0, 0.5)
 #: ``temporalBoost`` values of the grid (0 = off)
 TEMPORAL = (0.0, 0.4)
+#: ``temporalReasoning`` values of the grid (0 = off)
+REASONING = (0.0, 0.4)
 
 
 def grid() -> list[study.Params]:
     """The defaults, then score fusion over keyword scoring x depth x weight x session x neighbour
-    x speaker shares x keyword coverage x temporal share."""
+    x speaker shares x keyword coverage x temporal share x temporal reasoning share."""
     points = [default_point()]
     power = points[0].fts_coverage_power
-    for scoring, depth, fts, session, neighbour, speaker, coverage, temporal in itertools.product(
-        KEYWORD_SCORINGS, (50, 100), (0.5, 0.6), (0.1, 0.3), (0.3, 0.5), (0.0, 0.3, 0.6), COVERAGE, TEMPORAL
+    for scoring, depth, fts, session, neighbour, speaker, coverage, temporal, reasoning in itertools.product(
+        KEYWORD_SCORINGS, (50, 100), (0.5, 0.6), (0.1, 0.3), (0.3, 0.5), (0.0, 0.3, 0.6), COVERAGE, TEMPORAL, REASONING
     ):
         p = study.Params(
-            "score", 60, depth, fts, round(1 - fts, 2), session, neighbour, speaker, coverage, power, scoring, temporal
+            "score",
+            60,
+            depth,
+            fts,
+            round(1 - fts, 2),
+            session,
+            neighbour,
+            speaker,
+            coverage,
+            power,
+            scoring,
+            temporal,
+            reasoning,
         )
         if p != points[0]:
             points.append(p)
@@ -104,6 +118,7 @@ LEVERS = (
     ("keyword_scoring", "keyword_ranking", "keyword scoring"),
     ("keyword_coverage", "fts_full_coverage", "ftsFullCoverage"),
     ("temporal_boost", "temporal_boost", "temporalBoost"),
+    ("temporal_reasoning", "temporal_reasoning", "temporalReasoning"),
 )
 
 
@@ -111,8 +126,8 @@ def by_lever(
     points: Sequence[study.Params], outcomes: dict[int, dict[str, list[locomo.QAOutcome]]], field: str
 ) -> dict[str, Any]:
     """One lever alone: for each value of ``Params.<field>`` in the grid, the folds over the
-    points with that value (the held-out mean and the worst fold), and the best of those points
-    in-sample."""
+    points with that value (the held-out mean, the worst fold, each category's mean and worst
+    fold), and the best of those points in-sample."""
     out: dict[str, Any] = {}
     for value in dict.fromkeys(getattr(p, field) for p in points):
         index = [i for i, p in enumerate(points) if getattr(p, field) == value]
@@ -123,6 +138,11 @@ def by_lever(
             "held_out_mean_R@10": round(sub.held_out_mean(), 4),
             "worst_fold": {"held_out": worst.held_out, "R@10": worst.held_out_scores["overall"]["R@10"]},
             "in_sample_R@10": sub.in_sample["overall"]["R@10"],
+            "categories": {
+                cat: {"mean": s["mean"], "worst": s["worst"]["R@10"]}
+                for cat, s in sub.spread().items()
+                if cat != "overall"
+            },
         }
     return out
 
@@ -158,9 +178,25 @@ def render(protocol: dict[str, Any]) -> str:
             markdown_table(head, rows),
             f"worst fold: {worst['held_out']} R@10 {worst['R@10']}; defaults by conversation: "
             + ", ".join(f"{c} {v}" for c, v in d["per_conversation_R@10"].items()),
+            "",
+            *_spread_lines(protocol),
             *_lever_lines(protocol),
         ]
     )
+
+
+def _spread_lines(protocol: dict[str, Any]) -> list[str]:
+    """Held-out R@10 per category: the folds' mean beside their worst and best fold."""
+    spread = protocol.get("fold_spread") or {}
+    if not spread:
+        return []
+    rows = [
+        [cat, s["folds"], s["mean"], f"{s['worst']['R@10']} ({s['worst']['held_out']})",
+         f"{s['best']['R@10']} ({s['best']['held_out']})", s["spread"]]
+        for cat, s in spread.items()
+    ]  # fmt: skip
+    head = ["category", "folds", "held-out mean R@10", "worst fold", "best fold", "spread"]
+    return ["Held-out R@10 by category, across the folds:", "", markdown_table(head, rows), ""]
 
 
 def _lever_lines(protocol: dict[str, Any]) -> list[str]:
@@ -173,7 +209,13 @@ def _lever_lines(protocol: dict[str, Any]) -> list[str]:
         parts = [
             f"{value} ({v['points']} points) held-out R@10 mean {v['held_out_mean_R@10']}, worst fold "
             f"{v['worst_fold']['held_out']} {v['worst_fold']['R@10']}, best in-sample {v['in_sample_R@10']}"
+            + _temporal_part(v)
             for value, v in by_value.items()
         ]
         lines.append(f"{title}, the grid of each value alone: " + "; ".join(parts))
     return lines
+
+
+def _temporal_part(v: dict[str, Any]) -> str:
+    t = (v.get("categories") or {}).get("2 temporal")
+    return f", temporal held-out mean {t['mean']} (worst fold {t['worst']})" if t else ""

@@ -108,7 +108,8 @@ BUILTIN_VARIANTS: dict[str, Variant] = {
         ),
         Variant("turns-only", types=("episodic",)),
         Variant("no-speaker-boost", {"speakerBoost": 0}),
-        Variant("no-temporal-boost", {"temporalBoost": 0}),
+        Variant("temporal-boost-0.4", {"temporalBoost": 0.4}),
+        Variant("no-temporal-reasoning", {"temporalReasoning": 0}),
         Variant("cover-density", {"keywordRanking": "cover_density"}),
         Variant("cover-density-fts-0.5", {"keywordRanking": "cover_density", "ftsWeight": 0.5, "vecWeight": 0.5}),
         Variant(
@@ -291,6 +292,7 @@ def engine_defaults() -> dict[str, Any]:
         "vecWeight": d.vec_weight,
         "speakerBoost": d.speaker_boost,
         "temporalBoost": d.temporal_boost,
+        "temporalReasoning": d.temporal_reasoning,
         "ftsFullCoverage": d.fts_full_coverage,
         "ftsCoveragePower": d.fts_coverage_power,
         "keywordRanking": d.keyword_ranking,

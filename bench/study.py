@@ -48,6 +48,7 @@ class Params:
     fts_coverage_power: float = 4.0
     keyword_ranking: KeywordScoring = "bm25"
     temporal_boost: float = 0.0
+    temporal_reasoning: float = 0.0
 
     def label(self) -> str:
         if self.fusion == "rrf":
@@ -59,6 +60,7 @@ class Params:
         return (
             f"{self.keyword_ranking} {head} session={self.session_boost:g} neighbour={self.neighbour_boost:g}"
             f" speaker={self.speaker_boost:g} temporal={self.temporal_boost:g}"
+            + (f" reasoning={self.temporal_reasoning:g}" if self.temporal_reasoning else "")
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -81,6 +83,7 @@ def defaults(s: MemorySettings | None = None) -> Params:
         s.fts_coverage_power,
         s.keyword_ranking,
         s.temporal_boost,
+        s.temporal_reasoning,
     )
 
 
@@ -101,6 +104,7 @@ def settings(p: Params) -> MemorySettings:
         fts_coverage_power=p.fts_coverage_power,
         keyword_ranking=p.keyword_ranking,
         temporal_boost=p.temporal_boost,
+        temporal_reasoning=p.temporal_reasoning,
     )
 
 
@@ -124,7 +128,9 @@ def rank(c: Candidates, p: Params) -> tuple[str | None, ...]:
     query = normalize_query(c.qa.question)
     fused = fuse_lists(lists, settings(p), query, keyword.cover)
     rows = {f.memory_id: c.rows[f.memory_id] for f in fused if f.memory_id in c.rows}
-    ranked = boost(fused, rows, p.session_boost, p.neighbour_boost, p.speaker_boost, query, p.temporal_boost)
+    ranked = boost(
+        fused, rows, p.session_boost, p.neighbour_boost, p.speaker_boost, query, p.temporal_boost, p.temporal_reasoning
+    )
     present = [f.memory_id for f in ranked if f.memory_id in rows][:LIMIT]
     return tuple(c.dia.get(i) for i in present)
 

@@ -235,8 +235,19 @@ class Engine:
         """Hybrid re-scoring: a share of the best score of a result's session, of the scores of its
         neighbouring turns and of its own score when the question names its speaker (the owner's
         ``sessionBoost``/``neighbourBoost``/``speakerBoost``; 0 turns one off), and of its own score
-        when the question asks when and the result says when (``temporalBoost``)."""
-        return boost(ranked, rows, s.session_boost, s.neighbour_boost, s.speaker_boost, query, s.temporal_boost)
+        when the question asks when and the result says when (``temporalBoost``), and of its own score
+        as far as its time answers the time the question asks about (``temporalReasoning``)."""
+        return boost(
+            ranked,
+            rows,
+            s.session_boost,
+            s.neighbour_boost,
+            s.speaker_boost,
+            query,
+            s.temporal_boost,
+            s.temporal_reasoning,
+            datetime.now(UTC).date(),
+        )
 
     def _observe(self, strategy: Strategy, attempts: list[Attempt], total_ms: float, results: int) -> None:
         for attempt in attempts:

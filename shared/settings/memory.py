@@ -81,8 +81,13 @@ class MemorySettings(msgspec.Struct, frozen=True, kw_only=True, rename="camel", 
     speaker_boost: Share = 0.6
     #: hybrid only: when the question asks when (its first word is "when"), a result whose content holds a
     #: relative time expression or a weekday ("last Friday", "two weeks ago") gains this share of its own score
-    #: (0 = off; English cues)
-    temporal_boost: Share = 0.4
+    #: (0 = off, the default: `temporalReasoning` reads the same cues and more; English cues)
+    temporal_boost: Share = 0.0
+    #: hybrid only: a result gains this share of its own score as far as its time answers the time the question
+    #: asks about: "when" (a result that names a time), a date, month, season or year ("in May 2023"), "the week
+    #: before X" (a window next to X's date); a result's time is what its text names ("yesterday", "on 8 May"),
+    #: resolved against the day it was said (a "[<date>]" prefix, else when it was stored) (0 = off; English)
+    temporal_reasoning: Share = 0.4
     #: chat events per second and replica an owner may publish (0 = no limit; over it the event waits in the stream)
     events_per_second: Annotated[float, msgspec.Meta(ge=0, le=100_000)] = 0.0
     #: searches (retrieve, inject) per second and replica of one owner (0 = no limit; over it: 429 `rate_limited`)

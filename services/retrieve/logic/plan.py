@@ -10,13 +10,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, Literal
 
 import msgspec
 
 from memoryd.errors import DependencyDown, MemorydError, ValidationFailed
 from memoryd.schemas.retrieval import RetrievedMemory, Tier
+from services.retrieve.logic import temporal
 from services.retrieve.logic.fusion import (
     Fused,
     RankedList,
@@ -159,12 +160,16 @@ def boost(
     speaker_share: float = 0.0,
     query: str = "",
     temporal_share: float = 0.0,
+    reasoning_share: float = 0.0,
+    today: date | None = None,
 ) -> list[Fused]:
     """Hybrid re-scoring of the fused candidates whose ``rows`` were fetched: ``session_share``
     of the best score in a result's session, then ``neighbour_share`` of its neighbouring
     turns' scores, then ``speaker_share`` of its own score when ``query`` names its speaker,
-    then ``temporal_share`` of it when ``query`` asks when and its content says when
-    (0 turns each off; the engine and the quality study both call this)."""
+    then ``temporal_share`` of it when ``query`` asks when and its content says when, then
+    ``reasoning_share`` x how well its time answers the time ``query`` asks about
+    (``temporal.temporal_gains``, relative to ``today``) (0 turns each off; the engine and the
+    quality study both call this)."""
     scores = scores_of(ranked)
     if session_share > 0:
         scores = session_gains(scores, {i: r.session_id for i, r in rows.items()}, session_share)
@@ -175,6 +180,9 @@ def boost(
         scores = speaker_gains(scores, {i: r.speaker for i, r in rows.items()}, query, speaker_share)
     if temporal_share > 0 and asks_when(query):  # the contents are read for "when" questions only
         scores = temporal_gains(scores, {i: r.content for i, r in rows.items()}, query, temporal_share)
+    if reasoning_share > 0 and query:
+        moments = {i: (r.content, r.created_at) for i, r in rows.items()}
+        scores = temporal.temporal_gains(scores, moments, query, reasoning_share, today or date.today())
     return rescored(ranked, scores)  # one sort, whatever the boosts
 
 

@@ -115,3 +115,39 @@ def test_each_value_of_a_lever_is_folded_over_its_own_points() -> None:
     lines = protocol._lever_lines({"keyword_scoring": got, "keyword_coverage": {"0.5": got["bm25"]}})
     assert len(lines) == 1  # a lever of one value says nothing
     assert "cover_density (1 points) held-out R@10 mean 0.5, worst fold c2 0.0" in lines[0]
+
+
+def test_the_spread_gives_each_categorys_mean_worst_and_best_fold() -> None:
+    temporal_hit = QAOutcome(category=2, evidence=("D1:1",), ranked=("D1:1",))
+    temporal_miss = QAOutcome(category=2, evidence=("D1:1",), ranked=("D1:2",))
+    outcomes = {0: {"a": [outcome(True), temporal_hit], "b": [outcome(True), temporal_miss], "c": [outcome(False)]}}
+    spread = folds.evaluate(["defaults"], outcomes).spread()
+    assert spread["2 temporal"] == {
+        "folds": 2,
+        "mean": 0.5,
+        "worst": {"held_out": "b", "R@10": 0.0},
+        "best": {"held_out": "a", "R@10": 1.0},
+        "spread": 1.0,
+    }
+    assert spread["overall"]["worst"] == {"held_out": "c", "R@10": 0.0} and spread["overall"]["folds"] == 3
+    assert folds.summary(folds.evaluate(["defaults"], outcomes), str)["fold_spread"] == spread
+
+
+def test_the_protocol_table_shows_the_spread_and_a_levers_temporal_folds() -> None:
+    from bench import protocol
+
+    spread = {
+        "2 temporal": {
+            "folds": 2,
+            "mean": 0.5,
+            "worst": {"held_out": "b", "R@10": 0.0},
+            "best": {"held_out": "a", "R@10": 1.0},
+            "spread": 1.0,
+        }
+    }
+    lines = protocol._spread_lines({"fold_spread": spread})
+    assert "| 2 temporal | 2 | 0.500 | 0.0 (b) | 1.0 (a) | 1.000 |" in "\n".join(lines)
+    assert protocol._spread_lines({}) == []
+    lever = {"categories": {"2 temporal": {"mean": 0.8, "worst": 0.7}}}
+    assert protocol._temporal_part(lever) == ", temporal held-out mean 0.8 (worst fold 0.7)"
+    assert protocol._temporal_part({}) == ""
