@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.up import RunningUp, clean_env, start_up
+from tests.support.up import RunningUp, clean_env, memoryd_cli, start_up
 from tests.unit.test_boundaries import SERVER_ONLY
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
@@ -244,6 +244,27 @@ asyncio.run(main())
 """
 
 
+HTTP_APPLICATION = """
+import sys
+
+from memoryd import Memory
+
+with Memory(sys.argv[1], sys.argv[2]) as memory:
+    added = memory.add(
+        [{"role": "user", "content": "My tent is a yellow Hilleberg."}], metadata={"project": "trip"}, timeout=90
+    )
+    turn = next(m for m in added.memories if m.source == "chat_turn")
+    print("added:", turn.content)
+    hits = memory.search("tent Hilleberg", filters={"project": "trip"}, threshold=0.3)
+    print("found:", hits[0].content)
+    print("unrelated:", len(memory.search("quarterly tax filing deadline", threshold=0.3)))
+    print("other project:", len(memory.search("tent Hilleberg", filters={"project": "work"})))
+    memory.update(turn.id, "My tent is a green Hilleberg.")
+    print("history:", " -> ".join([memory.history(turn.id)[0].old_content, memory.history(turn.id)[-1].new_content]))
+    print("deleted:", memory.delete(turn.id).removed.rows)
+"""
+
+
 def test_the_base_install_is_a_client_without_the_server(base_install: Install, stack: RunningUp) -> None:
     env = base_install
     where = env.run(env.python, "-c", "import memoryd; print(memoryd.__file__)")
@@ -267,3 +288,18 @@ def test_the_base_install_is_a_client_without_the_server(base_install: Install, 
     result = env.run(env.python, script, stack.credentials)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout == "found: My kayak is a red Prijon.\n"
+
+    key = memoryd_cli("keys", "create", "--owner", "base-http", env=clean_env(MEMORYD_DATA_DIR=str(stack.data_dir)))
+    assert key.returncode == 0, key.stderr
+    http_app = env.cwd / "http_app.py"
+    http_app.write_text(HTTP_APPLICATION)
+    over_http = env.run(env.python, http_app, stack.ready["gateway"], key.stdout.strip())
+    assert over_http.returncode == 0, over_http.stderr[-3000:]
+    assert over_http.stdout.splitlines() == [
+        "added: My tent is a yellow Hilleberg.",
+        "found: My tent is a yellow Hilleberg.",
+        "unrelated: 0",
+        "other project: 0",
+        "history: My tent is a yellow Hilleberg. -> My tent is a green Hilleberg.",
+        "deleted: 1",
+    ]
