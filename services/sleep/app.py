@@ -25,7 +25,7 @@ from shared.bus.provision import ensure_activity_bucket
 from shared.llm import LlmClient
 from shared.observability.metrics import CONSUMER, LLM, SLEEP_FAILURE_STREAK, SLEEP_RUNS
 from shared.service import ServiceContext
-from shared.settings.env import load
+from shared.settings.env import load, refuse_retired
 from shared.settings.global_row import open_global_row
 from shared.settings.watch import follow_global_settings
 from shared.vectors.open_stores import LiveStores
@@ -42,8 +42,21 @@ SLEEP_ENV_PREFIX = "MEMORYD_SLEEP_"
 ENV = {SLEEP_ENV_PREFIX: SleepServiceConfig}
 
 
+#: variables that became runtime settings (they change what a run does)
+RETIRED = {
+    "MEMORYD_SLEEP_NEIGHBOURS_PER_MEMORY": "sleepNeighboursPerMemory",
+    "MEMORYD_SLEEP_FULL_SCAN_DAYS": "sleepFullScanDays",
+    "MEMORYD_SLEEP_PATTERN_POOL": "sleepPatternPool",
+    "MEMORYD_SLEEP_AFFECTIVE_POOL": "sleepAffectivePool",
+    "MEMORYD_SLEEP_PROMPT_CHARS": "sleepPromptChars",
+    "MEMORYD_SLEEP_RELATION_MIN_COUNT": "sleepRelationMinCount",
+    "MEMORYD_SLEEP_RELATION_MAX_EDGES": "sleepRelationMaxEdges",
+}
+
+
 def load_settings(env: Mapping[str, str]) -> SleepServiceConfig:
-    """``MEMORYD_SLEEP_*`` (``ConfigError`` naming a bad one)."""
+    """``MEMORYD_SLEEP_*`` (``ConfigError`` naming a bad one, or a variable that became a setting)."""
+    refuse_retired(env, RETIRED)
     return load(SleepServiceConfig, SLEEP_ENV_PREFIX, env)
 
 

@@ -26,10 +26,3 @@ class SleepServiceConfig(msgspec.Struct, frozen=True, kw_only=True):
     requeue_s: Seconds = 1.0  # a job whose owner is running elsewhere comes back after this
     limit_ttl_s: Seconds = 1.0  # how long a lane trusts the sleepMaxConcurrentRuns it read
     demotion_batch: Positive = 500  # memories per demotion transaction
-    neighbours_per_memory: Positive = 5  # vector neighbours each memory probes (conflict phase)
-    full_scan_days: Positive = 7  # conflict scans are incremental, with a full scan at least this often
-    pattern_pool: Positive = 200  # newest memories of the lookback window shown to the LLM
-    affective_pool: Positive = 200  # newest memories scanned for affective attribution
-    prompt_chars: Positive = 300  # characters of one memory in a prompt
-    relation_min_count: Positive = 1  # co-occurrences needed for an inferred edge
-    relation_max_edges: Positive = 3  # new edges per orphan entity and run

@@ -79,6 +79,20 @@ class SleepSettings(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     conflict_freeze_enabled: bool = False
     #: `update` decisions applied per run, over all batches (0 = none); the rest wait for a later run
     reflection_update_max_per_run: NonNegative = 10
+    #: vector neighbours each memory probes for conflict candidates
+    sleep_neighbours_per_memory: Annotated[int, msgspec.Meta(ge=1, le=100)] = 5
+    #: conflict scans are incremental, with a full scan at least this often (days)
+    sleep_full_scan_days: Annotated[int, msgspec.Meta(ge=1, le=365)] = 7
+    #: newest memories of the lookback window shown to the LLM for pattern discovery
+    sleep_pattern_pool: Annotated[int, msgspec.Meta(ge=1, le=5000)] = 200
+    #: newest memories scanned for affective attribution
+    sleep_affective_pool: Annotated[int, msgspec.Meta(ge=1, le=5000)] = 200
+    #: characters of one memory in a sleep prompt
+    sleep_prompt_chars: Annotated[int, msgspec.Meta(ge=20, le=10_000)] = 300
+    #: co-occurrences an inferred entity relation needs
+    sleep_relation_min_count: Annotated[int, msgspec.Meta(ge=1, le=100)] = 1
+    #: new inferred edges per orphan entity and run
+    sleep_relation_max_edges: Annotated[int, msgspec.Meta(ge=1, le=100)] = 3
 
     def llm_model(self, default: str | None) -> str | None:
         """The model of sleep's LLM calls (`default`: the service's model), with its provider."""

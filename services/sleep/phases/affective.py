@@ -113,7 +113,7 @@ async def run(rc: RunContext, result: AffectiveResult) -> None:
     if skip is not None:
         result.status, result.reason = "skipped", skip
         return
-    pool = await window_pool(rc, window_start(rc), rc.cfg.affective_pool)
+    pool = await window_pool(rc, window_start(rc), rc.settings.sleep_affective_pool)
     if not pool or len(pool) < settings.sleep_affective_min_pool:
         result.status, result.reason = "skipped", NO_POOL if not pool else small_pool(settings.sleep_affective_min_pool)
         return
@@ -122,7 +122,7 @@ async def run(rc: RunContext, result: AffectiveResult) -> None:
         ExistingTrait(memory_id=str(r["id"]), key=r["key"], content=r["content"], evidence=evidence_of(r["metadata"]))
         for r in await existing_patterns(rc.pool, rc.owner, TRAIT_PREFIX)
     ]
-    prompt = affective_prompt(pool, await _prompt_entities(rc, entities, pool), rc.cfg.prompt_chars)
+    prompt = affective_prompt(pool, await _prompt_entities(rc, entities, pool), rc.settings.sleep_prompt_chars)
     await rc.checkpoint()
     result.batches = 1
     try:

@@ -7,7 +7,7 @@ modifies a global memory. Selection and decisions are `logic.conflict_pairs|conf
 each batch is one LLM call whose plans (after the update cap) are applied with their ledger rows
 in one transaction. In freeze mode the selected pairs go to the review queue with no LLM call.
 Scans are incremental (`incremental_since`): a finished phase records `conflictScan` and keeps
-every candidate it did not judge as the backlog; a full scan runs at least every `full_scan_days`
+every candidate it did not judge as the backlog; a full scan runs at least every `sleepFullScanDays`
 and when memories with an older `updated_at` get new vectors (imports).
 """
 
@@ -55,7 +55,7 @@ async def scan_since(rc: RunContext, signature: str, threshold: float) -> dateti
         await db.complete_scans(rc.pool, rc.owner),
         now=rc.snapshot_at,
         threshold=threshold,
-        full_every=timedelta(days=rc.cfg.full_scan_days),
+        full_every=timedelta(days=rc.settings.sleep_full_scan_days),
     )
     if since is not None and await db.fresh_vectors_of_old_memories(rc.pool, rc.owner, signature, since):
         return None
@@ -79,7 +79,7 @@ async def run(rc: RunContext, result: ConflictResult) -> None:
         signature,
         rc.owner,
         min_score=threshold,
-        per_memory=rc.cfg.neighbours_per_memory,
+        per_memory=rc.settings.sleep_neighbours_per_memory,
         limit=CANDIDATE_LIMIT,
         since=since,
     )

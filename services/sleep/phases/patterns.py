@@ -3,7 +3,7 @@
 The window is the last `sleepPatternLookbackDays` of the owner's active, non-global,
 non-imported memories that are neither patterns nor summaries; it needs at least
 `sleepPatternMinMemories` of them. The newest
-`pattern_pool` (service config) are shown to the LLM, and evidence is intersected with
+`sleepPatternPool` are shown to the LLM, and evidence is intersected with
 exactly those ids (`pattern_logic.validate_patterns`). Creates and in-place refreshes
 are written in one transaction.
 """
@@ -39,7 +39,7 @@ async def run(rc: RunContext, result: PatternResult) -> None:
     if skip is not None:
         result.status, result.reason = "skipped", skip
         return
-    pool = await window_pool(rc, since, rc.cfg.pattern_pool)
+    pool = await window_pool(rc, since, rc.settings.sleep_pattern_pool)
     existing = [
         ExistingPattern(
             memory_id=str(r["id"]),
@@ -49,7 +49,9 @@ async def run(rc: RunContext, result: PatternResult) -> None:
         )
         for r in await existing_patterns(rc.pool, rc.owner, PATTERN_KEY_PREFIX)
     ]
-    prompt = pattern_prompt(pool, [p.title for p in existing], settings.sleep_max_pattern_per_run, rc.cfg.prompt_chars)
+    prompt = pattern_prompt(
+        pool, [p.title for p in existing], settings.sleep_max_pattern_per_run, rc.settings.sleep_prompt_chars
+    )
     await rc.checkpoint()
     result.batches = 1
     try:

@@ -25,8 +25,8 @@ async def run(rc: RunContext, result: RelationResult) -> None:
         entities,
         edges,
         await store.co_occurrences(rc.pool, rc.owner, orphans),
-        min_count=rc.cfg.relation_min_count,
-        max_edges_per_entity=rc.cfg.relation_max_edges,
+        min_count=rc.settings.sleep_relation_min_count,
+        max_edges_per_entity=rc.settings.sleep_relation_max_edges,
     )
     result.add(plan.counts)
     if not plan.new_edges:

@@ -34,6 +34,14 @@ DEFAULTS = {
     "sleepAffectiveMinPool": 5,
     "conflictFreezeEnabled": False,
     "reflectionUpdateMaxPerRun": 10,
+    # the knobs that were MEMORYD_SLEEP_* variables: they change what a run does
+    "sleepNeighboursPerMemory": 5,
+    "sleepFullScanDays": 7,
+    "sleepPatternPool": 200,
+    "sleepAffectivePool": 200,
+    "sleepPromptChars": 300,
+    "sleepRelationMinCount": 1,
+    "sleepRelationMaxEdges": 3,
 }
 
 
@@ -132,3 +140,14 @@ def test_the_llm_route_comes_from_sleep_model_provider_and_effort() -> None:
         effective_sleep({"sleepProvider": "a/b"}, {})
     with pytest.raises(ValidationFailed, match="sleepMaxConcurrentRuns"):
         effective_sleep({"sleepMaxConcurrentRuns": 0}, {})
+
+
+def test_a_sleep_variable_that_became_a_setting_stops_the_process_naming_it() -> None:
+    import pytest
+
+    from memoryd.errors import ConfigError
+    from services.sleep.app import load_settings
+
+    with pytest.raises(ConfigError, match="sleepPatternPool"):
+        load_settings({"MEMORYD_SLEEP_PATTERN_POOL": "50"})
+    assert load_settings({"MEMORYD_SLEEP_LANES": "2"}).lanes == 2
