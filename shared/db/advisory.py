@@ -14,7 +14,9 @@ import asyncpg
 
 LockKey = int | tuple[int, int]
 
-_RELEASE_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError)
+#: what a release on a dead connection raises; asyncpg's InternalClientError ("another operation is in
+#: progress") comes when the server went away in the middle of the protocol
+_RELEASE_ERRORS = (asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError, OSError)
 
 
 def _call(function: str, key: LockKey) -> tuple[str, tuple[int, ...]]:

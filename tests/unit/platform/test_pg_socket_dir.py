@@ -1,0 +1,21 @@
+"""The embedded PostgreSQL's Unix socket fits ``sun_path`` however deep the data directory is."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+from memoryd.local.postgres import socket_dir
+
+
+def test_a_short_data_directory_holds_its_socket(tmp_path: Path) -> None:
+    pgdata = Path("/tmp/short/pg")
+    assert socket_dir(pgdata) == pgdata
+
+
+def test_a_deep_data_directory_gets_a_private_short_socket_directory(tmp_path: Path) -> None:
+    pgdata = tmp_path / ("deep-" * 20) / "data" / "postgres"
+    chosen = socket_dir(pgdata)
+    assert chosen != pgdata and len(f"{chosen}/.s.PGSQL.65535.lock") <= 107
+    assert stat.S_IMODE(chosen.stat().st_mode) == 0o700
+    assert socket_dir(pgdata) == chosen  # the same directory on every start
