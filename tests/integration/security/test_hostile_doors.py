@@ -284,3 +284,23 @@ async def test_proxy_refuses_bodies_of_the_wrong_shape(world: World, path: str, 
     assert reply.status_code == 400, reply.text[:300]
     assert reply.headers["content-type"] == PROBLEM and reply.json()["err_code"] == "validation"
     assert await _alice_rows(world) == before
+
+
+#: Queries only the entity-graph routes take (ids, pagination, filters): each a typed 400.
+GRAPH_QUERIES = [
+    ("/v1/entities", {"entity_id": "1' OR '1'='1"}),
+    ("/v1/entities", {"offset": "-1"}),
+    ("/v1/entities", {"q": "a\x00b"}),
+    ("/v1/relations", {"limit": str(10**12)}),
+    ("/v1/relations", {"relation": "x%' OR 1=1"}),
+]
+
+
+@pytest.mark.parametrize(("path", "params"), GRAPH_QUERIES)
+async def test_graph_routes_refuse_hostile_queries(world: World, path: str, params: dict[str, str]) -> None:
+    before = await _alice_rows(world)
+    async with httpx.AsyncClient(base_url=world.callers.url, timeout=60) as http:
+        reply = await http.get(path, params=params, headers={"authorization": f"Bearer {world.callers.bob_key}"})
+    assert reply.status_code == 400, reply.text[:300]
+    assert reply.headers["content-type"] == PROBLEM and reply.json()["err_code"] == "validation"
+    assert await _alice_rows(world) == before
