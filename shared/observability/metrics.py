@@ -106,6 +106,8 @@ for _outcome in ("injected", "none", "skipped", "unavailable"):
     PROXY_MEMORY.labels(_outcome)
 for _status in ("ok", "noop", "degraded", "refreshed", "aborted", "failed"):
     SLEEP_RUNS.labels(_status)
+for _kind in ("stored", "republish", "duplicate", "no_memory", "disabled"):  # ingest's event outcomes
+    EVENTS.labels(_kind)
 
 
 #: Families every service has.
