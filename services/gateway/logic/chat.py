@@ -7,6 +7,7 @@ content parts, tool calls and unknown fields pass to the upstream untouched.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Sequence
 from typing import Any
 
@@ -111,7 +112,7 @@ def reply_text(body: bytes) -> str:
         return ""
 
 
-class SseData:
+class SseData(abc.ABC):
     """The JSON ``data:`` payloads of an SSE stream fed chunk by chunk, handed to ``take`` one by one.
 
     The framing (lines split across chunks, ``[DONE]``, comments and ``event:`` lines) is read
@@ -136,8 +137,9 @@ class SseData:
             if isinstance(payload, dict):
                 self.take(payload)
 
+    @abc.abstractmethod
     def take(self, payload: dict[str, Any]) -> None:
-        raise NotImplementedError
+        """Read one payload of the stream (what it means is the subclass's)."""
 
     @property
     def text(self) -> str:
