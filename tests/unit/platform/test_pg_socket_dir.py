@@ -24,3 +24,25 @@ def test_a_deep_data_directory_gets_a_private_short_socket_directory(tmp_path: P
     assert chosen != pgdata and len(f"{chosen}/.s.PGSQL.65535.lock") <= 107
     assert stat.S_IMODE(chosen.stat().st_mode) == 0o700
     assert socket_dir(pgdata) == chosen  # the same directory on every start
+
+
+def test_a_link_planted_under_the_socket_directory_name_is_refused(tmp_path: Path) -> None:
+    import hashlib
+    import tempfile
+
+    import pytest
+
+    from memoryd.errors import ConfigError
+
+    pgdata = tmp_path / ("planted-" * 15) / "data"
+    name = f"memoryd-pg-{hashlib.sha256(str(pgdata).encode()).hexdigest()[:12]}"
+    link = Path(tempfile.gettempdir()) / name
+    target = tmp_path / "someone-elses"
+    target.mkdir()
+    link.symlink_to(target)
+    try:
+        with pytest.raises(ConfigError, match="another user"):
+            socket_dir(pgdata)
+        assert target.stat().st_uid == os.geteuid()  # not handed to anybody
+    finally:
+        link.unlink()
