@@ -47,6 +47,18 @@ def _repo_root() -> Path:
     return Path(__file__).resolve().parents[1]
 
 
+def locomo_data(name: str, given: str | None) -> Path | None:
+    """The LoCoMo file a benchmark reads (``--data``, else the dev split beside the checkout); None,
+    said on stdout, when it is absent: the benchmark then skips cleanly."""
+    from bench import quality as q
+
+    path = Path(given) if given else q.default_data_path(_repo_root())
+    if path.exists():
+        return path
+    print(f"bench {name}: skipped: no data file at {path} (pass --data PATH)", flush=True)
+    return None
+
+
 def running(name: str) -> AbstractContextManager[Callable[[str], None]]:
     """The benchmark's ``log``: messages above a spinner on a terminal, else plain stderr lines."""
     return activity(f"bench {name}")
@@ -97,9 +109,8 @@ def quality(**o: Any) -> int:
     from bench import quality as q
     from bench.harness import servers_and_stack
 
-    data = Path(o["data"]) if o["data"] else q.default_data_path(_repo_root())
-    if not data.exists():
-        print(f"bench quality: skipped: no data file at {data} (pass --data PATH)", flush=True)
+    data = locomo_data("quality", o["data"])
+    if data is None:
         return 0
     convs = locomo.load(data)[: o["conversations"] or None]
     variants = [q.parse_variant(v) for v in (o["variant"] or ["default"])]

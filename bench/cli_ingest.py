@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from bench.cli import emit, json_option, running
+from bench.cli import emit, json_option, locomo_data, running
 from memoryd.cli.common import CONTEXT_SETTINGS
 
 
@@ -91,11 +91,9 @@ def dense_context(data: str | None, cache_dir: Path, json_path: str | None) -> i
     """Which text the dense tier embeds for a chat turn: dense-only and hybrid R@10, leave-one-conversation-out."""
     from bench import dense_context as study
     from bench import dense_context_logic, locomo
-    from bench import quality as q
 
-    path = Path(data) if data else q.default_data_path(Path(__file__).resolve().parents[1])
-    if not path.exists():
-        print(f"bench dense-context: skipped: no data file at {path} (pass --data PATH)", flush=True)
+    path = locomo_data("dense-context", data)
+    if path is None:
         return 0
     with running("dense-context") as log:
         report = study.run(locomo.load(path), cache_dir, log, data_name=path.name)
@@ -117,11 +115,9 @@ def embed_quality(data: str | None, cache_dir: Path, json_path: str | None) -> i
     """Float vs dynamic-int8 embeddings: LoCoMo hybrid R@10, paraphrase top 10, CPU per text, in one run."""
     from bench import embed_quality as study
     from bench import locomo
-    from bench import quality as q
 
-    path = Path(data) if data else q.default_data_path(Path(__file__).resolve().parents[1])
-    if not path.exists():
-        print(f"bench embed-quality: skipped: no data file at {path} (pass --data PATH)", flush=True)
+    path = locomo_data("embed-quality", data)
+    if path is None:
         return 0
     with running("embed-quality") as log:
         report = study.run(locomo.load(path), cache_dir, log, data_name=path.name)
