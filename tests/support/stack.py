@@ -121,3 +121,13 @@ async def run_services(
         errors = [r for r in results if isinstance(r, BaseException)]
         if errors:
             raise errors[0]
+
+
+async def consumers_idle(nc: Any, consumers: Sequence[tuple[str, str]]) -> bool:
+    """Whether each ``(stream, durable)`` consumer has nothing pending and nothing unacknowledged."""
+    js = nc.jetstream()
+    for stream, durable in consumers:
+        info = await js.consumer_info(stream, durable)
+        if info.num_pending or info.num_ack_pending:
+            return False
+    return True

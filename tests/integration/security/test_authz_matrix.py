@@ -65,7 +65,7 @@ from shared.service_names import BACKEND_SERVICES
 from shared.settings.env import NatsConfig
 from tests.support.digest import changed_tables, digest, digest_query
 from tests.support.eventually import eventually
-from tests.support.stack import run_services, service_config
+from tests.support.stack import consumers_idle, run_services, service_config
 
 pytestmark = pytest.mark.integration
 
@@ -283,15 +283,6 @@ def authed_nats(tmp_path: Path) -> Iterator[tuple[EmbeddedNats, Credentials]]:
     server.stop()
 
 
-async def pipeline_idle(nc: Client) -> bool:
-    js = nc.jetstream()
-    for stream, durable in PIPELINE:
-        info = await js.consumer_info(stream, durable)
-        if info.num_pending or info.num_ack_pending:
-            return False
-    return True
-
-
 async def refused_events(operator: Client, spoofed: dict[str, Case]) -> set[str]:
     """Event ids of ``spoofed`` that ingest dead-lettered as Forbidden."""
     found: set[str] = set()
@@ -340,7 +331,9 @@ async def test_every_role_on_every_subject_gets_what_the_role_definitions_say(
             prober.global_id = global_id
 
         # 1. everything that must be denied or refused, every role at once; nothing may change
-        await eventually(lambda: pipeline_idle(operator), "the pipeline to be idle", timeout=SETTLE_TIMEOUT_S)
+        await eventually(
+            lambda: consumers_idle(operator, PIPELINE), "the pipeline to be idle", timeout=SETTLE_TIMEOUT_S
+        )
         sql = await digest_query(pool)
         before = await digest(pool, sql)
         refusals = {role: [c for c, row in plan if row[role] != Outcome.ALLOW] for role in authz.ROLES}
@@ -361,7 +354,9 @@ async def test_every_role_on_every_subject_gets_what_the_role_definitions_say(
         for eid, (role, case) in spoofed.items():
             if eid in dead and observed[role][case] == Outcome.ALLOW:
                 observed[role][case] = Outcome.REFUSED
-        await eventually(lambda: pipeline_idle(operator), "the pipeline to be idle", timeout=SETTLE_TIMEOUT_S)
+        await eventually(
+            lambda: consumers_idle(operator, PIPELINE), "the pipeline to be idle", timeout=SETTLE_TIMEOUT_S
+        )
         after = await digest(pool, sql)
         side_effects = changed_tables(before, after)
 

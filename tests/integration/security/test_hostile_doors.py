@@ -38,6 +38,7 @@ from tests.support.digest import changed_tables, digest, digest_query
 from tests.support.eventually import eventually
 from tests.support.fake_llm import FakeLlm
 from tests.support.hostile import ALICE, ALICE_EVENT, ALICE_ID, DOOR_CASES, FRESH_UUID, DoorCase, fill
+from tests.support.stack import consumers_idle
 
 from .doors import DOORS, OK, PROBLEM, PROXIED, Broken, Callers, StdioRaw
 
@@ -110,7 +111,7 @@ async def world(bus: AuthBus, pg_dsn: str, pool: asyncpg.Pool) -> AsyncIterator[
                     door: await app.publish_chat(alice, [{"role": "user", "content": f"alice {door}"}])
                     for door in DOORS
                 }
-                await eventually(lambda: _pipeline_idle(operator_nc), "alice's events to be stored")
+                await eventually(lambda: consumers_idle(operator_nc, PIPELINE), "alice's events to be stored")
                 w = World(
                     bus=bus,
                     llm=llm,
@@ -129,15 +130,6 @@ async def world(bus: AuthBus, pg_dsn: str, pool: asyncpg.Pool) -> AsyncIterator[
                 for client in (app, callers.nats_bob, callers.nats_operator):  # nats_app is app
                     await client.close()
                 await operator_nc.close()
-
-
-async def _pipeline_idle(nc: Any) -> bool:
-    js = nc.jetstream()
-    for stream, durable in PIPELINE:
-        info = await js.consumer_info(stream, durable)
-        if info.num_pending or info.num_ack_pending:
-            return False
-    return True
 
 
 async def _alice_rows(w: World) -> list[str]:
@@ -192,7 +184,9 @@ async def _run_case(w: World, door: str, case: DoorCase) -> str:
         w.llm.reply_text("Noted as data.")
     expected = case.expected(door)
     if expected != OK:
-        await eventually(lambda: _pipeline_idle(w.callers.nats_operator.nc), "the pipeline to be idle", timeout=60)
+        await eventually(
+            lambda: consumers_idle(w.callers.nats_operator.nc, PIPELINE), "the pipeline to be idle", timeout=60
+        )
         before = await digest(w.pool, w.digest_sql)
     alice_before = await _alice_rows(w)
     try:
@@ -204,7 +198,9 @@ async def _run_case(w: World, door: str, case: DoorCase) -> str:
     if got != expected:
         return f"FAIL got {got}, expected {expected}"
     if expected != OK:
-        await eventually(lambda: _pipeline_idle(w.callers.nats_operator.nc), "the pipeline to be idle", timeout=60)
+        await eventually(
+            lambda: consumers_idle(w.callers.nats_operator.nc, PIPELINE), "the pipeline to be idle", timeout=60
+        )
         changed = changed_tables(before, await digest(w.pool, w.digest_sql))
         if changed:
             return f"FAIL changed {changed}"
