@@ -158,3 +158,12 @@ def test_a_key_record_keeps_its_limits_and_old_records_have_none() -> None:
     assert record.public()["limits"] == {"requests_per_minute": 3}
     old = msgspec.json.encode({k: v for k, v in msgspec.to_builtins(record).items() if k != "limits"})
     assert msgspec.json.decode(old, type=ApiKeyRecord).limits == KeyLimits()
+
+
+def test_a_stream_nobody_counts_is_passed_through_unread() -> None:
+    chunk = b'data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}\n\n'
+    usage = SseUsage(strip=False, read=False)
+    assert usage.feed(chunk) == chunk and usage.flush() == b""
+    assert (usage.tokens, usage.seen) == (None, len(chunk))  # not parsed: only the bytes are counted
+    counted = SseUsage(strip=False)
+    assert counted.feed(chunk) == chunk and counted.tokens == 7

@@ -61,7 +61,9 @@ class ProxyGrant:
     def forwarded(self, body: dict[str, Any], *, ask_usage: bool = True) -> tuple[dict[str, Any], SseUsage]:
         """The body to send and its usage reader; a chat completion stream asks for its usage chunk
         when tokens are counted (``ask_usage=False`` for APIs whose streams always carry usage)."""
-        if not self.counts_tokens or not ask_usage:
+        if not self.counts_tokens:  # nothing to charge: the stream's events are not read a second time
+            return body, SseUsage(strip=False, read=False)
+        if not ask_usage:
             return body, SseUsage(strip=False)
         body, added = ask_for_usage(body)
         return body, SseUsage(strip=added)
@@ -77,6 +79,8 @@ class ProxyGrant:
 
     async def spend_answer(self, request_bytes: int, answer: bytes) -> None:
         """Charge a whole answer's reported usage (else an estimate)."""
+        if not self.counts_tokens:
+            return
         tokens = usage_tokens(upstream_json(answer))
         await self.spend(tokens if tokens is not None else estimate(request_bytes, len(answer)))
 

@@ -61,11 +61,13 @@ class SseUsage:
     """Reads the usage of an SSE stream fed chunk by chunk; with ``strip``, drops the usage-only chunk.
 
     Without ``strip`` every chunk passes unchanged; with it, whole events pass (a chunk boundary
-    may move to an event boundary) and the usage-only event is held back.
+    may move to an event boundary) and the usage-only event is held back. With ``read`` False
+    (nobody counts this key's tokens) it only counts the bytes: no event is parsed.
     """
 
-    def __init__(self, *, strip: bool) -> None:
+    def __init__(self, *, strip: bool, read: bool = True) -> None:
         self.strip = strip
+        self.read = read or strip
         self.tokens: int | None = None
         self.seen = 0  # bytes of the answer
         self._buffer = b""
@@ -73,6 +75,8 @@ class SseUsage:
     def feed(self, chunk: bytes) -> bytes:
         """What to pass on of ``chunk``."""
         self.seen += len(chunk)
+        if not self.read:
+            return chunk
         self._buffer += chunk
         out: list[bytes] = []
         while match := _EVENT_END.search(self._buffer):
