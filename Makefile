@@ -5,7 +5,7 @@ BIN    := $(abspath $(VENV))/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: chromium prometheus node studio-screenshots run test lint check chaos chaos-cluster fuzz bench bench-embed bench-quality bench-paraphrase bench-temporal bench-dense-context bench-embed-quality bench-latency bench-ingest bench-sleep bench-gateway bench-tracing bench-peers bench-docs schemas openapi config-docs deletion-audit authz hostile security-docs nats-conf clean
+.PHONY: chromium prometheus node studio-screenshots run test lint check chaos chaos-cluster fuzz bench bench-embed bench-quality bench-paraphrase bench-temporal bench-dense-context bench-embed-quality bench-vector-quantization bench-latency bench-ingest bench-sleep bench-gateway bench-tracing bench-peers bench-docs schemas openapi config-docs deletion-audit authz hostile security-docs nats-conf clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -141,6 +141,9 @@ bench-dense-context: $(STAMP)
 
 bench-embed-quality: $(STAMP)  ## float vs dynamic-int8 embeddings by retrieval (LoCoMo, paraphrase) and CPU, in one run
 	mkdir -p bench-results && $(BIN)/python -m bench embed-quality --json bench-results/embed-quality.json
+
+bench-vector-quantization: $(STAMP)  ## full vs half-precision pgvector storage (set, then reindexed): LoCoMo R@10 and sizes, in one run
+	mkdir -p bench-results && $(BIN)/python -m bench vector-quantization --json bench-results/vector-quantization.json
 
 bench-sleep: $(STAMP)
 	mkdir -p bench-results && $(BIN)/python -m bench sleep --json bench-results/sleep.json

@@ -1,8 +1,9 @@
 """``python -m bench ingest [--events N] [--json OUT]`` (see ``bench/ingest.py``),
 ``python -m bench paraphrase`` (see ``bench/paraphrase.py``), ``python -m bench temporal``
 (see ``bench/temporal.py``), ``python -m bench dense-context`` (see ``bench/dense_context.py``),
-``python -m bench embed-quality`` (see ``bench/embed_quality.py``) and ``python -m bench docs``
-(see ``bench/docs.py``)."""
+``python -m bench embed-quality`` (see ``bench/embed_quality.py``), ``python -m bench
+vector-quantization`` (see ``bench/vector_quantization.py``) and ``python -m bench docs`` (see
+``bench/docs.py``)."""
 
 from __future__ import annotations
 
@@ -125,6 +126,31 @@ def embed_quality(data: str | None, cache_dir: Path, json_path: str | None) -> i
     return 0
 
 
+@click.command("vector-quantization", context_settings=CONTEXT_SETTINGS)
+@click.option("--data", metavar="FILE", help="LoCoMo JSON (default: the dev split next to the repository)")
+@click.option("--conversations", type=int, default=0, show_default=True, help="only the first N (0 = all)")
+@json_option
+def vector_quantization(data: str | None, conversations: int, json_path: str | None) -> int:
+    """Full vs half-precision pgvector storage (set, then reindexed): LoCoMo hybrid and semantic R@10, sizes."""
+    from bench import locomo
+    from bench import vector_quantization as study
+    from bench.harness import servers_and_stack
+
+    path = locomo_data("vector-quantization", data)
+    if path is None:
+        return 0
+    convs = locomo.load(path)[: conversations or None]
+
+    async def go(log: Callable[[str], None]) -> dict[str, Any]:
+        async with servers_and_stack(env=dict(study.STACK_ENV)) as (_servers, stack):
+            return await study.run(stack, convs, data_name=path.name, log=log)
+
+    with running("vector-quantization") as log:
+        report = asyncio.run(go(log))
+    emit(study.render(report), report, json_path)
+    return 0
+
+
 @click.command("docs", context_settings=CONTEXT_SETTINGS)
 @click.option("--root", default=".", show_default=True, metavar="DIR", help="the repository root (holds docs/)")
 @click.option("--results", default="bench-results", show_default=True, metavar="DIR")
@@ -137,4 +163,4 @@ def docs(root: str, results: str) -> int:
     return 0
 
 
-COMMANDS = (ingest, paraphrase, temporal, dense_context, embed_quality, docs)
+COMMANDS = (ingest, paraphrase, temporal, dense_context, embed_quality, vector_quantization, docs)

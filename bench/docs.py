@@ -28,6 +28,7 @@ DOCUMENTS: dict[str, str] = {
     "temporal": "docs/benchmarks.md",
     "dense-context": "docs/benchmarks.md",
     "embed-quality": "docs/benchmarks.md",
+    "vector-quantization": "docs/benchmarks.md",
     "latency": "docs/benchmarks.md",
     "sleep": "docs/benchmarks.md",
     "gateway": "docs/benchmarks.md",
@@ -57,6 +58,7 @@ def renderer(name: str) -> Callable[[dict[str, Any]], str]:
         sleep,
         temporal,
         tracing,
+        vector_quantization,
     )
 
     if name in PRERENDERED:
@@ -69,6 +71,7 @@ def renderer(name: str) -> Callable[[dict[str, Any]], str]:
         "temporal": temporal.render,
         "dense-context": dense_context_logic.render,
         "embed-quality": embed_quality.render,
+        "vector-quantization": vector_quantization.render,
         "latency": latency.render,
         "sleep": sleep.render,
         "gateway": gateway.render,
