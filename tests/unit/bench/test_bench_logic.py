@@ -229,6 +229,7 @@ def test_bench_commands_parse() -> None:
         "temporal",
         "dense-context",
         "embed-quality",
+        "vector-quantization",
         "docs",
     }
 
@@ -243,6 +244,7 @@ def test_bench_commands_parse() -> None:
     assert params("sleep")["sizes"] == [10_000, 100_000]
     assert params("gateway", "--concurrency", "1,4")["concurrency"] == [1, 4]
     assert params("tracing", "--rounds", "3")["rounds"] == 3
+    assert params("vector-quantization", "--conversations", "2")["conversations"] == 2
     assert (params("paraphrase")["memories"], params("paraphrase", "--questions", "50")["questions"]) == (2000, 50)
     assert str(params("dense-context", "--cache-dir", "/tmp/x")["cache_dir"]) == "/tmp/x"
     assert str(params("embed-quality")["cache_dir"]) == "/tmp/memoryd-embed-quality"
