@@ -3,12 +3,12 @@
 The effective engine is the environment overridden by the global settings row
 (`shared.settings.engine`). On `mem.v1.settings.changed` for `*`, `EngineSwitch.apply` recomputes
 it and, when it differs: builds the new source (off the event loop; `vectorQuantization` is part
-of its signature) and opens the new stores;
-detaches a Qdrant taken out of use; under the job gate (batches in flight finish, new ones wait)
-prepares the signatures as at a start (a new one starts a reindex) and switches the jobs; keeps
-queries on the signature retrieval searches until the reindex switches it; closes what nothing
-uses. A row this worker cannot run (e.g. a remote source without a model) is refused: the worker
-keeps what it runs and its `embedder` health check says why.
+of its signature) and opens the new stores; detaches a Qdrant taken out of use; under the job gate
+(batches in flight finish, new ones wait) prepares the signatures as at a start (a new one starts a
+reindex) and switches the jobs; keeps queries on the signature retrieval searches until the
+reindex switches it, and has job batches write that signature's vectors too (`handlers.Searched`);
+closes what nothing uses. A row this worker cannot run (e.g. a remote source without a model) is
+refused: the worker keeps what it runs and its `embedder` health check says why.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 import asyncpg
 
 from memoryd.errors import ConfigError, ValidationFailed
-from services.embed.handlers import Jobs, Queries
+from services.embed.handlers import Jobs, Queries, Searched
 from services.embed.reindex import Signatures
 from services.embed.settings import EmbedSettings
 from services.embed.sources import EmbedSource, Inference, build_source, source_for_signature
@@ -172,10 +172,24 @@ class EngineSwitch:
                     detail="query vectors use the new signature; vector search waits for the reindex",
                 )
             want = legacy or self.source
+        await self._follow_searched(want)
         old = await self.queries.switch(want)
         if old is not None:
             log.info("embed.query_source_switched", signature=want.signature)
             await self._close_unused(old)
+
+    async def _follow_searched(self, want: EmbedSource) -> None:
+        """Job batches also write ``want``'s vectors while it is the searched signature and not
+        the configured one, to the stores whose active signature it is; changed between batches
+        (a batch in flight finishes with what it started with before ``want``'s source can close)."""
+        searched = None
+        if want is not self.source and want.signature != self.source.signature:
+            stores = tuple(s for s in self.jobs.stores if self.sigs.active_of(s.name) == want.signature)
+            searched = Searched(want, stores) if stores else None
+        if searched != self.jobs.searched:
+            async with self.jobs.gate.exclusive():
+                self.jobs.searched = searched
+            log.info("embed.searched_signature_written", signature=searched.source.signature if searched else None)
 
     async def _close_unused(self, source: EmbedSource) -> None:
         if source is not self.source and source is not self.queries.source:

@@ -5,15 +5,19 @@ so the consumer acks only after the write. A batch (`Jobs.flush`) reads the memo
 now, embeds those needing it in one inference call, writes every configured store, then
 `mark_embedded`, and notes its owners for `OwnerIndexes` (large owners' own HNSW indexes). A
 memory deleted meanwhile is acked and counted; one changed while embedded is flagged and
-requeued. `Queries.embed` serves `mem.v1.rpc.embed`: cache first (`{signature}:{sha256(text)}`),
-then the misses, batched while every inference slot is busy. A batch keeps the source and stores
-it started with (`SwapGate`): an engine change swaps them between batches, never inside one.
+requeued. During a signature change a batch also writes vectors of the signature retrieval still
+searches (`Searched`, `logic.searched_too`), so memories created or edited meanwhile are found by
+vector search before the switch. `Queries.embed` serves `mem.v1.rpc.embed`: cache first
+(`{signature}:{sha256(text)}`), then the misses, batched while every inference slot is busy. A
+batch keeps the source and stores it started with (`SwapGate`): an engine change swaps them
+between batches, never inside one.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from nats.js import JetStreamContext
 
@@ -31,11 +35,20 @@ from shared.vectors.port import VectorItem, VectorStore
 
 from .batcher import MicroBatcher
 from .gate import SwapGate
-from .logic import JobOutcome, cache_key, triage, unique_by_id
+from .logic import JobOutcome, cache_key, same_vectors, searched_too, triage, unique_by_id
 from .owner_index import OwnerIndexes
 from .sources import EmbedSource
 
 log = get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class Searched:
+    """The signature retrieval searches while another is pending: its source and the stores that
+    search it (a batch writes their vectors beside the new signature's)."""
+
+    source: EmbedSource
+    stores: tuple[VectorStore, ...]
 
 
 class Jobs:
@@ -58,7 +71,8 @@ class Jobs:
         self.js = js
         self.stores = list(stores)
         self.source = source
-        self.gate = SwapGate()  # source and stores change only between batches
+        self.searched: Searched | None = None  # set by the engine switch during a signature change
+        self.gate = SwapGate()  # source, stores and searched change only between batches
         self.batcher: MicroBatcher[EmbedJob, JobOutcome] = MicroBatcher(
             self.flush, max_size=batch_max, max_wait_s=batch_wait_s, max_inflight=pipeline
         )
@@ -70,10 +84,14 @@ class Jobs:
 
     async def flush(self, jobs: list[EmbedJob]) -> list[JobOutcome]:
         async with self.gate.use():
-            return await self._flush(jobs, self.source, self.stores)
+            return await self._flush(jobs, self.source, self.stores, self.searched)
 
     async def _flush(
-        self, jobs: list[EmbedJob], source: EmbedSource, stores: Sequence[VectorStore]
+        self,
+        jobs: list[EmbedJob],
+        source: EmbedSource,
+        stores: Sequence[VectorStore],
+        searched: Searched | None = None,
     ) -> list[JobOutcome]:
         rows = await db.fetch_rows(self.pool, jobs)
         sig = source.signature
@@ -87,7 +105,8 @@ class Jobs:
                 todo.append(row)
         states = unique_by_id([r.state for r in todo])
         if states:
-            await self._embed_and_write(states, {r.state.memory_id: r for r in todo}, source, stores)
+            by_id = {r.state.memory_id: r for r in todo}
+            await self._embed_and_write(states, by_id, source, stores, searched, _fresh(jobs, rows))
         return outcomes
 
     async def _embed_and_write(
@@ -96,11 +115,17 @@ class Jobs:
         rows: dict[str, db.MemoryRow],
         source: EmbedSource,
         stores: Sequence[VectorStore],
+        searched: Searched | None = None,
+        fresh: set[str] | None = None,
     ) -> None:
         sig = source.signature
         vectors = await source.embed([s.content for s in states])
         items = [_item(rows[s.memory_id], vectors[i]) for i, s in enumerate(states)]
-        await asyncio.gather(*(store.upsert(sig, items) for store in stores))
+        writes = [(sig, store, items) for store in stores]
+        if searched is not None and searched.stores:
+            old = await _searched_items(states, rows, items, sig, searched.source, fresh or set())
+            writes += [(searched.source.signature, store, old) for store in searched.stores if old]
+        await asyncio.gather(*(store.upsert(signature, batch) for signature, store, batch in writes))
         if self.owner_indexes is not None:
             self.owner_indexes.note(stores, sig, (s.owner for s in states))
         embedded = [(s.memory_id, s.content_hash) for s in states]
@@ -117,6 +142,35 @@ class Jobs:
         await publish_embed_jobs(self.js, jobs, msg_id=no_msg_id)
         for job in jobs:
             log.info("embed.requeued_changed", memory_id=job.memory_id, owner=job.owner)
+
+
+def _fresh(jobs: Sequence[EmbedJob], rows: dict[tuple[str, str], db.MemoryRow]) -> set[str]:
+    """Memory ids of a batch created or edited since their old vector was written: asked for by a
+    job other than the reindex's, or by a reindex job queued before the content changed."""
+    out: set[str] = set()
+    for job in jobs:
+        key = db.job_key(job)
+        row = rows.get(key)
+        if job.reason != "reindex" or (row is not None and row.state.content_hash != job.content_hash):
+            out.add(key[0])
+    return out
+
+
+async def _searched_items(
+    states: list[db.MemoryState],
+    rows: dict[str, db.MemoryRow],
+    items: list[VectorItem],
+    sig: str,
+    searched: EmbedSource,
+    fresh: set[str],
+) -> list[VectorItem]:
+    """The batch's vectors of the signature retrieval still searches (``logic.searched_too``):
+    ``items`` themselves when only the storage differs, else embedded by ``searched``."""
+    chosen = searched_too(states, fresh)
+    if not chosen or same_vectors(searched.signature, sig):
+        return [items[i] for i in chosen]
+    vectors = await searched.embed([states[i].content for i in chosen])
+    return [_item(rows[states[i].memory_id], vectors[n]) for n, i in enumerate(chosen)]
 
 
 def _item(row: db.MemoryRow, vector: Vector) -> VectorItem:

@@ -141,6 +141,21 @@ def triage(row: MemoryState | None, sig: str) -> JobOutcome:
     return "embed"
 
 
+def same_vectors(a: str, b: str) -> bool:
+    """Whether signatures ``a`` and ``b`` name the same vectors, stored differently (``...:half``)."""
+    return a.removesuffix(f":{HALF_TAG}") == b.removesuffix(f":{HALF_TAG}")
+
+
+def searched_too(states: Sequence[MemoryState], fresh: set[str]) -> list[int]:
+    """During a signature change, which of a batch's ``states`` (by index) also get a vector of the
+    signature retrieval still searches, so memories created or edited meanwhile are found before the
+    switch (memory ids in ``fresh``: asked for by a job other than the reindex's, or edited after its
+    reindex job was queued). A memory queued by the reindex alone has its old vector already;
+    writing it again would double the reindex's work.
+    """
+    return [i for i, s in enumerate(states) if s.memory_id in fresh]
+
+
 def unique_by_id(rows: Sequence[MemoryState]) -> list[MemoryState]:
     """The rows to embed, each memory once (two jobs for one memory share one vector)."""
     seen: dict[str, MemoryState] = {}

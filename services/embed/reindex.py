@@ -67,7 +67,11 @@ class Signatures:
     @property
     def active(self) -> str | None:
         """The signature retrieval searches in pgvector now."""
-        row = self.meta.get("pgvector")
+        return self.active_of("pgvector")
+
+    def active_of(self, store: str) -> str | None:
+        """The signature retrieval searches in ``store`` now."""
+        row = self.meta.get(store)
         return row.active if row else None
 
     @property
@@ -222,9 +226,10 @@ class Signatures:
         async def round_() -> None:
             async with self.lock:
                 await self.try_complete()
-                await self.retire_due()
-            if on_tick is not None:
+            if on_tick is not None:  # queries and job batches leave a switched-off signature ...
                 await on_tick()
+            async with self.lock:  # ... before its vectors are dropped
+                await self.retire_due()
 
         await every(period_s, stop, round_, failed="embed.signature_watch_failed")
 

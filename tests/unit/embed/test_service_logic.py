@@ -20,6 +20,8 @@ from services.embed.logic import (
     plan_batches,
     reindex_msg_id,
     resolve_source,
+    same_vectors,
+    searched_too,
     signature,
     triage,
     unique_by_id,
@@ -315,3 +317,19 @@ async def test_gate_gives_queries_every_slot_and_jobs_one() -> None:
 def test_length_order_is_shortest_first_and_stable() -> None:
     assert length_order([100, 3, 12, 3, 100]) == [1, 3, 2, 0, 4]
     assert length_order([]) == []
+
+
+def test_a_batch_writes_the_searched_signature_for_created_and_edited_memories_only() -> None:
+    def state(i: int) -> MemoryState:
+        return MemoryState(f"m{i}", "o", f"text {i}", f"h{i}", "local:m:3", True)
+
+    states = [state(i) for i in range(4)]
+    assert searched_too(states, {"m1", "m3", "elsewhere"}) == [1, 3]
+    assert searched_too(states, set()) == []  # a batch of the reindex alone writes nothing twice
+
+
+def test_same_vectors_is_a_difference_of_storage_only() -> None:
+    assert same_vectors("local:m:384", "local:m:384:half")
+    assert same_vectors("local:m:384:half", "local:m:384")
+    assert not same_vectors("local:m:384", "local:m:384:dynamic-int8")
+    assert not same_vectors("local:m:384:half", "remote:m:384:half")
