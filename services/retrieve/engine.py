@@ -338,6 +338,7 @@ class _Run:
         if failure is not None:
             return None, first, [Attempt(first, False, _ms(started), failure[0], failure[1])]
         assert vector is not None and signature is not None
+        meta = await self._meta_after_switch(meta, signature)
         attempts: list[Attempt] = []
         for store in stores:
             tier: Tier = store.name  # type: ignore[assignment]
@@ -373,6 +374,14 @@ class _Run:
             attempts.append(Attempt(tier, True, _ms(at), hits=len(ranked)))
             return ranked, tier, attempts
         return None, attempts[-1].tier if attempts else first, attempts
+
+    async def _meta_after_switch(self, meta: dict[str, tiers.StoreMeta], signature: str) -> dict[str, tiers.StoreMeta]:
+        """``meta`` re-read when the query vector is of a signature it still calls pending: the
+        reindex may have switched since it was read, and the stores then search that signature."""
+        if not any(row.signature and row.pending == signature for row in meta.values()):
+            return meta
+        self.e.meta.invalidate()
+        return await self.e.meta.get()
 
     async def _embed(
         self, searched: set[str]

@@ -3,7 +3,10 @@
 - ``engine_status``: the keyword tier, the embedding source and signature (``memory_vec_meta``
   plus a probe of the embed RPC), each vector store's stats and health, memories waiting for
   (re)embedding, fallbacks seen since start, and the lag of the embed/extract durables.
-- ``store_check``: one vector store's health for ``health`` (``ok ...`` or the reason).
+- ``reindex_state``: during a signature change, how far the reindex is and which vectors a store
+  searches meanwhile (the old ones, or none when the query vectors cannot be of the old signature).
+- ``store_check``: one vector store's health for ``health`` (``ok ...`` or the reason), with the
+  reindex state while one runs.
 - ``round_trip``: the deep health check: write a memory row for the reserved owner
   ``__health__`` (no client can name it: owners must start with a letter or digit), find
   it by full-text through the engine (``dry_run``), delete it, report the latency.
@@ -24,7 +27,8 @@ from memoryd.schemas.ops import EngineStatusRequest, EngineStatusResult
 from memoryd.schemas.retrieval import RetrieveRequest
 from memoryd.subjects import EMBED_CONSUMER, EXTRACT_CONSUMER, JOBS_STREAM
 from services.retrieve.adapters import postgres_status
-from services.retrieve.adapters.postgres import KEYWORD_TIER_DESCRIPTION, embed_query
+from services.retrieve.adapters.postgres import KEYWORD_TIER_DESCRIPTION, StoreMeta, embed_query
+from services.retrieve.logic.plan import store_mismatch
 from shared.db import memories
 from shared.observability.metrics import QUEUE_LAG
 from shared.vectors.port import VectorStore
@@ -40,6 +44,10 @@ async def engine_status(engine: Engine, js: JetStreamContext, req: EngineStatusR
     probe, stores, pending, lag = await asyncio.gather(
         _probe_embed(engine), _stores(engine, meta), _pending(engine, req.owner), _lag(js)
     )
+    reindex = await _reindex_states(engine, meta, probe)
+    for name, state in reindex.items():
+        if name in stores:
+            stores[name]["reindex"] = state
     return EngineStatusResult(
         keyword_tier=KEYWORD_TIER_DESCRIPTION,
         embedding={
@@ -49,12 +57,61 @@ async def engine_status(engine: Engine, js: JetStreamContext, req: EngineStatusR
                 for name, m in sorted(meta.items())
             },
             "breaker": engine.breakers["embed"].state(time.monotonic()),
+            **({"reindex": {name: state["detail"] for name, state in reindex.items()}} if reindex else {}),
         },
         vector_stores=stores,
         pending_reindex=pending,
         fallbacks=dict(sorted(engine.fallbacks.items())),
         lag=lag,
     )
+
+
+def reindex_state(row: StoreMeta, query: tuple[str, int] | None, done: int, total: int) -> dict[str, Any] | None:
+    """What store ``row`` searches while a signature change is pending (None: no change), given
+    the signature and dimension of the query vectors (None: the embed service did not answer) and
+    the reindex's progress (``done`` of ``total`` memories have a vector of the new signature).
+    The decision is the engine's own (``store_mismatch``)."""
+    if not row.pending:
+        return None
+    head = f"reindexing to {row.pending}, {done} of {total}"
+    if not row.signature:
+        searching, text = "none", f"being filled with {row.pending}, {done} of {total}; searched once complete"
+    elif query is None:
+        searching, text = "unknown", f"{head}; the embed service did not answer, so no vectors are searched now"
+    elif store_mismatch(row.signature, row.pending, row.dim, *query) is None:
+        searching, text = "old", f"{head}, searching the old vectors ({row.signature})"
+    else:
+        searching = "none"
+        text = (
+            f"{head}; searching no vectors: the old signature's query vectors cannot be made here,"
+            " so full-text search serves until the reindex completes"
+        )
+    return {
+        "from": row.signature,
+        "to": row.pending,
+        "done": done,
+        "total": total,
+        "searching": searching,
+        "detail": text,
+    }
+
+
+async def _reindex_states(
+    engine: Engine, meta: dict[str, StoreMeta], probe: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """``reindex_state`` of every store with a pending signature (one progress count per signature)."""
+    query = (str(probe["signature"]), int(probe["dim"])) if probe.get("ok") else None
+    progress: dict[str, tuple[int, int]] = {}
+    out: dict[str, dict[str, Any]] = {}
+    for name, row in sorted(meta.items()):
+        if not row.pending:
+            continue
+        if row.pending not in progress:
+            progress[row.pending] = await postgres_status.reindex_progress(engine.pool, row.pending)
+        state = reindex_state(row, query, *progress[row.pending])
+        if state is not None:
+            out[name] = state
+    return out
 
 
 async def _probe_embed(engine: Engine) -> dict[str, Any]:
@@ -114,7 +171,11 @@ def store_check(engine: Engine, store: VectorStore) -> Callable[[], Awaitable[st
         st = await store.status(row.signature)
         if not st.healthy:
             return f"down: {st.detail or 'unhealthy'}"
-        return f"ok {st.vectors} vectors ({row.signature})"
+        status = f"{st.vectors} vectors ({row.signature})"
+        if row.pending:  # degraded while a reindex leaves this store's vectors unsearched
+            state = (await _reindex_states(engine, {store.name: row}, await _probe_embed(engine)))[store.name]
+            return f"{'ok' if state['searching'] == 'old' else 'degraded:'} {status}; {state['detail']}"
+        return f"ok {status}"
 
     return check
 

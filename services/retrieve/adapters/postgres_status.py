@@ -1,5 +1,5 @@
 """Postgres reads of ``engine.status`` and of the store follower: memories waiting for a vector,
-and the bookkeeping of an attached Qdrant."""
+how far a reindex has come, and the bookkeeping of an attached Qdrant."""
 
 from __future__ import annotations
 
@@ -13,6 +13,17 @@ async def pending_reindex(pool: asyncpg.Pool, owner: str | None) -> int:
     if owner is None:
         return int(await pool.fetchval("SELECT count(*) FROM memories WHERE needs_reindex"))
     return int(await pool.fetchval("SELECT count(*) FROM memories WHERE needs_reindex AND owner = $1", owner))
+
+
+async def reindex_progress(pool: asyncpg.Pool, signature: str) -> tuple[int, int]:
+    """``(done, total)``: memories with a current vector of ``signature``, of all memories."""
+    row = await pool.fetchrow(
+        "SELECT count(*) FILTER (WHERE embedding_signature = $1 AND NOT needs_reindex) AS done, count(*) AS total"
+        " FROM memories",
+        signature,
+    )
+    assert row is not None
+    return int(row["done"]), int(row["total"])
 
 
 async def qdrant_details(pool: asyncpg.Pool) -> dict[str, Any] | None:
