@@ -93,6 +93,7 @@ class InjectRequest(Wire, frozen=True):
     provider: str | None = None
     model: str | None = None
     session_id: SessionId | None = None
+    agent_id: AgentId | None = None
     query: Query | None = None
     strategy: Strategy | None = None
     max_tokens: MaxTokens | None = None
