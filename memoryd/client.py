@@ -9,9 +9,10 @@
 (``MEMORYD_NATS_URL``/``_CREDENTIALS``), else the file ``memoryd up`` wrote. ``publish_chat``
 validates and size-checks the event as the service will and publishes it under
 ``subjects.chat_msg_id`` (owner, event id, digest): a retry is stored once and no other owner's
-id can suppress it. Every other call is an RPC returning the result Struct or raising the typed
-error (an owner-bound user acting for another owner: ``Forbidden``). Each call is an OpenTelemetry
-span (API only) whose ``traceparent`` travels with the message.
+id can suppress it. Every other call (the memory API is in ``memoryd.client_memories``) is an RPC
+returning the result Struct or raising the typed error (an owner-bound user acting for another
+owner: ``Forbidden``). Each call is an OpenTelemetry span (API only) whose ``traceparent`` travels
+with the message.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,6 +30,7 @@ from nats.aio.client import Client
 
 from memoryd import tracing
 from memoryd.access import Access, PermissionWatch
+from memoryd.client_memories import MemoryCalls
 from memoryd.codec import decode, encode, validation_failed
 from memoryd.connect import NatsEndpoint, connect
 from memoryd.credentials import Role, resolve
@@ -38,28 +40,6 @@ from memoryd.schemas import HEALTH_OP, RpcOp
 from memoryd.schemas.base import MAX_PAYLOAD_BYTES
 from memoryd.schemas.events import ChatEvent, ChatMessage
 from memoryd.schemas.graph import EntityListRequest, EntityListResult, RelationListRequest, RelationListResult
-from memoryd.schemas.memory import (
-    ImportLineError,
-    MemoryClearRequest,
-    MemoryClearResult,
-    MemoryCreateRequest,
-    MemoryCreateResult,
-    MemoryDeleteRequest,
-    MemoryDeleteResult,
-    MemoryExportRequest,
-    MemoryExportResult,
-    MemoryGetRequest,
-    MemoryGetResult,
-    MemoryImportRequest,
-    MemoryImportResult,
-    MemoryListRequest,
-    MemoryListResult,
-    MemoryRecord,
-    MemoryRestoreRequest,
-    MemoryRestoreResult,
-    MemoryUpdateRequest,
-    MemoryUpdateResult,
-)
 from memoryd.schemas.ops import (
     CleanupRequest,
     CleanupResult,
@@ -73,9 +53,6 @@ from memoryd.schemas.ops import (
 from memoryd.schemas.retrieval import InjectRequest, InjectResult, RetrieveRequest, RetrieveResult
 from memoryd.schemas.text import nul_path
 from memoryd.subjects import MSG_ID_HEADER, chat_msg_id, rpc_subject
-
-#: Imports are sent in requests of at most this many bytes of lines (well under the payload limit).
-IMPORT_CHUNK_BYTES = 2 * 1024 * 1024
 
 MessageLike = ChatMessage | Mapping[str, Any]
 
@@ -99,7 +76,7 @@ def _encode(value: Any) -> bytes:
         raise ValidationFailed(f"cannot encode request: {exc}") from exc
 
 
-class MemoryClient:
+class MemoryClient(MemoryCalls):
     """Async client of memoryd; wraps an existing NATS connection or opens its own.
 
     ``owners`` binds a wrapped connection to those owners (owner-bound subjects); ``role``
@@ -187,6 +164,7 @@ class MemoryClient:
         messages: Sequence[MessageLike],
         *,
         session_id: str | None = None,
+        agent_id: str | None = None,
         event_id: str | None = None,
         provider: str | None = None,
         model: str | None = None,
@@ -202,6 +180,7 @@ class MemoryClient:
             messages=_messages(messages),
             occurred_at=occurred_at or datetime.now(UTC),
             session_id=session_id,
+            agent_id=agent_id,
             provider=provider,
             model=model,
             metadata=metadata or {},
@@ -227,147 +206,6 @@ class MemoryClient:
 
         await self.access.send(None, owner, send)
         return event.event_id
-
-    # --- memory API ----------------------------------------------------------------------------
-    async def create(
-        self,
-        owner: str,
-        content: str,
-        *,
-        memory_type: str = "factual",
-        key: str | None = None,
-        session_id: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        expires_at: datetime | None = None,
-        scope: str = "apiKey",
-    ) -> MemoryCreateResult:
-        req = MemoryCreateRequest(
-            owner=owner,
-            content=content,
-            memory_type=memory_type,  # type: ignore[arg-type]
-            key=key,
-            session_id=session_id,
-            metadata=metadata or {},
-            expires_at=expires_at,
-            scope=scope,  # type: ignore[arg-type]
-        )
-        result: MemoryCreateResult = await self._call("memory.create", req)
-        return result
-
-    async def get(self, owner: str, memory_id: str) -> MemoryRecord:
-        result: MemoryGetResult = await self._call("memory.get", MemoryGetRequest(owner=owner, id=memory_id))
-        return result.memory
-
-    async def update(
-        self,
-        owner: str,
-        memory_id: str,
-        *,
-        content: str | None = None,
-        memory_type: str | None = None,
-        metadata: dict[str, Any] | None = None,
-        expires_at: datetime | None = None,
-        session_id: str | None = None,
-    ) -> MemoryUpdateResult:
-        req = MemoryUpdateRequest(
-            owner=owner,
-            id=memory_id,
-            content=content,
-            memory_type=memory_type,  # type: ignore[arg-type]
-            metadata=metadata,
-            expires_at=expires_at,
-            session_id=session_id,
-        )
-        result: MemoryUpdateResult = await self._call("memory.update", req)
-        return result
-
-    async def delete(self, owner: str, memory_id: str) -> MemoryDeleteResult:
-        result: MemoryDeleteResult = await self._call("memory.delete", MemoryDeleteRequest(owner=owner, id=memory_id))
-        return result
-
-    async def restore(self, owner: str, memory_id: str) -> MemoryRestoreResult:
-        """Bring a summarized or demoted memory back to its exact original (``Conflict`` if active)."""
-        result: MemoryRestoreResult = await self._call(
-            "memory.restore", MemoryRestoreRequest(owner=owner, id=memory_id)
-        )
-        return result
-
-    async def list(
-        self,
-        owner: str,
-        *,
-        memory_type: str | None = None,
-        session_id: str | None = None,
-        q: str | None = None,
-        state: str | None = None,
-        limit: int = 50,
-        offset: int = 0,
-        page: int | None = None,
-    ) -> MemoryListResult:
-        req = MemoryListRequest(
-            owner=owner,
-            memory_type=memory_type,  # type: ignore[arg-type]
-            session_id=session_id,
-            q=q,
-            state=state,  # type: ignore[arg-type]
-            limit=limit,
-            offset=offset,
-            page=page,
-        )
-        result: MemoryListResult = await self._call("memory.list", req)
-        return result
-
-    async def clear(
-        self, owner: str, *, memory_type: str | None = None, older_than_days: int | None = None
-    ) -> MemoryClearResult:
-        req = MemoryClearRequest(owner=owner, memory_type=memory_type, older_than_days=older_than_days)  # type: ignore[arg-type]
-        result: MemoryClearResult = await self._call("memory.clear", req)
-        return result
-
-    async def export_pages(
-        self, owner: str, *, include_archived: bool = True, page_size: int = 1000
-    ) -> AsyncIterator[MemoryExportResult]:
-        """Every page of the owner's export, in id order."""
-        after: str | None = None
-        while True:
-            req = MemoryExportRequest(owner=owner, include_archived=include_archived, after_id=after, limit=page_size)
-            page: MemoryExportResult = await self._call("memory.export", req)
-            yield page
-            if page.next_after_id is None:
-                return
-            after = page.next_after_id
-
-    async def export(self, owner: str, *, include_archived: bool = True) -> str:
-        """All of the owner's memories as JSON lines (``MemoryRecord`` per line)."""
-        return "".join([p.lines async for p in self.export_pages(owner, include_archived=include_archived)])
-
-    async def import_lines(
-        self, owner: str, lines: str | Iterable[str], *, progress: Callable[[int], object] | None = None
-    ) -> MemoryImportResult:
-        """Import JSON lines (as exported) into ``owner``; line numbers in errors count from 1.
-
-        Each request (up to ``IMPORT_CHUNK_BYTES`` of lines) is all or nothing; a large
-        import stops at the first request with bad lines, keeping the requests before it.
-        ``progress`` is called with the number of lines sent so far after each request.
-        """
-        all_lines = lines.splitlines() if isinstance(lines, str) else [ln.rstrip("\n") for ln in lines]
-        imported = updated = unchanged = 0
-        start = 0
-        while start < len(all_lines):
-            end, size = start, 0
-            while end < len(all_lines) and (end == start or size + len(all_lines[end]) + 1 <= IMPORT_CHUNK_BYTES):
-                size += len(all_lines[end]) + 1
-                end += 1
-            req = MemoryImportRequest(owner=owner, lines="\n".join(all_lines[start:end]))
-            part: MemoryImportResult = await self._call("memory.import", req, timeout=max(self.timeout, 60.0))
-            if part.errors:
-                errors = [ImportLineError(line=e.line + start, error=e.error) for e in part.errors]
-                return MemoryImportResult(imported=imported, updated=updated, unchanged=unchanged, errors=errors)
-            imported, updated, unchanged = imported + part.imported, updated + part.updated, unchanged + part.unchanged
-            start = end
-            if progress is not None:
-                progress(end)
-        return MemoryImportResult(imported=imported, updated=updated, unchanged=unchanged)
 
     # --- retrieval and operations --------------------------------------------------------------
     async def retrieve(self, owner: str, query: str = "", **options: Any) -> RetrieveResult:

@@ -43,10 +43,10 @@ def show(rec: MemoryRecord) -> None:
     fields = msgspec.to_builtins(rec)
     grid = table("field", "value")
     grid.show_header = False
-    for name in ("id", "owner", "memory_type", "key", "session_id", "source", "state", "created_at", "updated_at"):
+    for name in ("id", "owner", "memory_type", "key", "session_id", "agent_id", "source", "state", "created_at"):
         if fields.get(name) is not None:
             grid.add_row(*cells(name, fields[name]))
-    for name in ("expires_at", "last_accessed_at", "metadata"):
+    for name in ("updated_at", "expires_at", "last_accessed_at", "metadata"):
         if fields.get(name):
             value = json.dumps(fields[name], ensure_ascii=False) if name == "metadata" else fields[name]
             grid.add_row(*cells(name, value))
@@ -70,6 +70,7 @@ def _metadata_and_expiry(metadata: str | None, expires_at: str | None) -> tuple[
 @click.argument("text")
 @owner_option()
 @click.option("--session", metavar="ID", help="session id")
+@click.option("--agent", metavar="ID", help="the agent the conversation is with")
 @click.option("--role", type=click.Choice(ROLES), default="user", show_default=True)
 @click.option("--name", help="speaker name")
 @click.option("--provider", help="LLM provider the message was sent to")
@@ -90,6 +91,7 @@ async def chat(client: MemoryClient, *, owner: str, text: str, role: str, name: 
         owner,
         [message],
         session_id=o["session"],
+        agent_id=o["agent"],
         event_id=o["event_id"],
         provider=o["provider"],
         model=o["model"],
@@ -112,6 +114,7 @@ def memories() -> None:
 @owner_option()
 @click.option("--type", "memory_type", type=click.Choice(MEMORY_TYPES), help="only memories of this type")
 @click.option("--session", metavar="ID", help="only this session's memories")
+@click.option("--agent", metavar="ID", help="only this agent's memories")
 @click.option("-q", "--query", "q", metavar="TEXT", help="text search")
 @click.option("--state", type=click.Choice(MEMORY_STATES), help="only memories in this state")
 @click.option("--limit", type=int, default=50, show_default=True)
@@ -125,6 +128,7 @@ async def list_memories(client: MemoryClient, *, owner: str, as_json: bool, **o:
         owner,
         memory_type=o["memory_type"],
         session_id=o["session"],
+        agent_id=o["agent"],
         q=o["q"],
         state=o["state"],
         limit=o["limit"],
@@ -152,6 +156,7 @@ async def list_memories(client: MemoryClient, *, owner: str, as_json: bool, **o:
 @click.option("--type", "memory_type", type=click.Choice(MEMORY_TYPES), default="factual", show_default=True)
 @click.option("--key", help="a stable key: adding with the same key updates that memory")
 @click.option("--session", metavar="ID", help="session id")
+@click.option("--agent", metavar="ID", help="the agent the memory belongs to")
 @click.option("--metadata", metavar="JSON", help="a JSON object")
 @click.option("--expires-at", metavar="TIME", help="ISO 8601 time in the future")
 @client_options
@@ -165,6 +170,7 @@ async def add(client: MemoryClient, *, owner: str, text: str, as_json: bool, **o
         memory_type=o["memory_type"],
         key=o["key"],
         session_id=o["session"],
+        agent_id=o["agent"],
         metadata=metadata or {},
         expires_at=expires_at,
     )
@@ -249,12 +255,15 @@ async def delete(client: MemoryClient, *, owner: str, memory_id: str, as_json: b
 @owner_option()
 @click.option("--type", "memory_type", type=click.Choice(MEMORY_TYPES), help="only memories of this type")
 @click.option("--older-than-days", type=click.IntRange(min=0), metavar="N", help="only memories older than N days")
+@click.option("--agent", metavar="ID", help="only this agent's memories")
 @click.option("--yes", is_flag=True, help="really delete (required: there is no undo)")
 @client_options
 @with_client(check=_confirmed)
 async def clear(client: MemoryClient, *, owner: str, as_json: bool, **o: Any) -> int:
-    """Delete an owner's memories: all, or by type and age."""
-    result = await client.clear(owner, memory_type=o["memory_type"], older_than_days=o["older_than_days"])
+    """Delete an owner's memories: all, or by type, agent and age."""
+    result = await client.clear(
+        owner, memory_type=o["memory_type"], older_than_days=o["older_than_days"], agent_id=o["agent"]
+    )
     if as_json:
         print_json(result)
     else:
@@ -328,8 +337,8 @@ async def import_(
     """Import JSON lines as exported, or a mem0 export (idempotent).
 
     FILE defaults to stdin (as does '-'). Exits 1 and imports nothing when a line (or mem0
-    entry) is bad. A mem0 entry's user_id is its owner, run_id its session, agent_id goes in
-    its metadata; importing the same export again changes nothing.
+    entry) is bad. A mem0 entry's user_id is its owner, agent_id its agent, run_id its
+    session; importing the same export again changes nothing.
     """
     if file in (None, "-"):
         text = sys.stdin.read()

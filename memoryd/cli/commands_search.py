@@ -58,6 +58,7 @@ def render(result: RetrieveResult) -> None:
 @click.argument("query", metavar="QUERY")
 @click.option("--owner", required=True, metavar="OWNER", help="the owner (user or tenant) whose memories to search")
 @click.option("--session", metavar="ID", help="only this session's memories (plus global ones)")
+@click.option("--agent", metavar="ID", help="only this agent's memories (plus global ones)")
 @click.option("--strategy", type=click.Choice(STRATEGIES), help="default: the owner's setting")
 @click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
 @click.option("--max-tokens", type=int, default=None, help="token budget (default: the owner's setting)")
@@ -75,6 +76,7 @@ async def search(client: MemoryClient, *, owner: str, query: str, as_json: bool,
         owner,
         query,
         session_id=o["session"],
+        agent_id=o["agent"],
         strategy=o["strategy"],
         limit=o["limit"],
         max_tokens=o["max_tokens"],
@@ -92,6 +94,7 @@ async def search(client: MemoryClient, *, owner: str, query: str, as_json: bool,
 @click.option("--owner", required=True, metavar="OWNER", help="the owner (user or tenant) whose memory to inject")
 @click.option("--system", metavar="TEXT", help="a system message before TEXT")
 @click.option("--session", metavar="ID", help="the conversation's session id")
+@click.option("--agent", metavar="ID", help="only this agent's memories (plus global ones)")
 @click.option("--strategy", type=click.Choice(STRATEGIES), help="default: the owner's setting")
 @click.option("--max-tokens", type=int, default=None, help="token budget (default: the owner's setting)")
 @click.option("--provider", help="LLM provider the messages go to")
@@ -110,6 +113,7 @@ async def inject(client: MemoryClient, *, owner: str, text: str, system: str | N
         owner,
         messages,
         session_id=o["session"],
+        agent_id=o["agent"],
         strategy=o["strategy"],
         max_tokens=o["max_tokens"],
         provider=o["provider"],

@@ -2,10 +2,10 @@
 
 mem0's ``get_all`` output (or its export JSON) is a list, or ``{"results": [...]}``, of
 ``{"id", "memory", "hash", "metadata", "created_at", "updated_at", "user_id", "agent_id"?,
-"run_id"?}``. Each entry becomes a ``MemoryRecord``: ``user_id`` is the owner, ``run_id`` the
-session, ``memory`` the content, ``metadata`` is kept with ``agent_id`` in it, ``created_at``
-is kept, and the key ``mem0:<id>`` (with an id derived from mem0's) makes a re-import match the
-memories it made, so importing the same export twice changes nothing.
+"run_id"?}``. Each entry becomes a ``MemoryRecord``: ``user_id`` is the owner, ``agent_id`` the
+agent, ``run_id`` the session, ``memory`` the content; ``metadata`` and ``created_at`` are kept,
+and the key ``mem0:<id>`` (with an id derived from mem0's) makes a re-import match the memories
+it made, so importing the same export twice changes nothing.
 """
 
 from __future__ import annotations
@@ -61,9 +61,6 @@ def memory_id(mem0_id: str) -> str:
 
 
 def record_of(entry: Mem0Entry, owner: str, now: datetime) -> MemoryRecord:
-    metadata = dict(entry.metadata or {})
-    if entry.agent_id is not None:
-        metadata["agent_id"] = entry.agent_id
     created = entry.created_at or now
     return MemoryRecord(
         id=memory_id(entry.id),
@@ -77,7 +74,8 @@ def record_of(entry: Mem0Entry, owner: str, now: datetime) -> MemoryRecord:
         content_hash=hashlib.sha256(entry.memory.encode("utf-8", "surrogatepass")).hexdigest(),
         key=KEY_PREFIX + entry.id,
         session_id=entry.run_id,
-        metadata=metadata,
+        agent_id=entry.agent_id,
+        metadata=dict(entry.metadata or {}),
     )
 
 

@@ -38,7 +38,9 @@ class AsyncMemory:
     """Asyncio client of memoryd's REST API with one API key (``Authorization: Bearer``).
 
     ``user_id`` is the owner: an owner's key may leave it out (or name only its own owner; any
-    other is ``Forbidden``); an operator key names it on every call. Errors are the typed errors
+    other is ``Forbidden``); an operator key names it on every call. ``agent_id`` and ``run_id``
+    (the session) are stored with what ``add`` remembers and narrow what ``search``, ``get_all``
+    and ``delete_all`` reach to that agent or session. Errors are the typed errors
     of ``memoryd.errors``; 429 and 503 are retried as ``RetryPolicy`` says. ``httpx_options``
     go to ``httpx.AsyncClient`` (``transport``, ``verify``, ``event_hooks``, ...).
     """
@@ -90,6 +92,7 @@ class AsyncMemory:
         *,
         user_id: str | None = None,
         run_id: str | None = None,
+        agent_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         wait: bool = True,
         timeout: float = 30.0,
@@ -97,7 +100,9 @@ class AsyncMemory:
         """Remember a conversation (or one user message): publish it as a chat event, then (``wait``)
         return its memories once they can be read and searched; ``TimeoutError`` if that takes
         longer than ``timeout`` s. ``wait=False`` returns at once: ``wait_added(event_id)`` later."""
-        published = await self._send(calls.publish(messages, user_id=user_id, run_id=run_id, metadata=metadata))
+        published = await self._send(
+            calls.publish(messages, user_id=user_id, run_id=run_id, agent_id=agent_id, metadata=metadata)
+        )
         if not wait:
             return AddResult(event_id=published.event_id)
         memories = await self.wait_added(published.event_id, user_id=user_id, timeout=timeout)
@@ -122,6 +127,7 @@ class AsyncMemory:
         *,
         user_id: str | None = None,
         run_id: str | None = None,
+        agent_id: str | None = None,
         filters: Mapping[str, Any] | None = None,
         threshold: float | None = None,
         limit: int = 20,
@@ -131,7 +137,14 @@ class AsyncMemory:
         relevant (see ``RetrieveRequest.threshold``); ``filters`` on metadata: ``{"k": "v"}``,
         ``{"k": {"in": [...]}}``, ``{"AND"|"OR": [...]}``; ``options`` as in ``RetrieveRequest``."""
         result = await self.retrieve(
-            query, user_id=user_id, run_id=run_id, filters=filters, threshold=threshold, limit=limit, **options
+            query,
+            user_id=user_id,
+            run_id=run_id,
+            agent_id=agent_id,
+            filters=filters,
+            threshold=threshold,
+            limit=limit,
+            **options,
         )
         return result.memories
 
@@ -141,6 +154,7 @@ class AsyncMemory:
         *,
         user_id: str | None = None,
         run_id: str | None = None,
+        agent_id: str | None = None,
         filters: Mapping[str, Any] | None = None,
         threshold: float | None = None,
         limit: int = 20,
@@ -148,7 +162,14 @@ class AsyncMemory:
     ) -> RetrieveResult:
         """``search`` with the whole answer: tiers, fallbacks, tokens used."""
         call = calls.search(
-            query, user_id=user_id, run_id=run_id, limit=limit, threshold=threshold, filters=filters, **options
+            query,
+            user_id=user_id,
+            run_id=run_id,
+            agent_id=agent_id,
+            limit=limit,
+            threshold=threshold,
+            filters=filters,
+            **options,
         )
         result: RetrieveResult = await self._send(call)
         return result
@@ -159,6 +180,7 @@ class AsyncMemory:
         *,
         user_id: str | None = None,
         run_id: str | None = None,
+        agent_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         memory_type: str = "factual",
         key: str | None = None,
@@ -169,6 +191,7 @@ class AsyncMemory:
             content,
             user_id=user_id,
             run_id=run_id,
+            agent_id=agent_id,
             metadata=metadata,
             memory_type=memory_type,
             key=key,
@@ -183,14 +206,15 @@ class AsyncMemory:
         *,
         user_id: str | None = None,
         run_id: str | None = None,
+        agent_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> MemoryBatchResult:
         """Add many items in one request: a string (or ``{"content": ...}``) is stored as one memory
         as it is; ``{"messages": ...}`` is published as a chat event (stored and extracted later).
         Items are done one by one: ``results[i].error`` says why item ``i`` failed, the others
-        are stored; ``run_id`` and ``metadata`` apply to items that set none."""
+        are stored; ``run_id``, ``agent_id`` and ``metadata`` apply to items that set none."""
         result: MemoryBatchResult = await self._send(
-            calls.batch(items, user_id=user_id, run_id=run_id, metadata=metadata)
+            calls.batch(items, user_id=user_id, run_id=run_id, agent_id=agent_id, metadata=metadata)
         )
         return result
 
@@ -204,6 +228,7 @@ class AsyncMemory:
         *,
         user_id: str | None = None,
         run_id: str | None = None,
+        agent_id: str | None = None,
         memory_type: str | None = None,
         state: str | None = None,
         filters: Mapping[str, Any] | None = None,
@@ -215,6 +240,7 @@ class AsyncMemory:
         call = calls.get_all(
             user_id=user_id,
             run_id=run_id,
+            agent_id=agent_id,
             memory_type=memory_type,
             state=state,
             limit=limit,
@@ -252,10 +278,17 @@ class AsyncMemory:
         return result
 
     async def delete_all(
-        self, *, user_id: str | None = None, memory_type: str | None = None, older_than_days: int | None = None
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        memory_type: str | None = None,
+        older_than_days: int | None = None,
     ) -> MemoryClearResult:
-        """Delete the owner's memories (of one type, or older than some days); global ones stay."""
-        call = calls.delete_all(user_id=user_id, memory_type=memory_type, older_than_days=older_than_days)
+        """Delete the owner's memories (of one agent, of one type, or older than some days); global ones stay."""
+        call = calls.delete_all(
+            user_id=user_id, agent_id=agent_id, memory_type=memory_type, older_than_days=older_than_days
+        )
         result: MemoryClearResult = await self._send(call)
         return result
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from memoryd.batch_items import BatchItemLike, batch_items
 from memoryd.errors import ConfigError, MemorydError, ValidationFailed, error_for
 from memoryd.schemas.events import ChatMessage
 from memoryd.schemas.memory import (
@@ -96,13 +97,14 @@ def publish(
     run_id: str | None,
     metadata: Mapping[str, Any] | None,
     event_id: str | None = None,
+    agent_id: str | None = None,
 ) -> Call:
     """``POST /v1/events``; the event id is chosen here, so a retried publish is stored once."""
     body = {
         "messages": messages_of(messages),
         "event_id": event_id or uuid.uuid4().hex,
         "metadata": dict(metadata or {}),
-        **_clean({"owner": user_id, "session_id": run_id}),
+        **_clean({"owner": user_id, "session_id": run_id, "agent_id": agent_id}),
     }
     return Call("POST", "/v1/events", PublishResult, body=body)
 
@@ -129,15 +131,15 @@ def search(
     limit: int,
     threshold: float | None,
     filters: Mapping[str, Any] | None,
+    agent_id: str | None = None,
     **options: Any,
 ) -> Call:
-    body = _clean({"query": query, "session_id": run_id, "limit": limit, "threshold": threshold, **options})
+    body = _clean(
+        {"query": query, "session_id": run_id, "agent_id": agent_id, "limit": limit, "threshold": threshold, **options}
+    )
     if filters:
         body["filters"] = dict(filters)
     return Call("POST", "/v1/search", RetrieveResult, body={**body, **_owner(user_id)})
-
-
-BatchItemLike = str | Mapping[str, Any]
 
 
 def batch(
@@ -146,29 +148,10 @@ def batch(
     user_id: str | None,
     run_id: str | None,
     metadata: Mapping[str, Any] | None,
+    agent_id: str | None = None,
 ) -> Call:
-    """``POST /v1/memories/batch``: a string is one memory's content; a mapping is an item as
-    ``BatchItem`` (``content``, or ``messages``: a string or chat messages). ``run_id`` and
-    ``metadata`` apply to the items that set none; each messages item gets an event id here, so
-    a retried batch publishes it once."""
-    if isinstance(items, str | bytes) or not isinstance(items, Sequence):
-        raise ValidationFailed.at("$.items", "a list of texts or items is needed")
-    body_items = []
-    for i, item in enumerate(items):
-        if isinstance(item, str):
-            item = {"content": item}
-        if not isinstance(item, Mapping):
-            raise ValidationFailed.at(f"$.items[{i}]", f"not a text or an item: {type(item).__name__}")
-        out = {k: msgspec.to_builtins(v) for k, v in item.items() if v is not None}
-        if isinstance(out.get("messages"), str):
-            out["messages"] = [{"role": "user", "content": out["messages"]}]
-        if "messages" in out:
-            out.setdefault("event_id", uuid.uuid4().hex)
-        if run_id is not None:
-            out.setdefault("session_id", run_id)
-        if metadata:
-            out.setdefault("metadata", dict(metadata))
-        body_items.append(out)
+    """``POST /v1/memories/batch`` (the items as ``memoryd.batch_items`` makes them)."""
+    body_items = batch_items(items, session_id=run_id, agent_id=agent_id, metadata=metadata)
     return Call("POST", "/v1/memories/batch", MemoryBatchResult, body={"items": body_items} | _owner(user_id))
 
 
@@ -185,9 +168,17 @@ def get_all(
     limit: int,
     offset: int,
     filters: Mapping[str, Any] | None = None,
+    agent_id: str | None = None,
 ) -> Call:
     query = _query(
-        {"session_id": run_id, "memory_type": memory_type, "state": state, "limit": limit, "offset": offset}
+        {
+            "session_id": run_id,
+            "agent_id": agent_id,
+            "memory_type": memory_type,
+            "state": state,
+            "limit": limit,
+            "offset": offset,
+        }
         | _owner(user_id)
     )
     if filters:
@@ -204,11 +195,13 @@ def create(
     memory_type: str,
     key: str | None,
     expires_at: datetime | None,
+    agent_id: str | None = None,
 ) -> Call:
     body = _clean(
         {
             "content": content,
             "session_id": run_id,
+            "agent_id": agent_id,
             "metadata": dict(metadata or {}),
             "memory_type": memory_type,
             "key": key,
@@ -242,8 +235,11 @@ def delete(memory_id: str, *, user_id: str | None) -> Call:
     return Call("DELETE", f"/v1/memories/{_id(memory_id)}", MemoryDeleteResult, query=_query(_owner(user_id)))
 
 
-def delete_all(*, user_id: str | None, memory_type: str | None, older_than_days: int | None) -> Call:
-    body = _clean({"memory_type": memory_type, "older_than_days": older_than_days}) | _owner(user_id)
+def delete_all(
+    *, user_id: str | None, memory_type: str | None, older_than_days: int | None, agent_id: str | None = None
+) -> Call:
+    body = _clean({"memory_type": memory_type, "older_than_days": older_than_days, "agent_id": agent_id})
+    body |= _owner(user_id)
     return Call("POST", "/v1/memories/clear", MemoryClearResult, body=body)
 
 

@@ -37,7 +37,9 @@ class Memory:
     """Blocking client of memoryd's REST API with one API key (``Authorization: Bearer``).
 
     ``user_id`` is the owner: an owner's key may leave it out (or name only its own owner; any
-    other is ``Forbidden``); an operator key names it on every call. Errors are the typed errors
+    other is ``Forbidden``); an operator key names it on every call. ``agent_id`` and ``run_id``
+    (the session) are stored with what ``add`` remembers and narrow what ``search``, ``get_all``
+    and ``delete_all`` reach to that agent or session. Errors are the typed errors
     of ``memoryd.errors``; 429 and 503 are retried as ``RetryPolicy`` says. ``httpx_options``
     go to ``httpx.Client`` (``transport``, ``verify``, ``event_hooks``, ...).
     """
@@ -89,6 +91,7 @@ class Memory:
         *,
         user_id: str | None = None,
         run_id: str | None = None,
+        agent_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         wait: bool = True,
         timeout: float = 30.0,
@@ -96,7 +99,9 @@ class Memory:
         """Remember a conversation (or one user message): publish it as a chat event, then (``wait``)
         return its memories once they can be read and searched; ``TimeoutError`` if that takes
         longer than ``timeout`` s. ``wait=False`` returns at once: ``wait_added(event_id)`` later."""
-        published = self._send(calls.publish(messages, user_id=user_id, run_id=run_id, metadata=metadata))
+        published = self._send(
+            calls.publish(messages, user_id=user_id, run_id=run_id, agent_id=agent_id, metadata=metadata)
+        )
         if not wait:
             return AddResult(event_id=published.event_id)
         memories = self.wait_added(published.event_id, user_id=user_id, timeout=timeout)
@@ -121,6 +126,7 @@ class Memory:
         *,
         user_id: str | None = None,
         run_id: str | None = None,
+        agent_id: str | None = None,
         filters: Mapping[str, Any] | None = None,
         threshold: float | None = None,
         limit: int = 20,
@@ -130,7 +136,14 @@ class Memory:
         relevant (see ``RetrieveRequest.threshold``); ``filters`` on metadata: ``{"k": "v"}``,
         ``{"k": {"in": [...]}}``, ``{"AND"|"OR": [...]}``; ``options`` as in ``RetrieveRequest``."""
         return self.retrieve(
-            query, user_id=user_id, run_id=run_id, filters=filters, threshold=threshold, limit=limit, **options
+            query,
+            user_id=user_id,
+            run_id=run_id,
+            agent_id=agent_id,
+            filters=filters,
+            threshold=threshold,
+            limit=limit,
+            **options,
         ).memories
 
     def retrieve(
@@ -139,6 +152,7 @@ class Memory:
         *,
         user_id: str | None = None,
         run_id: str | None = None,
+        agent_id: str | None = None,
         filters: Mapping[str, Any] | None = None,
         threshold: float | None = None,
         limit: int = 20,
@@ -146,7 +160,14 @@ class Memory:
     ) -> RetrieveResult:
         """``search`` with the whole answer: tiers, fallbacks, tokens used."""
         call = calls.search(
-            query, user_id=user_id, run_id=run_id, limit=limit, threshold=threshold, filters=filters, **options
+            query,
+            user_id=user_id,
+            run_id=run_id,
+            agent_id=agent_id,
+            limit=limit,
+            threshold=threshold,
+            filters=filters,
+            **options,
         )
         result: RetrieveResult = self._send(call)
         return result
@@ -157,6 +178,7 @@ class Memory:
         *,
         user_id: str | None = None,
         run_id: str | None = None,
+        agent_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         memory_type: str = "factual",
         key: str | None = None,
@@ -167,6 +189,7 @@ class Memory:
             content,
             user_id=user_id,
             run_id=run_id,
+            agent_id=agent_id,
             metadata=metadata,
             memory_type=memory_type,
             key=key,
@@ -181,13 +204,14 @@ class Memory:
         *,
         user_id: str | None = None,
         run_id: str | None = None,
+        agent_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> MemoryBatchResult:
         """Add many items in one request: a string (or ``{"content": ...}``) is stored as one memory
         as it is; ``{"messages": ...}`` is published as a chat event (stored and extracted later).
         Items are done one by one: ``results[i].error`` says why item ``i`` failed, the others
-        are stored; ``run_id`` and ``metadata`` apply to items that set none."""
-        call = calls.batch(items, user_id=user_id, run_id=run_id, metadata=metadata)
+        are stored; ``run_id``, ``agent_id`` and ``metadata`` apply to items that set none."""
+        call = calls.batch(items, user_id=user_id, run_id=run_id, agent_id=agent_id, metadata=metadata)
         result: MemoryBatchResult = self._send(call)
         return result
 
@@ -201,6 +225,7 @@ class Memory:
         *,
         user_id: str | None = None,
         run_id: str | None = None,
+        agent_id: str | None = None,
         memory_type: str | None = None,
         state: str | None = None,
         filters: Mapping[str, Any] | None = None,
@@ -212,6 +237,7 @@ class Memory:
         call = calls.get_all(
             user_id=user_id,
             run_id=run_id,
+            agent_id=agent_id,
             memory_type=memory_type,
             state=state,
             limit=limit,
@@ -249,10 +275,17 @@ class Memory:
         return result
 
     def delete_all(
-        self, *, user_id: str | None = None, memory_type: str | None = None, older_than_days: int | None = None
+        self,
+        *,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        memory_type: str | None = None,
+        older_than_days: int | None = None,
     ) -> MemoryClearResult:
-        """Delete the owner's memories (of one type, or older than some days); global ones stay."""
-        call = calls.delete_all(user_id=user_id, memory_type=memory_type, older_than_days=older_than_days)
+        """Delete the owner's memories (of one agent, of one type, or older than some days); global ones stay."""
+        call = calls.delete_all(
+            user_id=user_id, agent_id=agent_id, memory_type=memory_type, older_than_days=older_than_days
+        )
         result: MemoryClearResult = self._send(call)
         return result
 

@@ -64,6 +64,8 @@ Owner = Annotated[
     ),
 ]
 SessionId = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
+#: The agent a memory belongs to, beside its owner and session (mem0's ``agent_id``); checked as a session id.
+AgentId = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
 #: Text that must contain at least one non-whitespace character.
 NonBlank = Annotated[str, msgspec.Meta(pattern=r"\S")]
 Content = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_CONTENT_CHARS, pattern=r"\S")]

@@ -10,6 +10,7 @@ import msgspec
 from memoryd.schemas.base import (
     MAX_MESSAGE_CHARS,
     MAX_MESSAGES_PER_EVENT,
+    AgentId,
     MemoryId,
     NonBlank,
     Owner,
@@ -80,6 +81,8 @@ class ChatEvent(Wire, frozen=True):
     messages: Annotated[list[ChatMessage], msgspec.Meta(min_length=1, max_length=MAX_MESSAGES_PER_EVENT)]
     occurred_at: datetime
     session_id: SessionId | None = None
+    #: the agent the conversation is with: its memories carry it (mem0's ``agent_id``)
+    agent_id: AgentId | None = None
     provider: str | None = None
     model: str | None = None
     metadata: dict[str, Any] = {}
@@ -103,6 +106,7 @@ class ExtractJob(Wire, frozen=True):
     turns: list[Turn]
     occurred_at: datetime
     session_id: SessionId | None = None
+    agent_id: AgentId | None = None
 
 
 class EmbedJob(Wire, frozen=True):

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import msgspec
 
 from memoryd.schemas.base import (
+    AgentId,
     Content,
     Limit,
     MemoryId,
@@ -45,6 +46,7 @@ class MemoryRecord(Wire, frozen=True):
     scope: MemoryScope = "apiKey"
     key: str | None = None
     session_id: str | None = None
+    agent_id: str | None = None
     metadata: dict[str, Any] = {}
     last_accessed_at: datetime | None = None
     expires_at: datetime | None = None
@@ -90,6 +92,7 @@ class MemoryCreateRequest(Wire, frozen=True):
     memory_type: MemoryType = "factual"
     key: MemoryKey | None = None
     session_id: SessionId | None = None
+    agent_id: AgentId | None = None
     metadata: dict[str, Any] = {}
     expires_at: datetime | None = None
     scope: MemoryScope = "apiKey"
@@ -177,6 +180,8 @@ class MemoryListRequest(Wire, frozen=True):
     owner: Owner
     memory_type: MemoryType | None = None
     session_id: SessionId | None = None
+    #: only this agent's memories; None: every agent's
+    agent_id: AgentId | None = None
     q: Annotated[str, msgspec.Meta(max_length=2_000)] | None = None
     state: MemoryState | None = None
     source: MemorySource | None = None
@@ -216,9 +221,13 @@ class MemoryStatsResult(Wire, frozen=True):
 
 
 class MemoryClearRequest(Wire, frozen=True):
+    """Delete the owner's memories (every store): all of them, or those of one type, agent or age."""
+
     owner: Owner
     memory_type: MemoryType | None = None
     older_than_days: Days | None = None
+    #: only this agent's memories
+    agent_id: AgentId | None = None
 
 
 class MemoryClearResult(Wire, frozen=True):
@@ -285,6 +294,7 @@ class BatchItem(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     key: str | None = None
     metadata: dict[str, Any] = {}
     session_id: str | None = None
+    agent_id: str | None = None
     expires_at: datetime | None = None
     event_id: str | None = None
 

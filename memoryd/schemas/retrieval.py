@@ -7,7 +7,17 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from memoryd.schemas.base import MAX_QUERY_CHARS, Limit, MemoryScope, MemoryType, Owner, SessionId, Strategy, Wire
+from memoryd.schemas.base import (
+    MAX_QUERY_CHARS,
+    AgentId,
+    Limit,
+    MemoryScope,
+    MemoryType,
+    Owner,
+    SessionId,
+    Strategy,
+    Wire,
+)
 from memoryd.schemas.events import ChatMessage
 
 Tier = Literal["keyword", "pgvector", "qdrant", "recent"]
@@ -22,6 +32,8 @@ class RetrieveRequest(Wire, frozen=True):
     owner: Owner
     query: Query = ""
     session_id: SessionId | None = None
+    #: only this agent's memories of the owner (and the global ones); None: every agent's
+    agent_id: AgentId | None = None
     strategy: Strategy | None = None
     max_tokens: MaxTokens | None = None
     limit: Limit = 20
@@ -45,6 +57,7 @@ class RetrievedMemory(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=T
     tier: Tier
     tokens: int
     session_id: str | None = None
+    agent_id: str | None = None
     scope: MemoryScope = "apiKey"
     fts_score: float | None = None
     vec_score: float | None = None
@@ -80,6 +93,7 @@ class InjectRequest(Wire, frozen=True):
     provider: str | None = None
     model: str | None = None
     session_id: SessionId | None = None
+    agent_id: AgentId | None = None
     query: Query | None = None
     strategy: Strategy | None = None
     max_tokens: MaxTokens | None = None

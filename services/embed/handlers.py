@@ -179,6 +179,7 @@ def _item(row: db.MemoryRow, vector: Vector) -> VectorItem:
         owner=row.state.owner,
         vector=vector,
         session_id=row.session_id,
+        agent_id=row.agent_id,
         scope=row.scope,
         state=row.lifecycle,
         memory_type=row.memory_type,

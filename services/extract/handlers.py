@@ -26,7 +26,7 @@ from services.extract.adapters.llm import LlmExtractor
 from services.extract.logic.entities import Entity, extract_entities
 from services.extract.logic.llm_facts import ValidFact
 from services.extract.logic.quota import admit
-from services.extract.logic.rules import Fact, extract_facts, fact_metadata
+from services.extract.logic.rules import Fact, agent_key, extract_facts, fact_metadata
 from shared.bus.embed_jobs import publish_embed_jobs
 from shared.db.pool import Connection, Pool
 from shared.observability.logging import get_logger
@@ -84,7 +84,7 @@ def plan_facts(job: ExtractJob, rules: list[Fact], llm: list[ValidFact]) -> list
     extracted_at = job.occurred_at.isoformat()
     planned = [
         store.PlannedFact(
-            key=fact.key,
+            key=agent_key(fact.key, job.agent_id),
             memory_type=fact.memory_type,
             content=fact.content,
             source="rule",
@@ -94,7 +94,7 @@ def plan_facts(job: ExtractJob, rules: list[Fact], llm: list[ValidFact]) -> list
     ]
     planned += [
         store.PlannedFact(
-            key=fact.key,
+            key=agent_key(fact.key, job.agent_id),
             memory_type=fact.memory_type,
             content=fact.content,
             source="llm",
@@ -134,7 +134,9 @@ async def handle_extract(job: ExtractJob, deps: ExtractDeps) -> ExtractOutcome:
         planned = plan_facts(job, rules, llm_facts)
         async with deps.pool.acquire() as conn, conn.transaction():
             planned, over_quota = await within_quota(conn, job.owner, planned, settings)
-            stored = await store.upsert_facts(conn, owner=job.owner, session_id=job.session_id, facts=planned)
+            stored = await store.upsert_facts(
+                conn, owner=job.owner, session_id=job.session_id, agent_id=job.agent_id, facts=planned
+            )
             new_mentions = await store.link_entities(conn, job.owner, entity_mentions(turns, stored))
             await store.record_run(
                 conn,

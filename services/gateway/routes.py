@@ -54,7 +54,7 @@ ROUTES: tuple[Route, ...] = (
           m.MemoryListRequest, m.MemoryListResult, "memory.list"),
     Route("memories_stats", "GET", "/v1/stats", "The owner's memories counted by type, state and source, with tokens",
           "memories", m.MemoryStatsRequest, m.MemoryStatsResult, "memory.stats"),
-    Route("memories_clear", "POST", "/v1/memories/clear", "Delete the owner's memories (by type or age)",
+    Route("memories_clear", "POST", "/v1/memories/clear", "Delete the owner's memories (by type, agent or age)",
           "memories", m.MemoryClearRequest, m.MemoryClearResult, "memory.clear"),
     Route("memories_batch", "POST", "/v1/memories/batch",
           "Add many plain items at once: texts stored as memories, messages published as chat events; "

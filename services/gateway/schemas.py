@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from memoryd.schemas.base import MAX_MESSAGES_PER_EVENT, SessionId
+from memoryd.schemas.base import MAX_MESSAGES_PER_EVENT, AgentId, SessionId
 from memoryd.schemas.events import ChatMessage, EventId
 from memoryd.schemas.ops import HealthResult, SleepRunRecord
 
@@ -50,6 +50,7 @@ class ChatPublishRequest(msgspec.Struct, frozen=True, kw_only=True, omit_default
     messages: Annotated[list[ChatMessage], msgspec.Meta(min_length=1, max_length=MAX_MESSAGES_PER_EVENT)]
     owner: str | None = None
     session_id: SessionId | None = None
+    agent_id: AgentId | None = None
     event_id: EventId | None = None
     provider: str | None = None
     model: str | None = None

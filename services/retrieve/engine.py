@@ -154,6 +154,8 @@ class Engine:
         started = time.perf_counter()
         if req.session_id is not None and "\x00" in req.session_id:  # PostgreSQL text cannot hold NUL
             raise ValidationFailed.at("$.session_id", "session_id must not contain NUL")
+        if req.agent_id is not None and "\x00" in req.agent_id:
+            raise ValidationFailed.at("$.agent_id", "agent_id must not contain NUL")
         metadata = metadata_filter.parse(req.filters) if req.filters else None
         try:
             settings = await self.settings(req.owner)
@@ -176,6 +178,7 @@ class Engine:
             tuple(req.types) if req.types else None,
             settings.retention_days,
             metadata,
+            agent_id=req.agent_id,
         )
         run = _Run(self, vis, query)
         ranked, vector_tier, recent_only = await run.rank(strategy, req.limit, settings)

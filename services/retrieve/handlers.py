@@ -45,6 +45,7 @@ class Handlers:
                 owner=req.owner,
                 query=query[:MAX_QUERY_CHARS],
                 session_id=req.session_id,
+                agent_id=req.agent_id,
                 strategy=req.strategy,
                 max_tokens=req.max_tokens,
                 no_memory=req.no_memory,

@@ -23,7 +23,7 @@ from .derived import remove_derived
 
 #: The columns of a full ``MemoryRecord``, in SELECT form.
 COLUMNS = (
-    "id, owner, session_id, type, key, content, metadata, source, scope, created_at, updated_at, "
+    "id, owner, session_id, agent_id, type, key, content, metadata, source, scope, created_at, updated_at, "
     "last_accessed_at, expires_at, state, full_content, content_hash, embedding_signature, needs_reindex"
 )
 
@@ -45,6 +45,7 @@ def to_record(row: asyncpg.Record) -> MemoryRecord:
         id=str(row["id"]),
         owner=row["owner"],
         session_id=row["session_id"],
+        agent_id=row["agent_id"],
         memory_type=row["type"],
         key=row["key"],
         content=row["content"],
@@ -83,12 +84,13 @@ async def insert(
     expires_at: datetime | None = None,
     created_at: datetime | None = None,
     memory_id: uuid.UUID | None = None,
+    agent_id: str | None = None,
 ) -> MemoryRecord:
     """Insert a new memory (no key conflict handling: use ``upsert_by_key`` for keyed ones)."""
     row = await conn.fetchrow(
         f"INSERT INTO memories (id, owner, session_id, type, key, content, metadata, source, scope, expires_at,"
-        f" content_hash, created_at, updated_at)"
-        f" VALUES ($1,$2,$3,$4,$5,$6,$7::jsonb,$8,$9,$10,$11, coalesce($12, now()), coalesce($12, now()))"
+        f" content_hash, created_at, updated_at, agent_id)"
+        f" VALUES ($1,$2,$3,$4,$5,$6,$7::jsonb,$8,$9,$10,$11, coalesce($12, now()), coalesce($12, now()), $13)"
         f" RETURNING {COLUMNS}",
         memory_id or new_id(),
         owner,
@@ -102,6 +104,7 @@ async def insert(
         expires_at,
         content_hash(content),
         created_at,
+        agent_id,
     )
     assert row is not None
     return to_record(row)
@@ -120,6 +123,7 @@ async def upsert_by_key(
     scope: str = "apiKey",
     expires_at: datetime | None = None,
     operator: bool = False,
+    agent_id: str | None = None,
 ) -> tuple[MemoryRecord, bool, bool]:
     """Insert, or update the owner's memory with this key, merging metadata.
 
@@ -136,11 +140,11 @@ async def upsert_by_key(
         f"""
         WITH prev AS (SELECT content_hash FROM memories WHERE owner = $2 AND key = $5)
         INSERT INTO memories (id, owner, session_id, type, key, content, metadata, source, scope, expires_at,
-                              content_hash)
+                              content_hash, agent_id)
         VALUES ($1,$2,$3,$4,$5,$6,
                 $7::jsonb || jsonb_strip_nulls(jsonb_build_object(
                     'first_extracted_at', coalesce($7::jsonb -> 'first_extracted_at', $7::jsonb -> 'extracted_at'))),
-                $8,$9,$10,$11)
+                $8,$9,$10,$11,$13)
         ON CONFLICT (owner, key) WHERE key IS NOT NULL DO UPDATE SET
             content = EXCLUDED.content,
             type = EXCLUDED.type,
@@ -149,6 +153,7 @@ async def upsert_by_key(
                                                memories.metadata -> 'extracted_at',
                                                EXCLUDED.metadata -> 'first_extracted_at'))),
             session_id = coalesce(EXCLUDED.session_id, memories.session_id),
+            agent_id = coalesce(EXCLUDED.agent_id, memories.agent_id),
             expires_at = EXCLUDED.expires_at,
             content_hash = EXCLUDED.content_hash,
             updated_at = now(),
@@ -170,6 +175,7 @@ async def upsert_by_key(
         expires_at,
         digest,
         operator,
+        agent_id,
     )
     if row is None:
         raise Forbidden(f"key {key!r} belongs to a global memory: only an operator changes it")

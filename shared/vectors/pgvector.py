@@ -261,6 +261,7 @@ class PgVectorStore:
         scope: str | UnsetType = UNSET,
         memory_type: str | UnsetType = UNSET,
         session_id: str | UnsetType | None = UNSET,
+        agent_id: str | UnsetType | None = UNSET,
         expires_at: datetime | UnsetType | None = UNSET,
     ) -> int:
         """No-op: pgvector filters by joining ``memories``, which already holds these fields."""
@@ -296,7 +297,7 @@ class PgVectorStore:
     ) -> list[VectorHit]:
         """The owner's rows (plus visible global ones), ordered by exact distance.
 
-        Without a session or type filter, visibility is checked on the owner's
+        Without a session, agent or type filter, visibility is checked on the owner's
         ``EXACT_NEAREST_SHARE`` x ``limit`` nearest vectors first; with one, or when fewer than
         ``limit`` of those are visible (``sql.exact_is_complete``), on all of them."""
 
@@ -309,7 +310,8 @@ class PgVectorStore:
             async with self._conn() as conn:
                 return await conn.fetch(text, *args)
 
-        nearest = None if query.session_id is not None or query.types is not None else limit * EXACT_NEAREST_SHARE
+        narrowed = query.session_id is not None or query.agent_id is not None or query.types is not None
+        nearest = None if narrowed else limit * EXACT_NEAREST_SHARE
         rows = await fetch(nearest)
         if not sql.exact_is_complete(rows, limit, nearest):
             rows = await fetch(None)

@@ -274,14 +274,18 @@ def search(
         alive.append(f"m.created_at > {param(aware(query.created_after), 'timestamptz')}")
     if query.types is not None:
         alive.append(f"m.type = ANY({param(list(query.types), 'text[]')})")
-    session = None if query.session_id is None else param(query.session_id, "text")
+    narrow = tuple(
+        (name, param(value, "text"))
+        for name, value in (("session_id", query.session_id), ("agent_id", query.agent_id))
+        if value is not None
+    )
     k = param(limit, "int")
     owner = query.owner if hnsw and own_index else None
     where = " AND ".join(alive)
     if not hnsw:
         near = param(nearest, "int")  # LIMIT NULL: every vector of the owner
-        return _exact_text(signature, int(dim), half, where, session, query.include_global, k, near), args
-    return _search_text(signature, int(dim), half, where, session, query.include_global, k, owner), args
+        return _exact_text(signature, int(dim), half, where, narrow, query.include_global, k, near), args
+    return _search_text(signature, int(dim), half, where, narrow, query.include_global, k, owner), args
 
 
 def exact_is_complete(rows: Sequence[Any], limit: int, nearest: int | None) -> bool:
@@ -296,19 +300,25 @@ def exact_is_complete(rows: Sequence[Any], limit: int, nearest: int | None) -> b
     return bool(fetched < nearest or visible >= limit)
 
 
-def _member(alias: str, alive: str, session: str | None) -> str:
+#: The owner's memories narrowed to a session or agent: ``(column, parameter)`` pairs, each an equality.
+Narrow = tuple[tuple[str, str], ...]
+
+
+def _member(alias: str, alive: str, narrow: Narrow) -> str:
     """Whether the owner's memory ``alias``.memory_id is visible: a correlated scalar subquery,
     so it can only run as a primary-key probe per row (never a join the planner might order
     badly on missing or stale statistics: before an ANALYZE, a join of an owner's 2,273 vectors
     with its memories ran as a nested loop re-reading the owner's rows per vector, 630 ms)."""
     return (
-        f"(SELECT {alive}{' AND m.session_id = ' + session if session else ''} FROM memories m"
+        f"(SELECT {alive}{''.join(f' AND m.{name} = {value}' for name, value in narrow)} FROM memories m"
         f" WHERE m.id = {alias}.memory_id AND m.owner = $2)"
     )
 
 
-def _global_from(sig: str, dim: int, alive: str, session: str | None) -> str:
-    not_own = "m.owner <> $2" if session is None else f"(m.owner <> $2 OR m.session_id IS DISTINCT FROM {session})"
+def _global_from(sig: str, dim: int, alive: str, narrow: Narrow) -> str:
+    not_own = (
+        "(" + " OR ".join(["m.owner <> $2", *(f"m.{name} IS DISTINCT FROM {value}" for name, value in narrow)]) + ")"
+    )
     return (
         f"FROM memories m JOIN memory_embeddings e ON e.memory_id = m.id AND e.signature = {sig} AND e.dim = {dim}"
         f" WHERE m.scope = 'global' AND {not_own} AND {alive}"
@@ -317,18 +327,18 @@ def _global_from(sig: str, dim: int, alive: str, session: str | None) -> str:
 
 @lru_cache(maxsize=512)
 def _exact_text(
-    signature: str, dim: int, half: bool, alive: str, session: str | None, include_global: bool, k: str, near: str
+    signature: str, dim: int, half: bool, alive: str, narrow: Narrow, include_global: bool, k: str, near: str
 ) -> str:
     """Exact distances: the owner's ``near`` nearest vectors (found by the (signature, owner)
     btree, top-n by heapsort; the uncast ``embedding <=> $1`` matches no HNSW index), then
     visibility on each of those (``_member``), the visible global rows beside them, top ``k``."""
     sig, d = literal(signature), f"e.{column(half)} <=> {query_any(half)}"
-    glob = f" UNION ALL SELECT e.memory_id, {d} AS d {_global_from(sig, dim, alive, session)}" if include_global else ""
+    glob = f" UNION ALL SELECT e.memory_id, {d} AS d {_global_from(sig, dim, alive, narrow)}" if include_global else ""
     return f"""
 WITH near AS MATERIALIZED (
     SELECT e.memory_id, {d} AS d FROM memory_embeddings e
     WHERE e.signature = {sig} AND e.dim = {dim} AND e.owner = $2 ORDER BY d LIMIT {near}
-), own AS MATERIALIZED (SELECT n.memory_id, n.d FROM near n WHERE {_member("n", alive, session)})
+), own AS MATERIALIZED (SELECT n.memory_id, n.d FROM near n WHERE {_member("n", alive, narrow)})
 SELECT memory_id, 1 - d AS score, (SELECT count(*) FROM near) AS fetched, (SELECT count(*) FROM own) AS visible
 FROM (SELECT memory_id, d FROM own{glob}) s ORDER BY d, memory_id LIMIT {k}
 """
@@ -340,7 +350,7 @@ def _search_text(
     dim: int,
     half: bool,
     alive: str,
-    session: str | None,
+    narrow: Narrow,
     include_global: bool,
     k: str,
     own_owner: str | None = None,
@@ -349,8 +359,8 @@ def _search_text(
     scan) until k rows pass."""
     sig = literal(signature)
     expr, q = vec_expr("e", dim, half), query_expr(dim, half)
-    member = _member("e", alive, session)
-    glob_from = _global_from(sig, dim, alive, session)
+    member = _member("e", alive, narrow)
+    glob_from = _global_from(sig, dim, alive, narrow)
     glob = (
         f", glob AS MATERIALIZED (SELECT e.memory_id, e.{column(half)} <=> {query_any(half)} AS d {glob_from}"
         f" ORDER BY d LIMIT {k})"

@@ -2,12 +2,13 @@
 
 A store keeps one vector per (memory, signature) and never returns another owner's vectors.
 Filter semantics, identical in every adapter: visible = (``owner == query.owner`` and, when given,
-``session_id == query.session_id``) or (``include_global`` and ``scope == 'global'``, any owner);
-and ``state == 'active'``, not expired at ``query.now``, ``created_at > created_after`` and
-``memory_type in types`` when given. Callers: embed (``ensure``/``upsert``/``activate``), retrieve
-(``search``/``status``), ingest (``delete``/``update_payload``), sleep (``neighbours``/``update_payload``);
-``registry.open_stores`` builds the adapters. Bad vectors (NaN, zero, a foreign dimension) ->
-``ValidationFailed``; a backend unreachable or unable to serve the signature -> ``DependencyDown``.
+``session_id == query.session_id`` and ``agent_id == query.agent_id``) or (``include_global`` and
+``scope == 'global'``, any owner); and ``state == 'active'``, not expired at ``query.now``,
+``created_at > created_after`` and ``memory_type in types`` when given. Callers: embed
+(``ensure``/``upsert``/``activate``), retrieve (``search``/``status``), ingest (``delete``/
+``update_payload``), sleep (``neighbours``/``update_payload``); ``registry.open_stores`` builds the
+adapters. Bad vectors (NaN, zero, a foreign dimension) -> ``ValidationFailed``; a backend
+unreachable or unable to serve the signature -> ``DependencyDown``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class VectorItem(msgspec.Struct, frozen=True, kw_only=True):
     owner: str
     vector: list[float] | NDArray[np.float32]
     session_id: str | None = None
+    agent_id: str | None = None
     scope: str = "apiKey"
     state: str = "active"
     memory_type: str = "factual"
@@ -41,6 +43,7 @@ class VectorQuery(msgspec.Struct, frozen=True, kw_only=True):
     vector: list[float] | NDArray[np.float32]
     limit: int = 20
     session_id: str | None = None
+    agent_id: str | None = None
     types: Sequence[str] | None = None
     include_global: bool = True
     created_after: datetime | None = None
@@ -133,6 +136,7 @@ class VectorStore(Protocol):
         scope: str | UnsetType = UNSET,
         memory_type: str | UnsetType = UNSET,
         session_id: str | UnsetType | None = UNSET,
+        agent_id: str | UnsetType | None = UNSET,
         expires_at: datetime | UnsetType | None = UNSET,
     ) -> int:
         """Mirror changed memory fields into the store's filter payload (every signature).

@@ -213,6 +213,7 @@ class QdrantStore:
         scope: str | UnsetType = UNSET,
         memory_type: str | UnsetType = UNSET,
         session_id: str | UnsetType | None = UNSET,
+        agent_id: str | UnsetType | None = UNSET,
         expires_at: datetime | UnsetType | None = UNSET,
     ) -> int:
         """Set changed fields on the owner's points (every collection); return how many."""
@@ -221,6 +222,7 @@ class QdrantStore:
             "scope": scope,
             "memory_type": memory_type,
             "session_id": session_id,
+            "agent_id": agent_id,
             "expires_at": expires_at,
         }
         changed = qf.patch(check_patch({k: v for k, v in fields.items() if v is not UNSET}))

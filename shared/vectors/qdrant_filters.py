@@ -1,6 +1,6 @@
 """Qdrant payloads and filters that mirror the pgvector adapter's SQL filters.
 
-A point's payload carries what search filters on (``owner``, ``session_id``, ``scope``,
+A point's payload carries what search filters on (``owner``, ``session_id``, ``agent_id``, ``scope``,
 ``state``, ``memory_type``, ``created_at`` and ``expires_at`` as epoch seconds or null)
 plus ``embedded_at`` (when the vector was written: the ``since`` cut-off of ``neighbours``).
 """
@@ -21,6 +21,7 @@ from .port import VectorItem, VectorQuery
 PAYLOAD_INDEXES: dict[str, Any] = {
     "owner": models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True),
     "session_id": models.PayloadSchemaType.KEYWORD,
+    "agent_id": models.PayloadSchemaType.KEYWORD,
     "state": models.PayloadSchemaType.KEYWORD,
     "scope": models.PayloadSchemaType.KEYWORD,
     "memory_type": models.PayloadSchemaType.KEYWORD,
@@ -36,6 +37,7 @@ def payload(item: VectorItem, now: float | None = None) -> dict[str, Any]:
     return {
         "owner": item.owner,
         "session_id": item.session_id,
+        "agent_id": item.agent_id,
         "scope": item.scope,
         "state": item.state,
         "memory_type": item.memory_type,
@@ -64,10 +66,12 @@ def alive(now: datetime | None = None) -> list[models.Condition]:
 
 
 def visible(query: VectorQuery) -> models.Filter:
-    """What ``query.owner`` may see: its own (session-filtered) memories or global ones."""
+    """What ``query.owner`` may see: its own (session- and agent-filtered) memories or global ones."""
     own: list[models.Condition] = [_eq("owner", query.owner)]
     if query.session_id is not None:
         own.append(_eq("session_id", query.session_id))
+    if query.agent_id is not None:
+        own.append(_eq("agent_id", query.agent_id))
     must: list[models.Condition] = alive(query.now)
     if query.include_global:
         must.append(models.Filter(should=[models.Filter(must=own), _eq("scope", "global")]))

@@ -205,11 +205,13 @@ def test_import_from_mem0(running: Path, tmp_path: Path) -> None:
         "trip-42",
         "import",
     )
-    assert tea["metadata"] == {"category": "food", "agent_id": "travel-bot"}
+    assert (tea["metadata"], tea["agent_id"]) == ({"category": "food"}, "travel-bot")  # the column, not metadata
     assert datetime.fromisoformat(tea["created_at"]) == datetime.fromisoformat("2024-07-20T01:23:45.678901-07:00")
     peanuts = by_key["mem0:mem-2"]
     assert peanuts["content"] == "Is allergic to peanuts" and peanuts.get("metadata", {}) == {}
     assert "session_id" not in peanuts
+    by_agent = json.loads(_ok(running, "memories", "list", "--owner", alice, "--agent", "travel-bot", "--json"))
+    assert [m["id"] for m in by_agent["memories"]] == [tea["id"]]
     (lisbon,) = json.loads(_ok(running, "memories", "list", "--owner", bob, "--json"))["memories"]
     assert (lisbon["content"], lisbon["owner"]) == ("Lives in Lisbon", bob)
 
@@ -229,3 +231,17 @@ def test_import_from_mem0(running: Path, tmp_path: Path) -> None:
     assert json.loads(_ok(running, "memories", "list", "--owner", bob, "--json"))["total"] == 1
     no_owner = _cli(running, "memories", "import", str(export))
     assert no_owner.returncode == 2 and "--owner" in no_owner.stderr
+
+
+def test_agent_options(running: Path) -> None:
+    owner = f"agents-{os.getpid()}"
+    for agent, text in (("coder", "Writes Go services at work"), ("travel", "Books aisle seats on trains")):
+        _ok(running, "memories", "add", text, "--owner", owner, "--agent", agent)
+    coder = json.loads(_ok(running, "memories", "list", "--owner", owner, "--agent", "coder", "--json"))
+    assert [(m["content"], m["agent_id"]) for m in coder["memories"]] == [("Writes Go services at work", "coder")]
+    found = json.loads(_ok(running, "search", "Go services seats", "--owner", owner, "--agent", "travel", "--json"))
+    assert [m["content"] for m in found["memories"]] == ["Books aisle seats on trains"]
+    cleared = json.loads(_ok(running, "memories", "clear", "--owner", owner, "--agent", "coder", "--yes", "--json"))
+    assert cleared["count"] == 1
+    left = json.loads(_ok(running, "memories", "list", "--owner", owner, "--json"))
+    assert [m["agent_id"] for m in left["memories"]] == ["travel"]

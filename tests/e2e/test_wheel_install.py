@@ -251,12 +251,20 @@ from memoryd import Memory
 
 with Memory(sys.argv[1], sys.argv[2]) as memory:
     added = memory.add(
-        [{"role": "user", "content": "My tent is a yellow Hilleberg."}], metadata={"project": "trip"}, timeout=90
+        [{"role": "user", "content": "My tent is a yellow Hilleberg."}],
+        metadata={"project": "trip"},
+        agent_id="outdoor",
+        timeout=90,
     )
     turn = next(m for m in added.memories if m.source == "chat_turn")
-    print("added:", turn.content)
+    print("added:", turn.content, "by", turn.agent_id)
+    other = memory.add("My tent pegs are titanium.", metadata={"project": "trip"}, agent_id="shopping", timeout=90)
     hits = memory.search("tent Hilleberg", filters={"project": "trip"}, threshold=0.3)
     print("found:", hits[0].content)
+    mine = memory.search("tent", agent_id="outdoor", filters={"project": "trip"})
+    print("agent outdoor:", sorted({h.agent_id for h in mine}), turn.id in [h.id for h in mine])
+    print("both agents:", sorted({h.agent_id for h in memory.search("tent", filters={"project": "trip"})}))
+    print("deleted shopping:", memory.delete_all(agent_id="shopping").count == len(other.memories))
     print("unrelated:", len(memory.search("quarterly tax filing deadline", threshold=0.3)))
     print("other project:", len(memory.search("tent Hilleberg", filters={"project": "work"})))
     memory.update(turn.id, "My tent is a green Hilleberg.")
@@ -296,8 +304,11 @@ def test_the_base_install_is_a_client_without_the_server(base_install: Install, 
     over_http = env.run(env.python, http_app, stack.ready["gateway"], key.stdout.strip())
     assert over_http.returncode == 0, over_http.stderr[-3000:]
     assert over_http.stdout.splitlines() == [
-        "added: My tent is a yellow Hilleberg.",
+        "added: My tent is a yellow Hilleberg. by outdoor",
         "found: My tent is a yellow Hilleberg.",
+        "agent outdoor: ['outdoor'] True",
+        "both agents: ['outdoor', 'shopping']",
+        "deleted shopping: True",
         "unrelated: 0",
         "other project: 0",
         "history: My tent is a yellow Hilleberg. -> My tent is a green Hilleberg.",

@@ -286,6 +286,33 @@ def test_list_namespaces_pages_through_the_owner() -> None:
     assert done.value.value == [("a", "b"), ("a", "c")]
 
 
+def test_agent_and_session_labels_are_the_memorys_columns() -> None:
+    config = steps.Config(agent_label=2, session_label=3)
+    put = next(steps.put(PutOp(("memories", "alice", "support", "t1"), "k", {"text": "hi"}), config))
+    assert put.body is not None
+    assert (put.body["owner"], put.body["agent_id"], put.body["session_id"]) == ("alice", "support", "t1")
+    assert put.body["metadata"]["langgraph_ns.2"] == "support"  # the namespace still reads back whole
+    shallow = next(steps.put(PutOp(("memories", "alice"), "k", {"text": "hi"}), config))
+    assert shallow.body is not None and "agent_id" not in shallow.body and "session_id" not in shallow.body
+
+    ranked = next(steps.search(SearchOp(("memories", "alice", "support"), query="tea"), config))
+    assert ranked.body is not None and ranked.body["agent_id"] == "support" and "session_id" not in ranked.body
+    assert "langgraph_ns.2" not in ranked.body["filters"] and ranked.body["filters"]["langgraph_ns.1"] == "alice"
+    listed = next(steps.search(SearchOp(("memories", "alice", "support")), config))
+    assert listed.query["agent_id"] == "support" and "langgraph_ns.2" not in json.loads(listed.query["filters"])
+    anyone = next(steps.search(SearchOp(("memories", "alice", "*", "t1")), config))
+    assert "agent_id" not in anyone.query and anyone.query["session_id"] == "t1"
+    got = next(steps.get(GetOp(("memories", "alice", "coder"), "k"), config))
+    assert got.query["agent_id"] == "coder"
+    names = next(steps.list_namespaces(ListNamespacesOp((MatchCondition("prefix", ("m", "a", "x")),)), config))
+    assert names.query["agent_id"] == "x"
+    with pytest.raises(ConfigError) as same:
+        config_of(None, owner=None, owner_label=1, agent_label=1, memory_type="factual", threshold=None)
+    assert same.value.setting == "agent_label"
+    with pytest.raises(ConfigError):
+        config_of(None, owner=None, owner_label=1, session_label=-2, memory_type="factual", threshold=None)
+
+
 def test_importing_memoryd_loads_no_langgraph() -> None:
     code = "import sys, memoryd, memoryd.integrations; print([m for m in sys.modules if m.startswith('langgraph')])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

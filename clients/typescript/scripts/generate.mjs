@@ -16,6 +16,7 @@ export const USED = [
   "memories_update",
   "memories_delete",
   "memories_clear",
+  "memories_batch",
   "health",
 ];
 const REF = "#/components/schemas/";

@@ -6,6 +6,7 @@
 
 import { ConnectionFailed, type MemorydError, errorFromProblem } from "./errors.js";
 import {
+  type BatchItem,
   type ChatMessage,
   type ChatPublishRequestBody,
   type MemoriesListQuery,
@@ -41,6 +42,15 @@ export type CreateOptions = Omit<MemoryCreateRequestBody, "type" | "content">;
 export type UpdateFields = Omit<MemoryUpdateRequestBody, "type" | "id">;
 export type ListOptions = MemoriesListQuery;
 export type ClearOptions = Omit<MemoryClearRequestBody, "type">;
+/** A batch item: a text (one memory as it is), or an item whose `messages` may be one user text. */
+export type BatchItemLike = string | (Omit<BatchItem, "messages"> & { messages?: BatchItem["messages"] | string });
+/** Applied to the items that set none (an operator key names the `owner`). */
+export interface BatchOptions {
+  owner?: string;
+  session_id?: string;
+  agent_id?: string;
+  metadata?: Record<string, unknown>;
+}
 
 type Route = { readonly method: string; readonly path: string };
 /** Query parameters; an object (the `filters` of a list) travels as JSON. */
@@ -96,6 +106,35 @@ export class MemoryClient {
     return (await this.#request(ROUTES.memories_create, { body, retryUnavailable })) as Operations["memories_create"]["result"];
   }
 
+  /**
+   * Add many items in one request: a text (or `{content}`) is stored as one memory as it is,
+   * `{messages}` is published as a chat event (stored and extracted later). Items are done one by
+   * one: `results[i].error` says why item `i` failed, the others are stored. Each messages item
+   * gets an `event_id` here, so a retried batch publishes it once.
+   */
+  async addBatch(items: BatchItemLike[], options: BatchOptions = {}): Promise<Operations["memories_batch"]["result"]> {
+    if (!Array.isArray(items)) throw new TypeError("addBatch needs a list of texts or items");
+    const { owner, session_id, agent_id, metadata } = options;
+    const shared = { session_id, agent_id, metadata };
+    const body = {
+      ...(owner === undefined ? {} : { owner }),
+      items: items.map((raw): BatchItem => {
+        const item = typeof raw === "string" ? { content: raw } : { ...raw };
+        const messages = typeof item.messages === "string" ? [{ role: "user" as const, content: item.messages }] : item.messages;
+        const out: BatchItem = { ...item, messages };
+        if (messages == null) delete out.messages;
+        else out.event_id ??= crypto.randomUUID();
+        for (const [name, value] of Object.entries(shared) as [keyof typeof shared, unknown][]) {
+          if (value !== undefined && out[name] == null) (out as Record<string, unknown>)[name] = value;
+        }
+        return out;
+      }),
+    };
+    // a 503 may come after some items were stored: repeat only when every item is a keyed upsert or an event
+    const retryUnavailable = body.items.every((item) => item.key != null || item.messages != null);
+    return (await this.#request(ROUTES.memories_batch, { body, retryUnavailable })) as Operations["memories_batch"]["result"];
+  }
+
   /** One memory; `NotFound` when it does not exist for this owner. */
   async get(id: string): Promise<MemoryRecord> {
     const result = (await this.#request(ROUTES.memories_get, { path: { id } })) as Operations["memories_get"]["result"];
@@ -118,7 +157,7 @@ export class MemoryClient {
     return (await this.#request(ROUTES.memories_delete, { path: { id } })) as Operations["memories_delete"]["result"];
   }
 
-  /** Delete the owner's memories (all, or of one type, or older than some days). */
+  /** Delete the owner's memories (all, or of one agent, of one type, or older than some days). */
   async clear(options: ClearOptions = {}): Promise<Operations["memories_clear"]["result"]> {
     return (await this.#request(ROUTES.memories_clear, { body: options })) as Operations["memories_clear"]["result"];
   }

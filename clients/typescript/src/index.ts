@@ -3,6 +3,8 @@
 export { MemoryClient } from "./client.js";
 export type {
   AddOptions,
+  BatchItemLike,
+  BatchOptions,
   ClearOptions,
   CreateOptions,
   ListOptions,

@@ -11,6 +11,7 @@ export const ROUTES = {
   memories_update: { method: "PATCH", path: "/v1/memories/{id}" },
   memories_delete: { method: "DELETE", path: "/v1/memories/{id}" },
   memories_clear: { method: "POST", path: "/v1/memories/clear" },
+  memories_batch: { method: "POST", path: "/v1/memories/batch" },
   health: { method: "GET", path: "/v1/health" },
 } as const;
 
@@ -24,6 +25,7 @@ export interface Operations {
   memories_update: { path: { id: string; }; body: MemoryUpdateRequestBody; result: MemoryUpdateResult; };
   memories_delete: { path: { id: string; }; query: MemoriesDeleteQuery; result: MemoryDeleteResult; };
   memories_clear: { body: MemoryClearRequestBody; result: MemoryClearResult; };
+  memories_batch: { body: MemoryBatchRequestBody; result: MemoryBatchResult; };
   health: { result: ServicesHealth; };
 }
 
@@ -53,6 +55,10 @@ export interface MemoriesListQuery {
    * @default null
    */
   session_id?: string | null;
+  /**
+   * @default null
+   */
+  agent_id?: string | null;
   /**
    * @default null
    */
@@ -98,6 +104,100 @@ export interface MemoriesDeleteQuery {
 }
 
 /**
+ * One item of a batch: `content` (stored as one memory, as `memory.create` stores it) or
+ * `messages` (published as one chat event: its turns are stored and facts extracted from them).
+ *
+ * The fields are checked item by item (a missing or over-long `content`, an unknown
+ * `memory_type`, a taken `key`, a full quota fail only their item); `event_id` makes a
+ * retried messages item one event.
+ */
+export interface BatchItem {
+  /**
+   * @default null
+   */
+  content?: string | null;
+  /**
+   * @default null
+   */
+  messages?: Array<ChatMessage> | null;
+  /**
+   * @default null
+   */
+  memory_type?: string | null;
+  /**
+   * @default null
+   */
+  key?: string | null;
+  /**
+   * @default {}
+   */
+  metadata?: Record<string, unknown>;
+  /**
+   * @default null
+   */
+  session_id?: string | null;
+  /**
+   * @default null
+   */
+  agent_id?: string | null;
+  /**
+   * @default null
+   */
+  expires_at?: string | null;
+  /**
+   * @default null
+   */
+  event_id?: string | null;
+}
+
+/**
+ * Why one item failed: the code and `err_code` of `memoryd.errors` (as `RpcError`);
+ * `field` is the offending field's path within the request (`$.items[2].content`).
+ */
+export interface BatchItemError {
+  code: number;
+  err_code: string;
+  description: string;
+  /**
+   * @default null
+   */
+  field?: string | null;
+  /**
+   * @default null
+   */
+  error_id?: string | null;
+}
+
+/**
+ * What became of item `index`: the stored `memory` (`created` false: an existing
+ * memory with the same `key` was updated or unchanged), the published `event_id`
+ * (`duplicate`: published before), or the `error`.
+ */
+export interface BatchItemResult {
+  index: number;
+  /**
+   * @default null
+   */
+  memory?: MemoryRecord | null;
+  /**
+   * @default null
+   */
+  created?: boolean | null;
+  /**
+   * @default null
+   */
+  event_id?: string | null;
+  /**
+   * @default null
+   */
+  duplicate?: boolean | null;
+  /**
+   * @default null
+   */
+  error?: BatchItemError | null;
+}
+
+/**
  * One message of a chat request or response, OpenAI shape: `content` is a string or a
  * content-part array (`[{"type": "text", "text": ...}, {"type": "image_url", ...}]`).
  *
@@ -126,6 +226,10 @@ export interface ChatPublishRequestBody {
    * @default null
    */
   session_id?: string | null;
+  /**
+   * @default null
+   */
+  agent_id?: string | null;
   /**
    * @default null
    */
@@ -233,6 +337,33 @@ export interface HealthResult {
   latency_ms?: number | null;
 }
 
+/**
+ * Up to `MAX_BATCH_ITEMS` plain items in one round trip, done in order, each on its own.
+ */
+export interface MemoryBatchRequestBody {
+  type?: "mem.v1.memory_batch_request";
+  /**
+   * the user or tenant whose memory this is; letters, digits, _ - : @
+   */
+  owner?: string;
+  items: Array<BatchItem>;
+}
+
+/**
+ * One result per item, in the request's order; `stored` memories, `published` events
+ * and `failed` items counted.
+ */
+export interface MemoryBatchResult {
+  type: "mem.v1.memory_batch_result";
+  results: Array<BatchItemResult>;
+  stored: number;
+  published: number;
+  failed: number;
+}
+
+/**
+ * Delete the owner's memories (every store): all of them, or those of one type, agent or age.
+ */
 export interface MemoryClearRequestBody {
   type?: "mem.v1.memory_clear_request";
   /**
@@ -247,6 +378,10 @@ export interface MemoryClearRequestBody {
    * @default null
    */
   older_than_days?: number | null;
+  /**
+   * @default null
+   */
+  agent_id?: string | null;
 }
 
 export interface MemoryClearResult {
@@ -274,6 +409,10 @@ export interface MemoryCreateRequestBody {
    * @default null
    */
   session_id?: string | null;
+  /**
+   * @default null
+   */
+  agent_id?: string | null;
   /**
    * @default {}
    */
@@ -345,6 +484,10 @@ export interface MemoryRecord {
    * @default null
    */
   session_id?: string | null;
+  /**
+   * @default null
+   */
+  agent_id?: string | null;
   /**
    * @default {}
    */
@@ -441,6 +584,10 @@ export interface RetrievedMemory {
    */
   session_id?: string | null;
   /**
+   * @default null
+   */
+  agent_id?: string | null;
+  /**
    * @default "apiKey"
    */
   scope?: "apiKey" | "global" | "session";
@@ -480,6 +627,10 @@ export interface RetrieveRequestBody {
    * @default null
    */
   session_id?: string | null;
+  /**
+   * @default null
+   */
+  agent_id?: string | null;
   /**
    * @default null
    */

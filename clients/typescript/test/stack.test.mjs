@@ -128,3 +128,48 @@ test("clear removes the owner's memories", async () => {
   const left = await memory.list({ memory_type: "procedural" });
   assert.equal(left.total, 0);
 });
+
+test("addBatch: texts stored, messages published, each item on its own; agent_id narrows", async () => {
+  const tag = randomUUID().slice(0, 8);
+  const [agent, travel, session] = [`coder-${tag}`, `travel-${tag}`, `ts-${tag}`];
+  const done = await memory.addBatch(
+    [
+      "The user collects vinyl records.",
+      { content: "   " },
+      { content: "Visited Kyoto in April.", memory_type: "episodic", agent_id: travel },
+      { messages: "I always cycle to work." },
+    ],
+    { session_id: session, agent_id: agent, metadata: { via: "batch" } },
+  );
+  assert.deepEqual([done.stored, done.published, done.failed], [2, 1, 1]);
+  const [vinyl, blank, kyoto, chat] = done.results;
+  assert.deepEqual([vinyl.memory.agent_id, vinyl.memory.session_id, vinyl.memory.metadata], [agent, session, { via: "batch" }]);
+  assert.deepEqual([kyoto.memory.agent_id, kyoto.memory.memory_type], [travel, "episodic"]); // an item's own agent wins
+  assert.deepEqual([blank.error.code, blank.error.field], [400, "$.items[1].content"]);
+  assert.match(chat.event_id, /^[0-9a-f-]{36}$/);
+
+  const mine = await eventually(async () => {
+    const result = await memory.list({ agent_id: agent, limit: 50 });
+    const sources = new Set(result.memories.map((m) => m.source));
+    return sources.has("chat_turn") && sources.has("rule") && result;
+  }, "the batch's chat turn and its extracted fact");
+  assert.ok(mine.memories.every((m) => m.agent_id === agent), JSON.stringify(mine.memories));
+  assert.deepEqual((await memory.list({ agent_id: travel })).memories.map((m) => m.id), [kyoto.memory.id]);
+
+  const found = await eventually(async () => {
+    const result = await memory.search("vinyl records and Kyoto", { agent_id: agent, limit: 50 });
+    return result.memories.some((m) => m.id === vinyl.memory.id) && result;
+  }, "the agent's memory to be searchable");
+  assert.ok(found.memories.every((m) => m.scope === "global" || m.agent_id === agent), JSON.stringify(found.memories));
+  assert.ok(!found.memories.some((m) => m.id === kyoto.memory.id)); // another agent's memory
+
+  const cleared = await memory.clear({ agent_id: agent });
+  assert.equal(cleared.count, mine.memories.length);
+  assert.equal((await memory.list({ agent_id: agent })).total, 0);
+  assert.equal((await memory.list({ agent_id: travel })).total, 1);
+  await memory.clear({ agent_id: travel });
+
+  const empty = await memory.addBatch([]).catch((e) => e);
+  assert.ok(empty instanceof ValidationFailed, String(empty));
+  assert.equal(empty.field, "$.items");
+});

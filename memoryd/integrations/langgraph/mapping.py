@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -50,13 +50,20 @@ def check_namespace(namespace: Sequence[str], path: str = "$.namespace") -> tupl
     return labels
 
 
+def label_at(namespace: Sequence[str], position: int | None) -> str | None:
+    """The namespace's (or prefix's) label at ``position``; None when it has none there, or a
+    ``"*"`` wildcard, or ``position`` is None."""
+    if position is not None and len(namespace) > position and namespace[position] != "*":
+        return namespace[position]
+    return None
+
+
 def owner_of(namespace: Sequence[str], owner_label: int | None, default: str | None) -> str | None:
     """The memoryd owner of a namespace (or of a prefix): its label at ``owner_label`` when it has
     one (``("memories", "alice")`` with ``owner_label=1`` is ``alice``), else ``default`` (None:
     the API key's own owner). A ``"*"`` wildcard there names no owner."""
-    if owner_label is not None and len(namespace) > owner_label and namespace[owner_label] != "*":
-        return namespace[owner_label]
-    return default
+    found = label_at(namespace, owner_label)
+    return default if found is None else found
 
 
 def memory_key(namespace: Sequence[str], key: str) -> str:
@@ -110,11 +117,12 @@ def metadata_of(namespace: Sequence[str], key: str, value: Mapping[str, Any], in
     }
 
 
-def prefix_filter(prefix: Sequence[str]) -> dict[str, Any]:
-    """The gateway filter of memories whose namespace starts with ``prefix`` (``"*"`` matches any label)."""
+def prefix_filter(prefix: Sequence[str], columns: Collection[int] = ()) -> dict[str, Any]:
+    """The gateway filter of memories whose namespace starts with ``prefix`` (``"*"`` matches any
+    label); the labels at ``columns`` are left to the memory's own columns (agent, session)."""
     conditions: dict[str, Any] = {MARK: True}
     for i, label in enumerate(prefix):
-        if label != "*":
+        if label != "*" and i not in columns:
             conditions[label_key(i)] = label
     return conditions
 

@@ -36,6 +36,9 @@ class Config:
 
     owner: str | None = None
     owner_label: int | None = 1
+    #: the namespace positions naming the memory's agent and session (its columns); None: none
+    agent_label: int | None = None
+    session_label: int | None = None
     fields: tuple[str, ...] | None = None
     memory_type: str = "factual"
     threshold: float | None = None
@@ -86,9 +89,23 @@ def one(op: Op, config: Config) -> Steps[Result]:
     raise ValidationFailed.at("$.op", f"not a LangGraph store operation: {type(op).__name__}")
 
 
-def _listing(owner: str | None, filters: dict[str, Any], limit: int, offset: int) -> Call:
+def _columns(config: Config) -> tuple[int, ...]:
+    """The namespace positions that are memory columns (agent, session), not metadata."""
+    return tuple(p for p in (config.agent_label, config.session_label) if p is not None)
+
+
+def _scope(namespace: Sequence[str], config: Config) -> dict[str, str | None]:
+    """The owner, agent and session a namespace (or prefix) names, as the clients' arguments."""
+    return {
+        "user_id": mapping.owner_of(namespace, config.owner_label, config.owner),
+        "agent_id": mapping.label_at(namespace, config.agent_label),
+        "run_id": mapping.label_at(namespace, config.session_label),
+    }
+
+
+def _listing(namespace: Sequence[str], config: Config, filters: dict[str, Any], limit: int, offset: int) -> Call:
     return calls.get_all(
-        user_id=owner, run_id=None, memory_type=None, state=None, limit=limit, offset=offset, filters=filters
+        **_scope(namespace, config), memory_type=None, state=None, limit=limit, offset=offset, filters=filters
     )
 
 
@@ -111,8 +128,7 @@ def _search_item(item: Item, score: float | None = None) -> SearchItem:
 
 def _records(namespace: tuple[str, ...], key: str, config: Config) -> Steps[list[MemoryRecord]]:
     wanted = mapping.memory_key(namespace, key)
-    owner = mapping.owner_of(namespace, config.owner_label, config.owner)
-    listing: MemoryListResult = yield _listing(owner, mapping.item_filter(namespace, [key]), 10, 0)
+    listing: MemoryListResult = yield _listing(namespace, config, mapping.item_filter(namespace, [key]), 10, 0)
     return [m for m in listing.memories if m.key == wanted]
 
 
@@ -142,8 +158,7 @@ def put(op: PutOp, config: Config) -> Steps[None]:
         content, indexed = mapping.content_of(op.value, config.fields if op.index is None else op.index)
     yield calls.create(
         content,
-        user_id=owner,
-        run_id=None,
+        **_scope(namespace, config),
         metadata=mapping.metadata_of(namespace, op.key, op.value, indexed),
         memory_type=config.memory_type,
         key=mapping.memory_key(namespace, op.key),
@@ -158,15 +173,14 @@ def search(op: SearchOp, config: Config) -> Steps[list[SearchItem]]:
         raise ValidationFailed.at("$.limit", "limit and offset are not negative")
     if op.query:
         return (yield from _ranked(op, prefix, config))
-    owner = mapping.owner_of(prefix, config.owner_label, config.owner)
-    filters = mapping.prefix_filter(prefix)
+    filters = mapping.prefix_filter(prefix, _columns(config))
     if not op.filter and op.offset + op.limit <= PAGE:
-        listing: MemoryListResult = yield _listing(owner, filters, max(op.limit, 1), op.offset)
+        listing: MemoryListResult = yield _listing(prefix, config, filters, max(op.limit, 1), op.offset)
         items = [i for i in map(_item, listing.memories) if i is not None]
         return [_search_item(i) for i in items[: op.limit]]
     kept: list[Item] = []
     for offset in range(0, config.scan_limit, PAGE):
-        listing = yield _listing(owner, filters, PAGE, offset)
+        listing = yield _listing(prefix, config, filters, PAGE, offset)
         kept.extend(i for i in map(_item, listing.memories) if i is not None and mapping.matches(i.value, op.filter))
         if len(kept) >= op.offset + op.limit or len(listing.memories) < PAGE:
             break
@@ -175,16 +189,14 @@ def search(op: SearchOp, config: Config) -> Steps[list[SearchItem]]:
 
 def _ranked(op: SearchOp, prefix: tuple[str, ...], config: Config) -> Steps[list[SearchItem]]:
     """memoryd's search within the prefix, best first; then each hit's record for ``updated_at``."""
-    owner = mapping.owner_of(prefix, config.owner_label, config.owner)
-    filters = mapping.prefix_filter(prefix) | {mapping.INDEXED: True}
+    filters = mapping.prefix_filter(prefix, _columns(config)) | {mapping.INDEXED: True}
     wanted = op.offset + op.limit
     depth = min(PAGE, wanted if not op.filter else max(wanted * 10, 100))
     if wanted == 0:
         return []
     result: RetrieveResult = yield calls.search(
         op.query or "",
-        user_id=owner,
-        run_id=None,
+        **_scope(prefix, config),
         limit=depth,
         threshold=config.threshold,
         filters=filters,
@@ -201,7 +213,7 @@ def _ranked(op: SearchOp, prefix: tuple[str, ...], config: Config) -> Steps[list
     by_id: dict[str, Item] = {}
     for start in range(0, len(keys), KEYS_PER_LISTING):
         chunk = keys[start : start + KEYS_PER_LISTING]
-        listing: MemoryListResult = yield _listing(owner, filters | {mapping.KEY: {"in": chunk}}, PAGE, 0)
+        listing: MemoryListResult = yield _listing(prefix, config, filters | {mapping.KEY: {"in": chunk}}, PAGE, 0)
         by_id |= {m.id: item for m in listing.memories if (item := _item(m)) is not None}
     return [_search_item(by_id[i], score) for i, score, _ in hits if i in by_id]
 
@@ -214,10 +226,10 @@ def list_namespaces(op: ListNamespacesOp, config: Config) -> Steps[list[tuple[st
         mapping.check_namespace([p for p in path if p != "*"], "$.match_conditions")
         if match_type == "prefix" and len(path) > len(prefix):
             prefix = path
-    owner = mapping.owner_of(prefix, config.owner_label, config.owner)
     found: set[tuple[str, ...]] = set()
+    filters = mapping.prefix_filter(prefix, _columns(config))
     for offset in range(0, config.scan_limit, PAGE):
-        listing: MemoryListResult = yield _listing(owner, mapping.prefix_filter(prefix), PAGE, offset)
+        listing: MemoryListResult = yield _listing(prefix, config, filters, PAGE, offset)
         found.update(i.namespace for i in map(_item, listing.memories) if i is not None)
         if len(listing.memories) < PAGE:
             break

@@ -30,6 +30,8 @@ def config_of(
     memory_type: str,
     threshold: float | None,
     strategy: str | None = None,
+    agent_label: int | None = None,
+    session_label: int | None = None,
 ) -> steps.Config:
     """The store's configuration; an ``index`` asking for its own embedding is a ``ConfigError``."""
     fields: tuple[str, ...] | None = None
@@ -44,11 +46,18 @@ def config_of(
             if isinstance(raw, str) or not all(isinstance(f, str) and f for f in raw):
                 raise ConfigError("index.fields", f"a list of paths such as ['text'] or ['$'], not {raw!r}")
             fields = tuple(raw)
-    if owner_label is not None and owner_label < 0:
-        raise ConfigError("owner_label", f"a namespace position (0, 1, ...) or None, not {owner_label}")
+    labels = {"owner_label": owner_label, "agent_label": agent_label, "session_label": session_label}
+    for name, position in labels.items():
+        if position is not None and position < 0:
+            raise ConfigError(name, f"a namespace position (0, 1, ...) or None, not {position}")
+    named = [p for p in labels.values() if p is not None]
+    if len(named) != len(set(named)):
+        raise ConfigError("agent_label", f"owner, agent and session need positions of their own, not {labels}")
     return steps.Config(
         owner=owner,
         owner_label=owner_label,
+        agent_label=agent_label,
+        session_label=session_label,
         fields=fields,
         memory_type=memory_type,
         threshold=threshold,
@@ -60,7 +69,10 @@ class MemorydStore(BaseStore):
     """A LangGraph store whose items are memoryd memories (the mapping: ``memoryd.integrations.langgraph``).
 
     ``owner_label``: the namespace position naming the owner (1: ``("memories", user_id)``);
-    None keeps every item with ``owner`` (None: the API key's own owner). ``index={"fields": [...]}``
+    None keeps every item with ``owner`` (None: the API key's own owner). ``agent_label`` and
+    ``session_label``: the positions naming the memory's agent and session (``("memories", user_id,
+    agent_id)`` with ``agent_label=2``), stored in memoryd's own columns; a prefix naming them
+    reaches only that agent's (session's) items. ``index={"fields": [...]}``
     picks the value fields memoryd embeds. ``threshold`` drops query results below that vector
     similarity; ``strategy`` (``semantic``, ``hybrid``, ``exact``) ranks them. Other keyword
     arguments go to ``Memory``/``AsyncMemory`` (``timeout``, ...).
@@ -73,6 +85,8 @@ class MemorydStore(BaseStore):
         *,
         owner: str | None = None,
         owner_label: int | None = 1,
+        agent_label: int | None = None,
+        session_label: int | None = None,
         index: Mapping[str, Any] | None = None,
         memory_type: str = "factual",
         threshold: float | None = None,
@@ -83,6 +97,8 @@ class MemorydStore(BaseStore):
             index,
             owner=owner,
             owner_label=owner_label,
+            agent_label=agent_label,
+            session_label=session_label,
             memory_type=memory_type,
             threshold=threshold,
             strategy=strategy,

@@ -29,6 +29,7 @@ class MemoryRow:
 
     state: MemoryState
     session_id: str | None
+    agent_id: str | None
     scope: str
     lifecycle: str  # memories.state: active | summary | archived
     memory_type: str
@@ -38,7 +39,7 @@ class MemoryRow:
 
 _FETCH = """
 SELECT m.id, m.owner, m.content, m.content_hash, m.embedding_signature, m.needs_reindex,
-       m.session_id, m.scope, m.state, m.type, m.created_at, m.expires_at
+       m.session_id, m.agent_id, m.scope, m.state, m.type, m.created_at, m.expires_at
 FROM memories m
 JOIN (SELECT DISTINCT * FROM unnest($1::uuid[], $2::text[])) AS j(id, owner)
   ON m.id = j.id AND m.owner = j.owner
@@ -63,6 +64,7 @@ async def fetch_rows(conn: Conn, jobs: Sequence[EmbedJob]) -> dict[tuple[str, st
                 needs_reindex=r["needs_reindex"],
             ),
             session_id=r["session_id"],
+            agent_id=r["agent_id"],
             scope=r["scope"],
             lifecycle=r["state"],
             memory_type=r["type"],

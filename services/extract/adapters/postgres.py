@@ -66,7 +66,12 @@ async def holding(conn: asyncpg.Connection, owner: str, keys: Sequence[str]) -> 
 
 
 async def upsert_facts(
-    conn: asyncpg.Connection, *, owner: str, session_id: str | None, facts: Sequence[PlannedFact]
+    conn: asyncpg.Connection,
+    *,
+    owner: str,
+    session_id: str | None,
+    facts: Sequence[PlannedFact],
+    agent_id: str | None = None,
 ) -> list[StoredFact]:
     stored: list[StoredFact] = []
     for fact in sorted(facts, key=lambda f: f.key):
@@ -79,6 +84,7 @@ async def upsert_facts(
                 content=fact.content,
                 source=fact.source,
                 session_id=session_id,
+                agent_id=agent_id,
                 metadata=fact.metadata,
             )
         except Forbidden:  # the key is an operator's global memory: a chat turn never changes it

@@ -108,6 +108,20 @@ def fact_key(category: str, text: str) -> str:
     return f"{category}:{slug}"
 
 
+#: The longest agent id an agent's fact key holds as it is; a longer one is named by its hash.
+MAX_AGENT_IN_KEY = 100
+
+
+def agent_key(key: str, agent_id: str | None) -> str:
+    """The upsert key of a fact an agent's conversation stated: each agent of an owner keeps its
+    own copy (``preference:typescript@agent:support``); without an agent, the key itself."""
+    if agent_id is None:
+        return key
+    if len(agent_id) > MAX_AGENT_IN_KEY:
+        agent_id = "h" + hashlib.sha256(agent_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{key}@agent:{agent_id}"
+
+
 def _third_person(phrase: str) -> str:
     """'commit before pushing' -> 'commits before pushing' (first verb only, best effort)."""
     first, _, rest = phrase.partition(" ")

@@ -70,13 +70,14 @@ def build_mcp(call: Call, owner_of: OwnerOf) -> MCPServer:
 
     @mcp.tool(
         description="Search the user's memories for what is relevant to a query (ranked, within a token budget), "
-        "optionally only memories of some types."
+        "optionally only memories of some types or of one agent."
     )
     async def memory_search(
         query: str,
         ctx: Context,
         limit: int = 10,
         session_id: str | None = None,
+        agent_id: str | None = None,
         max_tokens: int | None = None,
         memory_types: list[MemoryType] | None = None,
     ) -> dict[str, Any]:
@@ -89,6 +90,7 @@ def build_mcp(call: Call, owner_of: OwnerOf) -> MCPServer:
                 query=query,
                 limit=limit,
                 session_id=session_id,
+                agent_id=agent_id,
                 max_tokens=max_tokens,
                 types=memory_types,
             ),
@@ -103,6 +105,7 @@ def build_mcp(call: Call, owner_of: OwnerOf) -> MCPServer:
         ctx: Context,
         memory_type: MemoryType = "factual",
         session_id: str | None = None,
+        agent_id: str | None = None,
         key: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
@@ -115,33 +118,52 @@ def build_mcp(call: Call, owner_of: OwnerOf) -> MCPServer:
                 content=content,
                 memory_type=memory_type,
                 session_id=session_id,
+                agent_id=agent_id,
                 key=key,
                 metadata=metadata or {},
             ),
         )
 
-    @mcp.tool(description="List the user's memories, newest first, optionally filtered by type or text.")
+    @mcp.tool(description="List the user's memories, newest first, optionally filtered by type, agent or text.")
     async def memory_list(
-        ctx: Context, memory_type: MemoryType | None = None, q: str | None = None, limit: int = 20, offset: int = 0
+        ctx: Context,
+        memory_type: MemoryType | None = None,
+        q: str | None = None,
+        limit: int = 20,
+        offset: int = 0,
+        agent_id: str | None = None,
     ) -> dict[str, Any]:
         return await run(
             ctx,
             "memory.list",
-            lambda o: convert(MemoryListRequest, owner=o, memory_type=memory_type, q=q, limit=limit, offset=offset),
+            lambda o: convert(
+                MemoryListRequest, owner=o, memory_type=memory_type, q=q, limit=limit, offset=offset, agent_id=agent_id
+            ),
         )
 
     @mcp.tool(description="Delete one memory by its id (from every store).")
     async def memory_delete(id: str, ctx: Context) -> dict[str, Any]:
         return await run(ctx, "memory.delete", lambda o: convert(MemoryDeleteRequest, owner=o, id=id))
 
-    @mcp.tool(description="Delete the user's memories: all of them, or one type, or those older than some days.")
+    @mcp.tool(
+        description="Delete the user's memories: all of them, or one type, one agent's, or those older than some days."
+    )
     async def memory_clear(
-        ctx: Context, memory_type: MemoryType | None = None, older_than_days: int | None = None
+        ctx: Context,
+        memory_type: MemoryType | None = None,
+        older_than_days: int | None = None,
+        agent_id: str | None = None,
     ) -> dict[str, Any]:
         return await run(
             ctx,
             "memory.clear",
-            lambda o: convert(MemoryClearRequest, owner=o, memory_type=memory_type, older_than_days=older_than_days),
+            lambda o: convert(
+                MemoryClearRequest,
+                owner=o,
+                memory_type=memory_type,
+                older_than_days=older_than_days,
+                agent_id=agent_id,
+            ),
         )
 
     return mcp

@@ -29,7 +29,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Message, Receive, Scope, Send
 
 from memoryd.errors import BudgetExceeded, DependencyDown, ValidationFailed
-from memoryd.schemas.base import MAX_QUERY_CHARS, SessionId
+from memoryd.schemas.base import MAX_QUERY_CHARS, AgentId, SessionId
 from memoryd.schemas.events import ChatEvent, ChatMessage
 from memoryd.schemas.retrieval import InjectRequest, InjectResult
 from memoryd.subjects import NO_MEMORY_HEADER
@@ -49,6 +49,7 @@ from .special import publish_event
 log = get_logger(__name__)
 
 SESSION_HEADER = "x-memory-session"
+AGENT_HEADER = "x-memory-agent"
 PROVIDER_HEADER = "x-memory-provider"
 STATUS_HEADER = "x-memory-status"
 INJECTED_HEADER = "x-memory-injected"
@@ -98,7 +99,7 @@ class BoundedStream(StreamingResponse):
 
 
 class Exchange(msgspec.Struct, kw_only=True):
-    """One proxied call: who, which session, what went in, and what memory did."""
+    """One proxied call: who, which session and agent, what went in, and what memory did."""
 
     owner: str
     session_id: str | None
@@ -108,28 +109,32 @@ class Exchange(msgspec.Struct, kw_only=True):
     remember: bool
     status: str = "none"
     injected: int = 0
+    agent_id: str | None = None
 
 
-def header_session(request: Request) -> str | None:
-    """The session the ``x-memory-session`` header names; ``ValidationFailed`` before anything is
-    forwarded when no event could carry it (the exchange would be answered and then not remembered)."""
-    value = request.headers.get(SESSION_HEADER) or None
+def header_session(request: Request, header: str = SESSION_HEADER) -> str | None:
+    """The session the ``x-memory-session`` header names (or the agent ``x-memory-agent`` names:
+    checked alike); ``ValidationFailed`` before anything is forwarded when no event could carry it
+    (the exchange would be answered and then not remembered)."""
+    value = request.headers.get(header) or None
     if value is not None:
         try:
-            msgspec.convert(value, SessionId)
+            msgspec.convert(value, AgentId if header == AGENT_HEADER else SessionId)
         except msgspec.ValidationError as exc:
-            raise ValidationFailed(f"the {SESSION_HEADER} header: {exc}") from exc
+            raise ValidationFailed(f"the {header} header: {exc}") from exc
     return value
 
 
 def open_exchange(key: ApiKeyRecord, request: Request, messages: list[Any], model: Any) -> Exchange:
-    """The exchange a proxied call starts: the owner from the key, session, provider and opt-out from headers."""
+    """The exchange a proxied call starts: the owner from the key; session, agent, provider and opt-out
+    from headers."""
     owner = acting_owner(key.role, key.owner, named_owners(request), required=True)
     assert owner is not None
     skip = truthy(request.headers.get(NO_MEMORY_HEADER))
     return Exchange(
         owner=owner,
         session_id=header_session(request),
+        agent_id=header_session(request, AGENT_HEADER),
         provider=request.headers.get(PROVIDER_HEADER) or None,
         model=model if isinstance(model, str) else None,
         messages=messages,
@@ -150,6 +155,7 @@ async def recall(gw: Gateway, ex: Exchange) -> InjectResult | None:
         provider=ex.provider,
         model=ex.model,
         session_id=ex.session_id,
+        agent_id=ex.agent_id,
         query=query,
     )
     try:
@@ -184,6 +190,7 @@ async def remember(gw: Gateway, ex: Exchange, reply: str) -> None:
         messages=messages,
         occurred_at=datetime.now(UTC),
         session_id=ex.session_id,
+        agent_id=ex.agent_id,
         provider=ex.provider,
         model=ex.model,
         metadata={"via": "gateway-proxy"},

@@ -68,6 +68,7 @@ def events_endpoint(gw: Gateway) -> Endpoint:
             messages=req.messages,
             occurred_at=req.occurred_at or datetime.now(UTC),
             session_id=req.session_id,
+            agent_id=req.agent_id,
             provider=req.provider,
             model=req.model,
             metadata=req.metadata,

@@ -108,6 +108,13 @@ def _operation(route: Route, components: dict[str, Any]) -> dict[str, Any]:
                 "description": "scopes retrieval and the remembered exchange to a session",
             },
             {
+                "name": "x-memory-agent",
+                "in": "header",
+                "required": False,
+                "schema": {"type": "string"},
+                "description": "scopes retrieval and the remembered exchange to an agent",
+            },
+            {
                 "name": "x-memory-provider",
                 "in": "header",
                 "required": False,

@@ -30,6 +30,7 @@ class ListFilter:
     owner: str
     memory_type: str | None = None
     session_id: str | None = None
+    agent_id: str | None = None
     state: str | None = None
     q: str | None = None
     source: str | None = None
@@ -44,6 +45,7 @@ def _where(f: ListFilter) -> tuple[str, list[Any], str | None]:
     for column, value in (
         ("type", f.memory_type),
         ("session_id", f.session_id),
+        ("agent_id", f.agent_id),
         ("state", f.state),
         ("source", f.source),
     ):
@@ -205,16 +207,22 @@ async def update_memory(
 
 # --- clear / export --------------------------------------------------------------------------
 async def ids_to_clear(
-    conn: asyncpg.Connection, owner: str, memory_type: str | None, older_than_days: int | None
+    conn: asyncpg.Connection,
+    owner: str,
+    memory_type: str | None,
+    older_than_days: int | None,
+    agent_id: str | None = None,
 ) -> list[uuid.UUID]:
-    """The owner's memories ``memory.clear`` removes: never a global one (only the operator's
-    ``admin.memory.delete`` removes those)."""
+    """The owner's memories ``memory.clear`` removes (of one agent, when given): never a global
+    one (only the operator's ``admin.memory.delete`` removes those)."""
     rows = await conn.fetch(
         "SELECT id FROM memories WHERE owner = $1 AND scope <> 'global' AND ($2::text IS NULL OR type = $2)"
-        " AND ($3::int IS NULL OR created_at < now() - make_interval(days => $3::int))",
+        " AND ($3::int IS NULL OR created_at < now() - make_interval(days => $3::int))"
+        " AND ($4::text IS NULL OR agent_id = $4)",
         owner,
         memory_type,
         older_than_days,
+        agent_id,
     )
     return [r["id"] for r in rows]
 
@@ -283,7 +291,7 @@ async def import_record(
             f"""
             UPDATE memories SET content = $3, content_hash = $4, type = $5, key = $6, session_id = $7,
                 metadata = $8::jsonb, scope = $9, state = $10, full_content = $11, expires_at = $12,
-                source = 'import', updated_at = now(), needs_reindex = needs_reindex OR $13
+                source = 'import', updated_at = now(), needs_reindex = needs_reindex OR $13, agent_id = $14
             WHERE owner = $1 AND id = $2 RETURNING {COLUMNS}
             """,
             owner,
@@ -299,6 +307,7 @@ async def import_record(
             rec.full_content,
             utc(rec.expires_at) if rec.expires_at else None,
             changed,
+            rec.agent_id,
         )
         assert row is not None
         return "updated", to_record(row), changed
@@ -309,6 +318,7 @@ async def import_record(
         content=rec.content,
         source="import",
         session_id=rec.session_id,
+        agent_id=rec.agent_id,
         key=rec.key,
         metadata=rec.metadata,
         scope=rec.scope,

@@ -16,7 +16,7 @@ from services.ingest.logic.lifecycle import Candidate
 from shared.db import memories
 
 _CANDIDATES = """
-SELECT id, owner, session_id, type, content FROM memories
+SELECT id, owner, session_id, type, content, agent_id FROM memories
 WHERE state = 'active' AND scope <> 'global' AND type <> 'summary' AND created_at < $1
   AND ($2::text IS NULL OR owner = $2) AND ($3::text IS NULL OR session_id = $3)
 ORDER BY owner, session_id NULLS FIRST, created_at, id
@@ -43,7 +43,7 @@ async def summarize_candidates(
     pool: asyncpg.Pool, created_before: datetime, owner: str | None, session_id: str | None, limit: int
 ) -> list[Candidate]:
     rows = await pool.fetch(_CANDIDATES, created_before, owner, session_id, limit)
-    return [Candidate(str(r["id"]), r["owner"], r["session_id"], r["type"], r["content"]) for r in rows]
+    return [Candidate(str(r["id"]), r["owner"], r["session_id"], r["type"], r["content"], r["agent_id"]) for r in rows]
 
 
 async def archive_into_summary(conn: asyncpg.Connection, owner: str, member_ids: list[str], summary_id: str) -> None:

@@ -104,7 +104,7 @@ class MemoryStores:
         return {str(r["id"]) for r in rows}
 
     async def mirror_payload(self, records: Sequence[MemoryRecord]) -> None:
-        """Copy changed filter fields (state, scope, type, session, expiry) to external stores.
+        """Copy changed filter fields (state, scope, type, session, agent, expiry) to external stores.
 
         After a committed change, best effort: a store that is down keeps the old payload
         until the memory is next embedded; the failure is logged.
@@ -119,6 +119,7 @@ class MemoryStores:
                         scope=rec.scope,
                         memory_type=rec.memory_type,
                         session_id=rec.session_id,
+                        agent_id=rec.agent_id,
                         expires_at=rec.expires_at,
                     )
                 except DependencyDown as exc:

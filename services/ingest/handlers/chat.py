@@ -87,7 +87,7 @@ class ChatIngestor:
         self, conn: Connection, event: ChatEvent, planned: list[PlannedTurn], settings: MemorySettings | None
     ) -> Outcome:
         """``settings`` None: the event opted out (``no_memory``)."""
-        owner, skey = event.owner, session_key(event.session_id)
+        owner, skey = event.owner, session_key(event.session_id, event.agent_id)
         kind = "no_memory" if settings is None else "stored" if settings.enabled else "disabled"
         if not await events.record_event(
             conn, event.event_id, owner, event.session_id, kind, opted_out=settings is None
@@ -117,6 +117,7 @@ class ChatIngestor:
                 content=t.content,
                 source="chat_turn",
                 session_id=event.session_id,
+                agent_id=event.agent_id,
                 metadata=turn_metadata(event, t),
                 created_at=t.created_at,
                 memory_id=mid,
@@ -150,7 +151,9 @@ class ChatIngestor:
         """A processed event: nothing to do, unless its follow-ups were never published."""
         if await events.event_published(conn, event.owner, event.event_id):
             return Outcome(kind="duplicate")
-        by_turn = await events.event_turns(conn, event.owner, session_key(event.session_id), event.event_id)
+        by_turn = await events.event_turns(
+            conn, event.owner, session_key(event.session_id, event.agent_id), event.event_id
+        )
         out = Outcome(kind="republish")
         for t in planned:
             found = by_turn.get((t.role, t.hash))

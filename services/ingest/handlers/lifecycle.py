@@ -110,7 +110,7 @@ class LifecycleApi:
         return condensed_summary(group_items), "api"
 
     async def summarize(self, req: SummarizeRequest) -> SummarizeResult:
-        """Dry run: the candidates and their tokens. Real run: one summary per owner/session,
+        """Dry run: the candidates and their tokens. Real run: one summary per owner/session/agent,
         originals archived (restorable, ``full_content`` kept) and their vectors removed."""
         check_text({"session_id": req.session_id})
         candidates = await self._candidates(req)
@@ -121,7 +121,7 @@ class LifecycleApi:
         summaries: list[str] = []
         after = 0
         receipt = DeletionReceipt()
-        for (owner, session_id), items in group(candidates).items():
+        for (owner, session_id, agent_id), items in group(candidates).items():
             text, source = await self._summary_text(owner, items)
             async with self._pool.acquire() as conn, conn.transaction():
                 record = await memories.insert(
@@ -131,6 +131,7 @@ class LifecycleApi:
                     content=text,
                     source=source,
                     session_id=session_id,
+                    agent_id=agent_id,
                     metadata={"source_ids": [c.id for c in items], "older_than_days": req.older_than_days},
                 )
                 await lifecycle_pg.archive_into_summary(conn, owner, [c.id for c in items], record.id)

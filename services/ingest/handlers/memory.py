@@ -121,7 +121,15 @@ class MemoryApi:
         return await self._create(req, operator=True)
 
     async def _create(self, req: MemoryCreateRequest, *, operator: bool) -> MemoryCreateResult:
-        check_text({"content": req.content, "key": req.key, "session_id": req.session_id, "metadata": req.metadata})
+        check_text(
+            {
+                "content": req.content,
+                "key": req.key,
+                "session_id": req.session_id,
+                "agent_id": req.agent_id,
+                "metadata": req.metadata,
+            }
+        )
         check_metadata(req.metadata, MAX_MEMORY_METADATA_BYTES)
         expires_at = check_expiry(req.expires_at, datetime.now(UTC))
         if req.scope == "session" and req.session_id is None:
@@ -136,6 +144,7 @@ class MemoryApi:
                 content=req.content,
                 source="api",
                 session_id=req.session_id,
+                agent_id=req.agent_id,
                 metadata=req.metadata,
                 scope=req.scope,
                 expires_at=expires_at,
@@ -149,6 +158,7 @@ class MemoryApi:
                 content=req.content,
                 source="api",
                 session_id=req.session_id,
+                agent_id=req.agent_id,
                 metadata=req.metadata,
                 scope=req.scope,
                 expires_at=expires_at,
@@ -235,11 +245,12 @@ class MemoryApi:
         """``total``: memories matching the filters; ``tokens_used``: ``ceil(len/4)`` summed over
         the page; ``hit_rate``: share of the matching memories retrieval ever returned
         (``last_accessed_at`` set), 0.0 when none match; ``event_processed`` with ``event_id``."""
-        check_text({"q": req.q, "session_id": req.session_id, "event_id": req.event_id})
+        check_text({"q": req.q, "session_id": req.session_id, "agent_id": req.agent_id, "event_id": req.event_id})
         flt = crud.ListFilter(
             owner=req.owner,
             memory_type=req.memory_type,
             session_id=req.session_id,
+            agent_id=req.agent_id,
             state=req.state,
             q=req.q,
             source=req.source,
@@ -276,8 +287,9 @@ class MemoryApi:
         )
 
     async def clear(self, req: MemoryClearRequest) -> MemoryClearResult:
+        check_text({"agent_id": req.agent_id})
         async with self._pool.acquire() as conn:
-            ids = await crud.ids_to_clear(conn, req.owner, req.memory_type, req.older_than_days)
+            ids = await crud.ids_to_clear(conn, req.owner, req.memory_type, req.older_than_days, req.agent_id)
         receipt = await self._stores.delete(req.owner, ids) if ids else DeletionReceipt()
         if receipt.rows:
             await self._pub.activity_best_effort(req.owner)

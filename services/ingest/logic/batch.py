@@ -52,6 +52,7 @@ def create_fields(owner: str, item: BatchItem) -> dict[str, Any]:
             "memory_type": item.memory_type,
             "key": item.key,
             "session_id": item.session_id,
+            "agent_id": item.agent_id,
             "expires_at": item.expires_at,
         }
     )
@@ -64,7 +65,7 @@ def event_fields(owner: str, item: BatchItem, now: datetime) -> dict[str, Any]:
     for name in ("memory_type", "key", "expires_at"):
         if getattr(item, name) is not None:
             raise ValidationFailed.at(f"$.{name}", f"`{name}` applies to content items, not to messages")
-    fields = _set({"session_id": item.session_id})
+    fields = _set({"session_id": item.session_id, "agent_id": item.agent_id})
     return {
         "event_id": item.event_id or uuid.uuid4().hex,
         "owner": owner,

@@ -78,6 +78,7 @@ def check_event(event: ChatEvent) -> None:
     check_text(
         {
             "session_id": event.session_id,
+            "agent_id": event.agent_id,
             "provider": event.provider,
             "model": event.model,
             "messages": [{"content": m.text, "name": m.name} for m in event.messages],
@@ -106,9 +107,12 @@ def text_hash(text: str) -> str:
 
 
 # --- chat turns ------------------------------------------------------------------------------
-def session_key(session_id: str | None) -> str:
-    """The ``turn_hashes`` session key: the session id, or '' for an event without one."""
-    return session_id or ""
+def session_key(session_id: str | None, agent_id: str | None = None) -> str:
+    """The ``turn_hashes`` session key: the session id, or '' for an event without one; an
+    agent's events get a key of their own (two agents of one owner never share a turn)."""
+    if agent_id is None:
+        return session_id or ""
+    return f"\x1fagent\x1f{agent_id}\x1f{session_id or ''}"
 
 
 @dataclass(frozen=True)
@@ -239,6 +243,7 @@ def extract_jobs(
                 turns=part,
                 occurred_at=utc(event.occurred_at),
                 session_id=event.session_id,
+                agent_id=event.agent_id,
             ),
         )
         for i, part in enumerate(parts)

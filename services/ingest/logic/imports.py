@@ -51,6 +51,8 @@ def _check_record(rec: MemoryRecord, now: datetime, operator: bool) -> str | Non
         return f"key must be 1..{MAX_KEY_LEN} characters and not blank - at `$.key`"
     if rec.session_id is not None and not 1 <= len(rec.session_id) <= 256:
         return "session_id must be 1..256 characters - at `$.session_id`"
+    if rec.agent_id is not None and not 1 <= len(rec.agent_id) <= 256:
+        return "agent_id must be 1..256 characters - at `$.agent_id`"
     if rec.memory_type not in MEMORY_TYPES:  # pragma: no cover - the decoder checks the Literal
         return f"unknown memory_type {rec.memory_type!r}"
     found = nul_path(msgspec.to_builtins(rec))
@@ -94,7 +96,7 @@ def import_id(owner: str, record_id: str) -> uuid.UUID:
 
 
 #: Fields an import compares to decide "unchanged" (owner, source and timestamps excluded).
-_COMPARED = ("content", "memory_type", "key", "session_id", "metadata", "scope", "state", "full_content")
+_COMPARED = ("content", "memory_type", "key", "session_id", "agent_id", "metadata", "scope", "state", "full_content")
 
 
 def record_differs(existing: MemoryRecord, incoming: MemoryRecord) -> bool:

@@ -28,15 +28,21 @@ class Candidate:
     session_id: str | None
     memory_type: str
     content: str
+    agent_id: str | None = None
 
 
-def group_key(c: Candidate) -> tuple[str, str | None]:
-    """Compaction makes one summary per owner and session."""
-    return (c.owner, c.session_id)
+#: owner, session, agent
+GroupKey = tuple[str, str | None, str | None]
 
 
-def group(candidates: Sequence[Candidate]) -> dict[tuple[str, str | None], list[Candidate]]:
-    groups: dict[tuple[str, str | None], list[Candidate]] = {}
+def group_key(c: Candidate) -> GroupKey:
+    """Compaction makes one summary per owner, session and agent (a summary belongs where its
+    members did: an agent's search still finds what its memories said)."""
+    return (c.owner, c.session_id, c.agent_id)
+
+
+def group(candidates: Sequence[Candidate]) -> dict[GroupKey, list[Candidate]]:
+    groups: dict[GroupKey, list[Candidate]] = {}
     for c in candidates:
         groups.setdefault(group_key(c), []).append(c)
     return groups

@@ -59,6 +59,7 @@ class Visibility:
     types: tuple[str, ...] | None
     retention_days: int
     metadata: Filter | None = None  # conditions on ``metadata`` (shared/metadata_filter.py)
+    agent_id: str | None = None  # the agent's memories only (with the visible global ones)
 
     def created_after(self, now: datetime | None = None) -> datetime:
         return (now or datetime.now(UTC)) - timedelta(days=self.retention_days)
@@ -67,7 +68,7 @@ class Visibility:
 class _Clauses:
     """The visibility rule as SQL over alias ``m``, parameters numbered after the query's own.
 
-    ``own``: the owner's rows (of the session); ``shared``: global rows not already in ``own``
+    ``own``: the owner's rows (of the session and agent, when given); ``shared``: global rows not already in ``own``
     (a branch each, so each can use its index and stop early); ``common``: state, expiry,
     retention and types, for both.
     """
@@ -81,6 +82,10 @@ class _Clauses:
             session = self._param(vis.session_id, first)
             self.own += f" AND m.session_id = {session}"
             self.shared += f" OR m.session_id IS DISTINCT FROM {session}"
+        if vis.agent_id is not None:
+            agent = self._param(vis.agent_id, first)
+            self.own += f" AND m.agent_id = {agent}"
+            self.shared += f" OR m.agent_id IS DISTINCT FROM {agent}"
         self.shared += ")"
         days = self._param(vis.retention_days, first)
         self.common = (
@@ -370,7 +375,8 @@ async def fetch_rows(
             session_id=r[4],
             scope=r[5],
             metadata_json=r[6] or "{}",
-            turn=r[7] if turns else None,
+            agent_id=r[7],
+            turn=r[8] if turns else None,
         )
         for r in records
     }
@@ -378,7 +384,7 @@ async def fetch_rows(
 
 #: The columns ``fetch_rows`` reads by position (a record read by position costs half a read by
 #: name), ids and metadata as text (asyncpg decodes text straight to ``str``; a uuid to an object first).
-_ROW_NAMES = ("id", "content", "type", "created_at", "session_id", "scope", "metadata")
+_ROW_NAMES = ("id", "content", "type", "created_at", "session_id", "scope", "metadata", "agent_id")
 _AS_TEXT = ("id", "metadata")
 #: what each primary-key probe of ``_rows_sql`` returns: the same columns as stored, and the source
 _PROBED_COLUMNS = ", ".join(f"m.{n}" for n in (*_ROW_NAMES, "source"))
@@ -456,6 +462,7 @@ async def vector_search(
             vector=vector,
             limit=asked,
             session_id=vis.session_id,
+            agent_id=vis.agent_id,
             types=list(vis.types) if vis.types else None,
             include_global=True,
             created_after=vis.created_after(),

@@ -136,6 +136,7 @@ class MemoryRow(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     scope: str = "apiKey"
     metadata_json: str = "{}"  # decoded for the results only (``metadata``), not for every candidate
     turn: int | None = None  # position among its session's chat turns, when asked (``tiers.fetch_rows``)
+    agent_id: str | None = None
 
     @property
     def speaker(self) -> str | None:
@@ -263,6 +264,7 @@ def answer(
                 tier=tier(f),
                 tokens=tokens,
                 session_id=row.session_id,
+                agent_id=row.agent_id,
                 scope=row.scope,  # type: ignore[arg-type]
                 fts_score=f.fts_score,
                 vec_score=f.vec_score,

@@ -28,7 +28,7 @@ async def pair_memories(conn: Conn, owner: str, ids: Iterable[str]) -> tuple[dic
     Imported memories (`source='import'`) are in neither: sleep leaves them as they came.
     """
     rows = await conn.fetch(
-        "SELECT id, updated_at, content_hash, scope FROM memories"
+        "SELECT id, updated_at, content_hash, scope, agent_id FROM memories"
         " WHERE owner = $1 AND id = ANY($2::uuid[]) AND state = 'active' AND source <> 'import'",
         owner,
         [uuid.UUID(i) for i in ids],
@@ -40,7 +40,9 @@ async def pair_memories(conn: Conn, owner: str, ids: Iterable[str]) -> tuple[dic
         if r["scope"] == "global":
             global_ids.add(key)
         else:
-            memories[key] = PairMemory(id=key, updated_at=r["updated_at"], content_hash=r["content_hash"])
+            memories[key] = PairMemory(
+                id=key, updated_at=r["updated_at"], content_hash=r["content_hash"], agent_id=r["agent_id"]
+            )
     return memories, global_ids
 
 

@@ -39,6 +39,7 @@ class PairMemory(msgspec.Struct, frozen=True, kw_only=True):
     id: str
     updated_at: datetime
     content_hash: str
+    agent_id: str | None = None
 
 
 class ConflictPair(msgspec.Struct, frozen=True, kw_only=True):
@@ -228,3 +229,15 @@ def cross_scope_pairs(
         if len(ids & set(global_ids)) == 1 and len(ids & set(own)) == 1:
             found.add(normalise_pair(c.a_id, c.b_id))
     return sorted(found)
+
+
+def same_agent(candidates: Iterable[CandidatePair], memories: Mapping[str, PairMemory]) -> list[CandidatePair]:
+    """The pairs whose memories belong to the same agent (or both to none): merging two agents'
+    memories would take one from the agent that held it. A pair with a memory not in
+    ``memories`` stays (selection drops it with its own count)."""
+    kept = []
+    for c in candidates:
+        a, b = memories.get(c.a_id), memories.get(c.b_id)
+        if a is None or b is None or a.agent_id == b.agent_id:
+            kept.append(c)
+    return kept

@@ -1,9 +1,9 @@
 """Phase 1, conflict resolution: vector-similar pairs -> LLM batches -> plans applied per batch.
 
-Candidates are each memory's nearest neighbours of the same owner plus the backlog an earlier
-scan left (imported memories take no part). A pair with a global memory goes to the review queue
-(`conflict_pending`) unless a person dismissed it and neither side changed: an owner's run never
-modifies a global memory. Selection and decisions are `logic.conflict_pairs|conflict_decisions`;
+Candidates are each memory's nearest neighbours of the same owner and agent plus the backlog an
+earlier scan left (imported memories take no part). A pair with a global memory goes to the
+review queue (`conflict_pending`) unless a person dismissed it and neither side changed: an
+owner's run never modifies a global memory. Selection and decisions are `logic.conflict_pairs|conflict_decisions`;
 each batch is one LLM call whose plans (after the update cap) are applied with their ledger rows
 in one transaction. In freeze mode the selected pairs go to the review queue with no LLM call.
 Scans are incremental (`incremental_since`): a finished phase records `conflictScan` and keeps
@@ -35,6 +35,7 @@ from services.sleep.logic.conflict_pairs import (
     cross_scope_pairs,
     incremental_since,
     normalise_pair,
+    same_agent,
     select_pairs,
 )
 from services.sleep.logic.schedule import conflict_skip_reason
@@ -90,6 +91,7 @@ async def run(rc: RunContext, result: ConflictResult) -> None:
     cross = [key for key in cross if key not in dismissed]
     result.cross_scope_pending = await db.queue_for_review(rc.pool, rc.owner, rc.run_id, cross, CROSS_SCOPE)
     candidates = [c for c in found if c.a_id != c.b_id and not {c.a_id, c.b_id} & global_ids]
+    candidates = same_agent(candidates, memories)
     differentiated, ledger = await db.ledgers(
         rc.pool, rc.owner, sorted({normalise_pair(c.a_id, c.b_id) for c in candidates})
     )

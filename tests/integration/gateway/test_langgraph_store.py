@@ -229,6 +229,39 @@ async def test_namespace_maps_to_owner(stack: Stack) -> None:
             await alice_store.aput((r, stack.bob), "x", {"content": "not alice's"})
 
 
+async def test_namespace_maps_to_owner_agent_and_session(stack: Stack) -> None:
+    """("memories", <user>, <agent>, <thread>) with agent_label=2 and session_label=3: the agent and
+    thread are the memory's own columns, and a prefix naming an agent reaches only its items."""
+    r = root()
+    async with (
+        MemorydStore(stack.url, api_key=stack.operator_key, agent_label=2, session_label=3) as store,
+        AsyncMemory(stack.url, api_key=stack.operator_key) as memory,
+    ):
+        await store.aput((r, stack.bob, "support", "t1"), "tone", {"content": "Bob wants short answers."})
+        await store.aput((r, stack.bob, "coder", "t2"), "lang", {"content": "Bob writes Go services."})
+        await store.aput((r, stack.bob, "coder", "t3"), "editor", {"content": "Bob edits with Helix."})
+        [support] = await memory.get_all(user_id=stack.bob, agent_id="support")
+        assert (support.agent_id, support.session_id, support.content) == ("support", "t1", "Bob wants short answers.")
+        coder = await memory.get_all(user_id=stack.bob, agent_id="coder", run_id="t2")
+        assert [m.content for m in coder] == ["Bob writes Go services."]
+
+        assert {i.key for i in await store.asearch((r, stack.bob, "coder"))} == {"lang", "editor"}
+        assert [i.key for i in await store.asearch((r, stack.bob, "*", "t1"))] == ["tone"]
+        ranked = await store.asearch((r, stack.bob, "support"), query="Which language does Bob write?", limit=5)
+        assert [i.key for i in ranked] == ["tone"]  # the coder's better match is another agent's
+        assert await store.alist_namespaces(prefix=(r, stack.bob, "coder")) == [
+            (r, stack.bob, "coder", "t2"),
+            (r, stack.bob, "coder", "t3"),
+        ]
+        got = await store.aget((r, stack.bob, "coder", "t3"), "editor")
+        assert got is not None and got.value == {"content": "Bob edits with Helix."}
+        assert await store.aget((r, stack.bob, "support", "t3"), "editor") is None
+        await memory.delete_all(user_id=stack.bob, agent_id="coder")
+        assert await store.asearch((r, stack.bob, "coder")) == []
+        assert [i.key for i in await store.asearch((r, stack.bob))] == ["tone"]
+        await store.adelete((r, stack.bob, "support", "t1"), "tone")
+
+
 async def test_bad_input_is_a_typed_error(stack: Stack) -> None:
     with pytest.raises(ConfigError) as config:
         MemorydStore(stack.url, api_key=stack.alice_key, index={"dims": 3, "embed": "openai:text-embedding-3-small"})

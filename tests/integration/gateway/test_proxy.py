@@ -58,6 +58,48 @@ async def test_non_streamed_answer_with_memory_and_the_exchange_is_remembered(st
     assert await _searchable(stack, "Use TypeScript with Vite.", session)
 
 
+async def test_agent_header_scopes_the_memory_and_the_remembered_exchange(stack: Stack) -> None:
+    tag = uuid.uuid4().hex[:8]
+    coder, travel = f"coder-{tag}", f"travel-{tag}"
+    question = "Which language should I use for my web project?"
+    async with stack.client(stack.alice_key) as http:
+        for agent, text in (
+            (coder, f"I prefer TypeScript for web projects {tag}."),
+            (travel, f"I prefer Perl for web projects {tag}."),
+        ):
+            made = await http.post("/v1/memories", json={"content": text, "agent_id": agent})
+            assert made.status_code == 200, made.text
+        for _ in range(100):
+            hits = (await http.post("/v1/search", json={"query": question, "agent_id": coder})).json()["memories"]
+            if any(tag in m["content"] for m in hits):
+                break
+            await asyncio.sleep(0.1)
+    stack.llm.reply_text(f"Use TypeScript, {tag}.")
+    sdk = _sdk(stack, stack.alice_key, **{"x-memory-agent": coder})
+    raw = await sdk.chat.completions.with_raw_response.create(
+        model="fake", messages=[{"role": "user", "content": question}]
+    )
+    assert raw.headers["x-memory-status"] == "injected"
+    context = stack.llm.requests[-1]["messages"][0]["content"]
+    assert f"TypeScript for web projects {tag}" in context and "Perl" not in context  # only the coder's memory
+    async with stack.client(stack.alice_key) as http:
+        for _ in range(100):
+            listed = (await http.get("/v1/memories", params={"agent_id": coder, "source": "chat_turn"})).json()
+            if any(m["content"] == f"Use TypeScript, {tag}." for m in listed["memories"]):
+                break
+            await asyncio.sleep(0.1)
+        assert {m["agent_id"] for m in listed["memories"]} == {coder} and len(listed["memories"]) == 2, listed
+        others = (await http.get("/v1/memories", params={"agent_id": travel, "source": "chat_turn"})).json()
+        assert others["memories"] == []
+        bad = await http.post(
+            "/v1/chat/completions",
+            headers={"x-memory-agent": "a" * 257},
+            json={"model": "fake", "messages": [{"role": "user", "content": "hi"}]},
+        )
+        assert bad.status_code == 400 and "x-memory-agent" in bad.json()["detail"], bad.text
+    assert stack.llm.requests[-1]["messages"][-1]["content"] == question  # the bad call never went upstream
+
+
 async def test_streamed_answer_passes_through_chunk_by_chunk(stack: Stack) -> None:
     stack.llm.reply_text("Stream me back exactly as sent.")
     sdk = _sdk(stack, stack.alice_key)

@@ -12,11 +12,11 @@ import pytest
 from nats.aio.client import Client
 
 from memoryd.client import MemoryClient
-from memoryd.errors import NotFound
+from memoryd.errors import NotFound, ValidationFailed
 from memoryd.schemas import MemoryRecord
 from shared.service import ServiceContext
 
-from .conftest import JobTap, snapshot
+from .conftest import JobTap, snapshot, wait_event
 
 
 async def test_create_get_update_delete(client: MemoryClient, nc: Client, pool: asyncpg.Pool, owner: str) -> None:
@@ -250,3 +250,56 @@ async def test_health_through_client(client: MemoryClient, ingest: ServiceContex
     health = await client.health("ingest")
     assert (health.service, health.status) == ("ingest", "ok")
     assert health.checks["postgres"] == "ok"
+
+
+async def test_history_batch_add_and_agents_through_the_nats_client(
+    client: MemoryClient, pool: asyncpg.Pool, owner: str
+) -> None:
+    made = await client.create(owner, "Edits with vim", agent_id="coder")
+    assert made.memory.agent_id == "coder"
+    await client.update(owner, made.memory.id, content="Edits with helix")
+    [entry] = await client.history(owner, made.memory.id)
+    assert (entry.old_content, entry.new_content, entry.reason) == ("Edits with vim", "Edits with helix", "api_update")
+    with pytest.raises(NotFound):
+        await client.history(owner, str(uuid.uuid4()))
+
+    done = await client.add_batch(
+        owner,
+        [
+            "Drinks green tea",
+            {"content": "Flew to Oslo", "memory_type": "episodic", "agent_id": "travel"},
+            {"content": "   "},
+            {"messages": "I love cross-country skiing"},
+        ],
+        agent_id="coder",
+        session_id="s1",
+        metadata={"via": "nats"},
+    )
+    assert (done.stored, done.published, done.failed) == (2, 1, 1)
+    tea, oslo, blank, chat = done.results
+    assert tea.memory is not None and oslo.memory is not None and blank.error is not None
+    assert (tea.memory.agent_id, tea.memory.session_id, tea.memory.metadata) == ("coder", "s1", {"via": "nats"})
+    assert (oslo.memory.agent_id, oslo.memory.memory_type) == ("travel", "episodic")  # an item's own agent wins
+    assert (blank.error.code, blank.error.field) == (400, "$.items[2].content")
+    assert chat.event_id is not None
+    await wait_event(pool, owner, chat.event_id)
+    turn = await pool.fetchrow(
+        "SELECT agent_id, session_id, content FROM memories WHERE owner = $1 AND source = 'chat_turn'", owner
+    )
+    assert tuple(turn) == ("coder", "s1", "I love cross-country skiing")  # the event's agent reached its turn
+
+    coder = await client.list(owner, agent_id="coder")
+    assert sorted(m.content for m in coder.memories) == [
+        "Drinks green tea",
+        "Edits with helix",
+        "I love cross-country skiing",
+    ]
+    cleared = await client.clear(owner, agent_id="coder")
+    assert cleared.count == 3
+    assert [m.content for m in (await client.list(owner)).memories] == ["Flew to Oslo"]
+    with pytest.raises(ValidationFailed) as empty:
+        await client.add_batch(owner, [])
+    assert empty.value.field == "$.items"
+    with pytest.raises(ValidationFailed) as long:
+        await client.list(owner, agent_id="a" * 257)
+    assert long.value.field == "$.agent_id"

@@ -16,7 +16,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from memoryd import client as client_module
+from memoryd import client_memories
 from memoryd.client import MemoryClient
 from memoryd.local.nats import EmbeddedNats
 from shared.db import memories
@@ -125,7 +125,7 @@ async def test_import_reports_progress_per_request(
 ) -> None:
     """What the progress bar of ``memories import`` counts: lines sent, after each request."""
     owner = f"cli-{uuid.uuid4().hex[:8]}"
-    monkeypatch.setattr(client_module, "IMPORT_CHUNK_BYTES", 1)  # one line a request
+    monkeypatch.setattr(client_memories, "IMPORT_CHUNK_BYTES", 1)  # one line a request
     seen: list[int] = []
     async with await MemoryClient.connect(nats_server.url) as client:
         for i in range(3):

@@ -137,6 +137,21 @@ async def test_summarize_dry_run_then_real_run_then_restore(
         await call(nc, "memory.restore", MemoryRestoreRequest(owner=_owner(), id=old[1]))
 
 
+async def test_summarize_keeps_each_agents_memories_apart(
+    nc: Client, pool: asyncpg.Pool, ingest: ServiceContext
+) -> None:
+    owner = _owner()
+    coder = [await _memory(pool, owner, f"Coder note {i}", days_old=40, agent_id="coder") for i in range(2)]
+    travel = await _memory(pool, owner, "Travel note", days_old=40, agent_id="travel")
+    real = await call(nc, "summarize", SummarizeRequest(older_than_days=30, owner=owner))
+    by_agent: dict[str | None, list[str]] = {}
+    for summary_id in real.summary_ids:
+        summary = await memories.get(pool, owner, summary_id)
+        assert summary is not None
+        by_agent[summary.agent_id] = sorted(summary.metadata["source_ids"])
+    assert by_agent == {"coder": sorted(coder), "travel": [travel]}  # one summary per agent, kept by it
+
+
 async def test_restore_of_a_demoted_summary_memory(nc: Client, pool: asyncpg.Pool, ingest: ServiceContext) -> None:
     owner = _owner()
     mid = await _memory(pool, owner, "x" * 300)

@@ -158,6 +158,7 @@ async def add_memory(
     created_days_ago: float = 1.0,
     accessed_days_ago: float | None = None,
     source: str = "api",
+    agent_id: str | None = None,
 ) -> str:
     created = NOW - timedelta(days=created_days_ago)
     record = await memories.insert(
@@ -167,6 +168,7 @@ async def add_memory(
         content=content,
         source=source,
         session_id=session_id,
+        agent_id=agent_id,
         scope=scope,
         created_at=created,
     )

@@ -147,3 +147,24 @@ async def test_global_memories_and_other_owners_never_pair(
     assert run.phases["conflict_resolution"]["pairs"] == 1
     assert await states(pool, glob, theirs) == ["active", "active"]
     assert sorted(await states(pool, mine, twin)) == ["active", "archived"]
+
+
+async def test_two_agents_memories_never_pair(
+    nats_server: EmbeddedNats, pg_dsn: str, pool: asyncpg.Pool, nc: Client, llm: SleepLlm
+) -> None:
+    """An agent's search sees only its own memories: merging two agents' near-duplicates would take
+    one away from its agent, so only pairs of one agent (or of none) are judged."""
+    coder = await add_memory(pool, "o1", "CODER likes jazz", vector=vec(0), agent_id="coder")
+    travel = await add_memory(pool, "o1", "TRAVEL likes jazz", vector=vec(0, 0.01), agent_id="travel")
+    plain = await add_memory(pool, "o1", "PLAIN likes jazz", vector=vec(0, 0.02))
+    twin = await add_memory(pool, "o1", "CODER likes jazz a lot", vector=vec(0, 0.1), agent_id="coder")
+    llm.phases["conflict"] = lambda prompt: {
+        "decisions": [{"pair": i, "action": "archive", "target": "a"} for i in range(len(pairs_of(prompt)))]
+    }
+    async with sleep_service(nats_server, pg_dsn, llm):
+        run = await run_sleep(nc, "o1")
+    prompts = "\n".join(llm.prompts("conflict"))
+    assert "TRAVEL" not in prompts and "PLAIN" not in prompts
+    assert run.phases["conflict_resolution"]["pairs"] == 1
+    assert await states(pool, travel, plain) == ["active", "active"]
+    assert sorted(await states(pool, coder, twin)) == ["active", "archived"]

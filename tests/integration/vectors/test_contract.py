@@ -127,6 +127,42 @@ async def test_session_filter(world: World) -> None:
     assert set(ids(everything)) == {*s1, *s2, none, own_global_s2, other_global}
 
 
+async def test_agent_filter(world: World) -> None:
+    """An agent's search sees that agent's vectors of the owner (and global ones), in any session,
+    never another agent's; with a session too, both must match; without an agent, all of them."""
+    rng = np.random.default_rng(41)
+    alice, admin = owner(), owner()
+    support = [world.add(alice, v, agent_id="support") for v in unit(rng, DIM, 4)]
+    support_s1 = world.add(alice, unit(rng, DIM), agent_id="support", session_id="s1")
+    coder = [world.add(alice, v, agent_id="coder") for v in unit(rng, DIM, 4)]
+    coder_s1 = world.add(alice, unit(rng, DIM), agent_id="coder", session_id="s1")
+    none = world.add(alice, unit(rng, DIM))
+    own_global_coder = world.add(alice, unit(rng, DIM), agent_id="coder", scope="global")
+    other_global = world.add(admin, unit(rng, DIM), scope="global")
+    mallory_support = world.add(owner(), unit(rng, DIM), agent_id="support")
+    await world.flush()
+    q = unit(rng, DIM)
+    strict = await world.store.search(
+        world.signature, VectorQuery(owner=alice, vector=q, limit=50, agent_id="support", include_global=False)
+    )
+    assert set(ids(strict)) == {*support, support_s1}
+    assert ids(strict) == [i for i, _ in world.expected(alice, q, 50, agent_id="support", include_global=False)]
+    loose = await world.store.search(world.signature, VectorQuery(owner=alice, vector=q, limit=50, agent_id="support"))
+    assert set(ids(loose)) == {*support, support_s1, own_global_coder, other_global}
+    both = await world.store.search(
+        world.signature,
+        VectorQuery(owner=alice, vector=q, limit=50, agent_id="coder", session_id="s1", include_global=False),
+    )
+    assert ids(both) == [coder_s1]
+    everything = await world.store.search(world.signature, VectorQuery(owner=alice, vector=q, limit=50))
+    assert set(ids(everything)) == {*support, support_s1, *coder, coder_s1, none, own_global_coder, other_global}
+    assert mallory_support not in ids(everything) + ids(loose)
+    # a short answer is the agent's nearest, exactly
+    top = VectorQuery(owner=alice, vector=q, limit=2, agent_id="coder", include_global=False)
+    want = world.expected(alice, q, 2, agent_id="coder", include_global=False)
+    assert ids(await world.store.search(world.signature, top)) == [i for i, _ in want]
+
+
 async def test_archived_summary_and_expired_are_excluded(world: World) -> None:
     rng = np.random.default_rng(5)
     alice = owner()

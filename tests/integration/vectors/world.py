@@ -42,6 +42,7 @@ class Row:
     owner: str
     vector: NDArray[np.float32]
     session_id: str | None = None
+    agent_id: str | None = None
     scope: str = "apiKey"
     state: str = "active"
     memory_type: str = "factual"
@@ -54,6 +55,7 @@ class Row:
             owner=self.owner,
             vector=self.vector,
             session_id=self.session_id,
+            agent_id=self.agent_id,
             scope=self.scope,
             state=self.state,
             memory_type=self.memory_type,
@@ -101,6 +103,7 @@ class World:
                     r.expires_at,
                     r.state,
                     content_hash(f"memory {r.id}"),
+                    r.agent_id,
                 )
                 for r in rows
             ],
@@ -117,6 +120,7 @@ class World:
                 "expires_at",
                 "state",
                 "content_hash",
+                "agent_id",
             ],
         )
         return await self.store.upsert(signature or self.signature, [r.item() for r in rows])
@@ -144,6 +148,7 @@ class World:
         limit: int,
         *,
         session_id: str | None = None,
+        agent_id: str | None = None,
         include_global: bool = True,
         types: Sequence[str] | None = None,
         created_after: datetime | None = None,
@@ -154,7 +159,11 @@ class World:
         query = self.stored(query)
         seen = []
         for r in self.rows.values():
-            own = r.owner == owner and (session_id is None or r.session_id == session_id)
+            own = (
+                r.owner == owner
+                and (session_id is None or r.session_id == session_id)
+                and (agent_id is None or r.agent_id == agent_id)
+            )
             if not (own or (include_global and r.scope == "global")):
                 continue
             if r.state != "active" or (r.expires_at is not None and r.expires_at <= moment):

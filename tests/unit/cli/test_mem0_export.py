@@ -38,7 +38,7 @@ def test_entries_map_to_records() -> None:
     ((rec,),) = _records(by_owner).values()
     assert (rec.id, rec.owner, rec.content, rec.session_id) == (ENTRY["id"], "alice", "Likes tea", "r1")
     assert (rec.key, rec.source, rec.state, rec.memory_type) == (f"mem0:{ENTRY['id']}", "import", "active", "factual")
-    assert rec.metadata == {"topic": "food", "agent_id": "bot"}
+    assert rec.metadata == {"topic": "food"} and rec.agent_id == "bot"  # the column, not a metadata key
     assert rec.created_at == rec.updated_at == datetime(2024, 7, 20, 8, 23, 45, tzinfo=UTC)
 
 

@@ -13,6 +13,7 @@ from services.sleep.logic.conflict_pairs import (
     ScanRecord,
     incremental_since,
     normalise_pair,
+    same_agent,
     select_pairs,
 )
 
@@ -236,3 +237,22 @@ def test_an_old_full_scan_or_another_threshold_forces_a_full_scan() -> None:
     other_threshold = [scan(8, 30), scan(30, None, threshold=0.92)]
     assert incremental_since(other_threshold, now=SCAN_NOW, threshold=0.85, full_every=WEEK) is None
     assert incremental_since([scan(8, None)], now=SCAN_NOW, threshold=0.75, full_every=WEEK) is None
+
+
+def test_pairs_stay_within_one_agent() -> None:
+    mems = {
+        "a1": PairMemory(id="a1", updated_at=T0, content_hash="h1", agent_id="coder"),
+        "a2": PairMemory(id="a2", updated_at=T0, content_hash="h2", agent_id="coder"),
+        "b1": PairMemory(id="b1", updated_at=T0, content_hash="h3", agent_id="travel"),
+        "n1": mem("n1"),
+        "n2": mem("n2"),
+    }
+    pairs = [
+        CandidatePair("a1", "a2", 0.99),
+        CandidatePair("a1", "b1", 0.99),
+        CandidatePair("n1", "a1", 0.99),
+        CandidatePair("n1", "n2", 0.99),
+        CandidatePair("a2", "gone", 0.99),
+    ]
+    kept = same_agent(pairs, mems)
+    assert [(c.a_id, c.b_id) for c in kept] == [("a1", "a2"), ("n1", "n2"), ("a2", "gone")]
