@@ -125,8 +125,9 @@ _SAID = msgspec.json.Decoder(_Said | None)  # a JSON null stored by hand reads a
 
 
 # gc=False: only scalars (never in a reference cycle), ~200 per hybrid search: not tracked (see ``Fused``)
-class MemoryRow(msgspec.Struct, frozen=True, kw_only=True, gc=False):
-    """The columns of a winner that the answer shows (fetched in one query)."""
+class MemoryRow(msgspec.Struct, frozen=True, gc=False):
+    """The columns of a winner that the answer shows (fetched in one query; built positionally
+    from its record, in this field order)."""
 
     id: str
     content: str
@@ -171,18 +172,31 @@ def boost(
     (``temporal.temporal_gains``, relative to ``today``) (0 turns each off; the engine and the
     quality study both call this)."""
     scores = scores_of(ranked)
+    # what the boosts read of the rows, in one pass: sessions and turn positions (rows without
+    # either neither gain nor give), speakers (only rows whose metadata names one are decoded)
+    sessions: dict[str, str] = {}
+    positions: dict[str, tuple[str, int]] = {}
+    speakers: dict[str, str | None] = {}
+    by_speaker = speaker_share > 0 and bool(query)
+    for i, r in rows.items():
+        if (session := r.session_id) is not None:
+            sessions[i] = session
+            if r.turn is not None:
+                positions[i] = (session, r.turn)
+        if by_speaker and '"speaker"' in r.metadata_json:
+            speakers[i] = r.speaker
     if session_share > 0:
-        scores = session_gains(scores, {i: r.session_id for i, r in rows.items()}, session_share)
-    positions = {i: (r.session_id, r.turn) for i, r in rows.items() if r.session_id is not None and r.turn is not None}
+        scores = session_gains(scores, sessions, session_share)
     if positions:
         scores = neighbour_gains(scores, positions, neighbour_share)
-    if speaker_share > 0 and query:
-        scores = speaker_gains(scores, {i: r.speaker for i, r in rows.items()}, query, speaker_share)
+    if speakers:  # else no one gains
+        scores = speaker_gains(scores, speakers, query, speaker_share)
     if temporal_share > 0 and asks_when(query):  # the contents are read for "when" questions only
         scores = temporal_gains(scores, {i: r.content for i, r in rows.items()}, query, temporal_share)
-    if reasoning_share > 0 and query:
+    day = today or date.today()
+    if reasoning_share > 0 and query and temporal.read_question(query, day).temporal:  # else nothing to gain
         moments = {i: (r.content, r.created_at) for i, r in rows.items()}
-        scores = temporal.temporal_gains(scores, moments, query, reasoning_share, today or date.today())
+        scores = temporal.temporal_gains(scores, moments, query, reasoning_share, day)
     return rescored(ranked, scores)  # one sort, whatever the boosts
 
 

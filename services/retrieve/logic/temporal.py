@@ -254,6 +254,7 @@ _WHEN_START = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=1024)  # a search reads its question twice (to skip the rows, then to gain)
 def read_question(question: str, now: date) -> TimeQuery:
     """The time a question asks about.
 
