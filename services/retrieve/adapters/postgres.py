@@ -382,9 +382,17 @@ _AS_TEXT = ("id", "metadata")
 _PROBED_COLUMNS = ", ".join(f"m.{n}" for n in (*_ROW_NAMES, "source"))
 
 
+#: ``created_at`` as microseconds since the Unix epoch (``MemoryRow.created_at``; exact: ``extract``
+#: gives a numeric): asyncpg's timestamp decoding was ~0.15 ms of a search's 200 rows.
+_MICROS = "(extract(epoch FROM {0}.created_at) * 1000000)::int8 AS created_at"
+
+
 def _row_columns(alias: str) -> str:
     """``_ROW_NAMES`` of ``alias`` as ``fetch_rows`` reads them."""
-    return ", ".join(f"{alias}.{n}::text AS {n}" if n in _AS_TEXT else f"{alias}.{n}" for n in _ROW_NAMES)
+    return ", ".join(
+        f"{alias}.{n}::text AS {n}" if n in _AS_TEXT else _MICROS.format(alias) if n == "created_at" else f"{alias}.{n}"
+        for n in _ROW_NAMES
+    )
 
 
 def _rows_sql(c: _Clauses, turns: bool) -> str:

@@ -20,7 +20,18 @@ from services.retrieve.logic.fusion import (
 from services.retrieve.logic.plan import MemoryRow, boost
 
 TODAY = date(2026, 3, 1)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+START = datetime(2026, 1, 1, tzinfo=UTC)
 TEXTS = ["we met in May 2025", "the trip was last week", "I like tea", "[8 May 2025] back from Paris", "hello"]
+
+
+def _stored(at: datetime) -> datetime | int:
+    """Half the rows hold microseconds since the epoch, as ``fetch_rows`` reads them."""
+    return at if at.hour % 2 else (at - EPOCH) // timedelta(microseconds=1)
+
+
+def _as_datetime(at: datetime | int) -> datetime:
+    return at if isinstance(at, datetime) else EPOCH + timedelta(microseconds=at)
 
 
 def _rows(rng: random.Random, n: int) -> dict[str, MemoryRow]:
@@ -32,7 +43,7 @@ def _rows(rng: random.Random, n: int) -> dict[str, MemoryRow]:
             id=f"m{i:03d}",
             content=rng.choice(TEXTS),
             memory_type="episodic",
-            created_at=datetime(2026, 1, 1, tzinfo=UTC) + timedelta(days=rng.randrange(60)),
+            created_at=_stored(START + timedelta(days=rng.randrange(60), hours=rng.randrange(24))),
             session_id=session,
             metadata_json=json.dumps(meta),
             turn=rng.randrange(30) if session is not None and rng.random() < 0.8 else None,
@@ -46,7 +57,7 @@ def _one_by_one(ranked: list[Fused], rows: dict[str, MemoryRow], query: str) -> 
     scores = neighbour_gains(scores, positions, 0.3)
     scores = speaker_gains(scores, {i: r.speaker for i, r in rows.items()}, query, 0.6)
     scores = temporal_gains(scores, {i: r.content for i, r in rows.items()}, query, 0.2)
-    moments = {i: (r.content, r.created_at) for i, r in rows.items()}
+    moments = {i: (r.content, _as_datetime(r.created_at).date()) for i, r in rows.items()}
     return rescored(ranked, temporal.temporal_gains(scores, moments, query, 0.4, TODAY))
 
 

@@ -4,7 +4,7 @@ hold each id once, in order."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 
 from services.retrieve.adapters.postgres import _ROW_NAMES, _uuid_array
 from services.retrieve.logic.plan import MemoryRow
@@ -24,6 +24,17 @@ def test_the_rows_columns_are_memory_rows_fields_in_order() -> None:
     assert (row.session_id, row.scope, row.speaker, row.turn) == ("s1", "global", "Ann", 4)
     assert row.metadata == {"speaker": "Ann"}
     assert MemoryRow(*record[:7]).turn is None  # a plain read has no turn column
+    assert (row.created, row.day) == (at, at.date())
+
+
+def test_a_fetched_time_in_microseconds_reads_as_the_same_datetime_and_day() -> None:
+    at = datetime(2026, 1, 2, 23, 59, 59, 999_999, tzinfo=UTC)
+    micros = (at - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
+    row = MemoryRow(A, "likes tea", "factual", micros)
+    assert (row.created, row.day) == (at, date(2026, 1, 2))
+    assert row.created.tzinfo is UTC
+    early = MemoryRow(A, "x", "factual", -1)  # floor division: before the epoch is the day before
+    assert (early.created, early.day) == (datetime(1969, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC), date(1969, 12, 31))
 
 
 def test_ids_go_as_one_uuid_array_text_each_once_in_order() -> None:
