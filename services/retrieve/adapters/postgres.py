@@ -368,8 +368,8 @@ async def fetch_rows(
 
 def _uuid_array(ids: list[str]) -> str:
     """Distinct ``ids`` as the text of a ``uuid[]`` (``$1::text::uuid[]``): asyncpg checks every
-    element of a list parameter against several abstract base classes, a tenth of a millisecond
-    for 200 ids, and PostgreSQL parses the text as fast as the binary form."""
+    element of a list parameter against several abstract base classes (~0.08 ms of client CPU for
+    200 ids), where PostgreSQL parses the text for about half that more than the binary form."""
     return "{" + ",".join(dict.fromkeys(ids)) + "}"
 
 
