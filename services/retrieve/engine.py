@@ -15,6 +15,7 @@ results); the others fetch ``limit``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import time
 from collections import Counter
@@ -24,8 +25,10 @@ from typing import Annotated
 
 import asyncpg
 import msgspec
+import numpy as np
 from nats.aio.client import Client
 from nats.errors import TimeoutError as NatsTimeout
+from numpy.typing import NDArray
 
 from memoryd.errors import DependencyDown, MemorydError, RateLimited, ValidationFailed
 from memoryd.schemas.retrieval import EmbedResult, RetrieveRequest, RetrieveResult, Tier, TierReport
@@ -255,12 +258,18 @@ class Engine:
     def _observe(self, strategy: Strategy, attempts: list[Attempt], total_ms: float, results: int) -> None:
         for attempt in attempts:
             if attempt.served or attempt.ms > 0:
-                RETRIEVE_SECONDS.labels(strategy.value, attempt.tier).observe(attempt.ms / 1000)
+                _seconds(strategy.value, attempt.tier).observe(attempt.ms / 1000)
             if not attempt.served and attempt.code is not None:
-                RETRIEVE_FALLBACKS.labels(attempt.code).inc()
+                _fallbacks(attempt.code).inc()
                 self.fallbacks[attempt.code] += 1
-        RETRIEVE_SECONDS.labels(strategy.value, "all").observe(total_ms / 1000)
+        _seconds(strategy.value, "all").observe(total_ms / 1000)
         RETRIEVE_RESULTS.observe(results)
+
+
+# The labelled children of the retrieve metrics, looked up once per label set (few and fixed:
+# strategies x tiers, fallback codes), not per request.
+_seconds = functools.cache(RETRIEVE_SECONDS.labels)
+_fallbacks = functools.cache(RETRIEVE_FALLBACKS.labels)
 
 
 class _Run:
@@ -362,10 +371,8 @@ class _Run:
                 continue
             at = time.perf_counter()
             try:
-                ranked = await asyncio.wait_for(
-                    tiers.vector_search(store, active, self.vis, vector, limit, self.e.pool),
-                    self.e.config.store_timeout_s,
-                )
+                async with asyncio.timeout(self.e.config.store_timeout_s):  # no task of its own, unlike wait_for
+                    ranked = await tiers.vector_search(store, active, self.vis, vector, limit, self.e.pool)
             except Exception as exc:
                 code, reason = store_failure(store.name, exc, self.e.config.store_timeout_s)
                 breaker.failure(time.monotonic(), reason)
@@ -388,7 +395,7 @@ class _Run:
 
     async def _embed(
         self, searched: set[str]
-    ) -> tuple[list[float] | None, str | None, tuple[FallbackCode, str] | None]:
+    ) -> tuple[NDArray[np.float32] | None, str | None, tuple[FallbackCode, str] | None]:
         """The query's vector and signature: this process's cache while a store searches its
         signature (``searched``), else the embed service."""
         if (kept := self.e.query_vectors.get(self.vis.owner, self.query, searched)) is not None:
@@ -422,7 +429,7 @@ class _Run:
         breaker.success()
         if not result.vectors or not result.vectors[0] or not all(map(math.isfinite, result.vectors[0])):
             return None, None, ("embed_failed", "embed service returned no usable vector")
-        vector = list(result.vectors[0])
+        vector = np.asarray(result.vectors[0], dtype=np.float32)  # what the stores search with
         self.e.query_vectors.put(self.vis.owner, self.query, result.signature, vector)
         return vector, result.signature, None
 

@@ -11,13 +11,16 @@ that another one asked the same question.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
 import numpy as np
+from numpy.typing import NDArray
 
 from shared.digest import text_digest
 from shared.observability.metrics import RETRIEVE_QUERY_VECTOR_CACHE
 from shared.vectors.cache import VectorCache
+
+_HITS, _MISSES = RETRIEVE_QUERY_VECTOR_CACHE.labels("hit"), RETRIEVE_QUERY_VECTOR_CACHE.labels("miss")
 
 
 class QueryVectors:
@@ -27,7 +30,7 @@ class QueryVectors:
         self.cache = VectorCache(size, ttl_s)
         self.signature: str | None = None
 
-    def get(self, owner: str, query: str, searched: Collection[str]) -> tuple[list[float], str] | None:
+    def get(self, owner: str, query: str, searched: Collection[str]) -> tuple[NDArray[np.float32], str] | None:
         """The vector and its signature when ``owner`` asked ``query`` recently; else None.
         ``searched``: the signatures the vector stores search now (empty: none recorded yet);
         when the kept vectors' is not among them, every kept vector is dropped."""
@@ -37,15 +40,18 @@ class QueryVectors:
             self.clear()
             return None
         vector = self.cache.get(text_digest(query, owner))
-        RETRIEVE_QUERY_VECTOR_CACHE.labels("miss" if vector is None else "hit").inc()
-        return None if vector is None else (vector.tolist(), self.signature)
+        if vector is None:
+            _MISSES.inc()
+            return None
+        _HITS.inc()
+        return vector, self.signature  # as kept: the stores take float32 arrays
 
     def clear(self) -> None:
         """Drop every kept vector."""
         self.cache.clear()
         self.signature = None
 
-    def put(self, owner: str, query: str, signature: str, vector: list[float]) -> None:
+    def put(self, owner: str, query: str, signature: str, vector: Sequence[float] | NDArray[np.float32]) -> None:
         """Keep the embed service's answer to ``owner``'s ``query``; another signature drops the rest."""
         if not self.cache.size:
             return

@@ -315,7 +315,7 @@ class PgVectorStore:
         rows = await fetch(nearest)
         if not sql.exact_is_complete(rows, limit, nearest):
             rows = await fetch(None)
-        return [VectorHit(memory_id=str(r["memory_id"]), score=float(r["score"])) for r in rows]
+        return _hits(rows)
 
     async def search_hnsw(
         self, signature: str, query: VectorQuery, vec: np.ndarray[Any, Any], limit: int, *, own_index: bool = False
@@ -327,7 +327,7 @@ class PgVectorStore:
         )
         async with self._conn() as conn:
             rows = await self._hnsw_fetch(conn, text, *args)
-        return [VectorHit(memory_id=str(r["memory_id"]), score=float(r["score"])) for r in rows]
+        return _hits(rows)
 
     async def neighbours(
         self,
@@ -548,6 +548,11 @@ def _as_array(value: Any) -> np.ndarray[Any, Any]:
     if isinstance(value, Vector):
         return value.to_numpy().astype(np.float32, copy=False)
     return np.asarray(value, dtype=np.float32)
+
+
+def _hits(rows: Sequence[asyncpg.Record]) -> list[VectorHit]:
+    """A search statement's rows (``sql.search``: id text, score) as hits."""
+    return [VectorHit(memory_id=r[0], score=r[1]) for r in rows]
 
 
 def _rowcount(status: str) -> int:

@@ -254,7 +254,8 @@ def search(
     own_index: bool = False,
     nearest: int | None = None,
 ) -> tuple[str, list[Any]]:
-    """The search statement and its arguments (``$1`` the query vector, ``$2`` the owner).
+    """The search statement and its arguments (``$1`` the query vector, ``$2`` the owner); its rows
+    are ``(memory_id as text, score)``, read by position (a uuid decodes to an object first).
 
     ``own_index`` (HNSW only): the owner has its own partial index; the owner is then written
     as a literal too, so the planner can prove that index's predicate (a ``$2`` cannot).
@@ -339,8 +340,9 @@ WITH near AS MATERIALIZED (
     SELECT e.memory_id, {d} AS d FROM memory_embeddings e
     WHERE e.signature = {sig} AND e.dim = {dim} AND e.owner = $2 ORDER BY d LIMIT {near}
 ), own AS MATERIALIZED (SELECT n.memory_id, n.d FROM near n WHERE {_member("n", alive, narrow)})
-SELECT memory_id, 1 - d AS score, (SELECT count(*) FROM near) AS fetched, (SELECT count(*) FROM own) AS visible
-FROM (SELECT memory_id, d FROM own{glob}) s ORDER BY d, memory_id LIMIT {k}
+SELECT s.memory_id::text, 1 - s.d AS score,
+    (SELECT count(*) FROM near) AS fetched, (SELECT count(*) FROM own) AS visible
+FROM (SELECT memory_id, d FROM own{glob}) s ORDER BY s.d, s.memory_id LIMIT {k}
 """
 
 
@@ -376,5 +378,6 @@ WITH near AS MATERIALIZED (
     WHERE e.signature = {sig} AND e.dim = {dim} AND e.owner = {owner} AND {member}
     ORDER BY {expr} <=> {q} LIMIT {k}
 ){glob}
-SELECT memory_id, 1 - d AS score FROM (SELECT memory_id, d FROM near{union}) s ORDER BY d, memory_id LIMIT {k}
+SELECT s.memory_id::text, 1 - s.d AS score FROM (SELECT memory_id, d FROM near{union}) s
+ORDER BY s.d, s.memory_id LIMIT {k}
 """

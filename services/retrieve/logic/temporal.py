@@ -14,7 +14,7 @@ import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 
 MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
           "november", "december")  # fmt: skip
@@ -254,6 +254,7 @@ _WHEN_START = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=1024)  # a search reads its question twice (to skip the rows, then to gain)
 def read_question(question: str, now: date) -> TimeQuery:
     """The time a question asks about.
 
@@ -358,12 +359,12 @@ def match(query: TimeQuery, memory: MemoryTime, targets: Sequence[Span]) -> floa
 
 def temporal_gains(
     scores: Mapping[str, float],
-    memories: Mapping[str, tuple[str, datetime]],
+    memories: Mapping[str, tuple[str, date]],
     question: str,
     share: float,
     now: date,
 ) -> dict[str, float]:
-    """Each memory (``memories``: id -> content, created_at) gains ``share`` x its score x its
+    """Each memory (``memories``: id -> content, the day it was stored) gains ``share`` x its score x its
     ``match``; a question that asks no time changes nothing. The anchor's own memory matches
     fully: its date is half of the answer."""
     out = dict(scores)
@@ -372,7 +373,7 @@ def temporal_gains(
     query = read_question(question, now)
     if not query.temporal:
         return out
-    times = {i: read_memory(c, at.date()) for i, (c, at) in memories.items() if i in scores}
+    times = {i: read_memory(c, day) for i, (c, day) in memories.items() if i in scores}
     targets = list(query.spans)
     anchor_id = None
     if query.anchor is not None:

@@ -146,3 +146,33 @@ async def test_embed_timeout_then_circuit_open(
     ]
     assert res.fallbacks == ["pgvector->keyword:embed_circuit_open"]
     assert elapsed < 2.0  # the open breaker does not wait for the embedder (generous bound)
+
+
+async def test_a_vector_store_slower_than_its_timeout_falls_back_to_keyword(
+    pool: asyncpg.Pool, nc: Client, config: ServiceConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pgvector's table held by another transaction: the vector search waits on the lock, is cut off
+    after ``storeTimeoutS``, and keyword serves, said so (the search statement is cancelled)."""
+    monkeypatch.setenv("MEMORYD_RETRIEVE_STORE_TIMEOUT_S", "0.5")
+    who = owner()
+    mid = await put(pool, who, "the numbat eats termites", vector=V)
+    embed = await ScriptedEmbed({"numbat termites": V}).start(nc)
+    before = fallbacks_seen("store_timeout")
+    try:
+        async with run_services(["retrieve"], config), pool.acquire() as holder:
+            async with holder.transaction():
+                await holder.execute("LOCK TABLE memory_embeddings IN ACCESS EXCLUSIVE MODE")
+                started = time.monotonic()
+                res = await retrieve(nc, owner=who, query="numbat termites", strategy="hybrid")
+                waited = time.monotonic() - started
+            after = await retrieve(nc, owner=who, query="numbat termites", strategy="hybrid")  # lock released
+    finally:
+        await embed.stop()
+    assert 0.5 <= waited < 5
+    assert res.fallbacks == ["pgvector->keyword:store_timeout"]
+    assert [m.id for m in res.memories] == [mid] and res.memories[0].tier == "keyword"
+    vector = next(t for t in res.tiers if t.tier == "pgvector")
+    assert not vector.served and vector.reason == "pgvector did not answer within 0.5 s"
+    assert fallbacks_seen("store_timeout") == before + 1
+    assert after.fallbacks == [] and [m.id for m in after.memories] == [mid]
+    assert after.memories[0].vec_rank == 1

@@ -77,3 +77,22 @@ async def test_rows_are_the_visible_candidates_with_exact_near_turn_distances(po
         *shared,
     }
     assert await fetch_rows(pool, vis, []) == {}
+
+
+async def test_rows_carry_their_stored_time_to_the_microsecond(pool: asyncpg.Pool) -> None:
+    """``created_at`` is read as microseconds since the epoch; as a datetime it is the stored one."""
+    owner = f"rows-t-{uuid.uuid4().hex[:6]}"
+    ids = await _add(pool, owner, 3)
+    await pool.execute(
+        "UPDATE memories SET created_at = $2 WHERE id = $1",
+        uuid.UUID(ids[0]),
+        datetime(2025, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC),
+    )
+    found = await pool.fetch("SELECT id, created_at FROM memories WHERE owner = $1", owner)
+    stored = {str(r["id"]): r["created_at"] for r in found}
+    for turns in (False, True):
+        rows = await fetch_rows(pool, Visibility(owner, None, None, 3650), ids, turns=turns)
+        assert {i: r.created for i, r in rows.items()} == stored
+        assert {i: r.day for i, r in rows.items()} == {i: at.date() for i, at in stored.items()}
+        assert all(type(r.created_at) is int for r in rows.values())
+    assert rows[ids[0]].day.isoformat() == "2025-12-31"
