@@ -1,0 +1,321 @@
+"""``python -m bench keyword-pruning``: the keyword tier's designs side by side in one PostgreSQL.
+
+The latency benchmark's one-owner synthetic corpora (``synth``, same seed, sessions, dates) and its
+200 synthetic questions. Per corpus and design: PostgreSQL CPU per search (the server's process
+tree, one connection, searches one after another), p50/p99, what the search read, and recall@10
+against exact BM25 (the reference statement ranking every match; ties compared as score sets).
+Designs: ``exact statement`` (the reference), ``statement (defaults)`` (today's default: matches
+pruned by planner statistics, capped), ``postings`` (``keyword_postings``) with each way of
+finding its threshold. Write cost:
+memories inserted one statement each and in one COPY, with the postings triggers on and off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+from bench import keyword_postings as postings
+from bench import synth
+from bench.harness import servers_cpu
+from bench.latency import SESSION_TURNS
+from bench.locomo import percentile
+from bench.report import environment, markdown_table
+from memoryd.local.postgres import EmbeddedPostgres
+from services.retrieve.adapters import postgres as tiers
+from services.retrieve.adapters.postgres_stats import read_term_stats
+from services.retrieve.logic.bm25 import KeywordRanking
+from services.retrieve.logic.coverage import content_words
+from shared.db.memories import content_hash
+
+LIMIT = 10
+COPY_CHUNK = 20_000
+SEEDS: tuple[postings.Seed, ...] = ("sample", "rarest", "pair")
+READ = ("essential", "candidates", "scored", "seeds", "at_threshold")
+TRIGGERS = ("memory_postings_insert", "memory_postings_delete", "memory_postings_update")
+Search = Callable[[asyncpg.Pool, tiers.Visibility, str], Awaitable[KeywordRanking]]
+
+
+async def _load(pool: asyncpg.Pool, owner: str, n: int, seed: int = 7) -> None:
+    """The latency benchmark's memories of one owner (its text, sessions and dates), by COPY."""
+    texts = synth.sentences(n, seed)
+    now = datetime.now(UTC)
+    for start in range(0, n, COPY_CHUNK):
+        rows = []
+        for i in range(start, min(n, start + COPY_CHUNK)):
+            text = next(texts)
+            created = now - timedelta(days=300 * i / max(1, n), seconds=1)
+            rows.append(
+                (uuid.uuid4(), owner, f"s{i // SESSION_TURNS}", "episodic", text, "chat_turn", created, created,
+                 content_hash(text), False)
+            )  # fmt: skip
+        await pool.copy_records_to_table(
+            "memories",
+            records=rows,
+            columns=[
+                "id", "owner", "session_id", "type", "content", "source", "created_at", "updated_at",
+                "content_hash", "needs_reindex",
+            ],
+        )  # fmt: skip
+
+
+def designs(stats: Any) -> dict[str, Search]:
+    async def exact(pool: asyncpg.Pool, vis: tiers.Visibility, q: str) -> KeywordRanking:
+        return await tiers.keyword_search(pool, vis, q, LIMIT, None, match_budget=0)
+
+    async def defaults(pool: asyncpg.Pool, vis: tiers.Visibility, q: str) -> KeywordRanking:
+        return await tiers.keyword_search(pool, vis, q, LIMIT, 2000, stats=stats, match_budget=1000, widen_below=20)
+
+    def walk(seed: postings.Seed) -> Search:
+        async def search(pool: asyncpg.Pool, vis: tiers.Visibility, q: str) -> KeywordRanking:
+            return await postings.postings_search(
+                pool, vis.owner, q, LIMIT, lambda first: tiers._Clauses(vis, first), seed=seed
+            )
+
+        return search
+
+    return {
+        "exact statement": exact,
+        "statement (defaults)": defaults,
+        **{f"postings, {seed} seed": walk(seed) for seed in SEEDS},
+    }
+
+
+def recall(deeper: Sequence[tuple[str, float]], got: Sequence[tuple[str, float]], k: int = LIMIT) -> float:
+    """The share of the exact top ``k`` that ``got`` holds, ties counted: ``deeper`` is the exact
+    ranking beyond ``k``, and any memory scoring as much as its ``k``-th counts as a hit."""
+    top = deeper[:k]
+    if not top:
+        return 1.0 if not got else 0.0
+    kth = top[-1][1]
+    tied = {m for m, s in deeper if s >= kth or math.isclose(s, kth, rel_tol=1e-9)}
+    return min(len(top), sum(m in tied for m, _ in got[:k])) / len(top)
+
+
+async def _matches(pool: asyncpg.Pool, vis: tiers.Visibility, q: str) -> int:
+    """Rows the exact statement ranks: the visible memories holding any question word."""
+    c = tiers._Clauses(vis, 2)
+    return int(
+        await pool.fetchval(
+            "SELECT count(*) FROM memories m WHERE m.tsv @@ replace(websearch_to_tsquery('english', $1)::text,"
+            f" ' & ', ' | ')::tsquery AND (({c.own}) OR ({c.shared})) AND {c.common}",
+            q,
+            *c.args,
+        )
+    )
+
+
+async def _read(pool: asyncpg.Pool, vis: tiers.Visibility, q: str, seed: postings.Seed) -> dict[str, float]:
+    clauses = lambda first: tiers._Clauses(vis, first)  # noqa: E731
+    st = postings.statement(vis.owner, q, LIMIT, clauses, seed=seed, diagnostic=True)
+    row = await pool.fetchrow(st.sql, *st.args)
+    return {k: float(row[k] or 0) for k in ("essential", "candidates", "scored", "seeds", "threshold", "at_threshold")}
+
+
+async def _timed(
+    pool: asyncpg.Pool, pg_data: Path, search: Search, vis: tiers.Visibility, questions: Sequence[str]
+) -> tuple[list[float], float, list[KeywordRanking]]:
+    out, lat = [], []
+    before = servers_cpu(pg_data, None)["postgres"]
+    for q in questions:
+        t0 = time.perf_counter()
+        out.append(await search(pool, vis, q))
+        lat.append((time.perf_counter() - t0) * 1000)
+    return lat, servers_cpu(pg_data, None)["postgres"] - before, out
+
+
+async def _corpus(
+    pool: asyncpg.Pool, pg_data: Path, n: int, questions: Sequence[str], rounds: int, log: Callable[[str], None]
+) -> dict[str, Any]:
+    owner = f"kp-{n}"
+    vis = tiers.Visibility(owner, None, None, 3650)
+    by_design = designs(await read_term_stats(pool))
+    lat: dict[str, list[float]] = {d: [] for d in by_design}
+    cpu: dict[str, float] = dict.fromkeys(by_design, 0.0)
+    answers: dict[str, list[KeywordRanking]] = {}
+    for search in by_design.values():  # warm-up: plans and caches
+        for q in questions:
+            await search(pool, vis, q)
+    for r in range(rounds):  # designs alternate, so drift in the machine's load hits each alike
+        for d, search in by_design.items():
+            log(f"{n:,}: round {r + 1}, {d}")
+            ms, spent, answers[d] = await _timed(pool, pg_data, search, vis, questions)
+            lat[d] += ms
+            cpu[d] += spent
+    ref = answers["exact statement"]
+    deeper = [(await tiers.keyword_search(pool, vis, q, 5 * LIMIT, None, match_budget=0)).ranked for q in questions]
+    matches = [await _matches(pool, vis, q) for q in questions]
+    out: dict[str, Any] = {"memories": n, "questions": len(questions), "designs": {}}
+    for d in by_design:
+        rec = [recall(a, b.ranked) for a, b in zip(deeper, answers[d], strict=True)]
+        same_ids = sum(a.ranked == b.ranked for a, b in zip(ref, answers[d], strict=True))
+        same_cover = sum(
+            math.isclose(min(a.cover, 0.1 * max(1, content_words(q))), min(b.cover, 0.1 * max(1, content_words(q))))
+            for a, b, q in zip(ref, answers[d], questions, strict=True)
+        )
+        out["designs"][d] = {
+            "pg_cpu_ms": 1000 * cpu[d] / (rounds * len(questions)),
+            "p50_ms": percentile(lat[d], 50),
+            "p99_ms": percentile(lat[d], 99),
+            "recall_at_10": sum(rec) / len(rec),
+            "exact_top10": sum(x == 1.0 for x in rec),
+            "same_ids_in_order": same_ids,
+            "same_cover": same_cover,
+        }
+    out["matches"] = {"p50": percentile(matches, 50), "p90": percentile(matches, 90)}
+    out["read"] = {}
+    for seed in SEEDS:
+        read = [await _read(pool, vis, q, seed) for q in questions]
+        out["read"][seed] = {
+            **{f"{k}_p50": percentile([x[k] for x in read], 50) for k in READ},
+            **{f"{k}_p90": percentile([x[k] for x in read], 90) for k in READ},
+            "no_threshold": sum(x["threshold"] == 0 for x in read),
+        }
+    return out
+
+
+async def _write_cost(pool: asyncpg.Pool, pg_data: Path, n: int, bulk: int) -> dict[str, Any]:
+    """PostgreSQL CPU per memory inserted (one INSERT each, then ``bulk`` in one COPY) and deleted,
+    with the postings triggers on and off (alternating, twice each); the rows are removed again."""
+    texts = list(synth.sentences(n + bulk, 99))
+    spent: dict[str, float] = {}
+    for on in (True, False, True, False):
+        key = "on" if on else "off"
+        for t in TRIGGERS:
+            await pool.execute(f"ALTER TABLE memories {'ENABLE' if on else 'DISABLE'} TRIGGER {t}")
+        owner = f"kp-write-{uuid.uuid4().hex[:6]}"
+        before = servers_cpu(pg_data, None)["postgres"]
+        for text in texts[:n]:
+            await pool.execute(
+                "INSERT INTO memories (id, owner, type, content, source, content_hash)"
+                " VALUES ($1, $2, 'factual', $3, 'api', $4)",
+                uuid.uuid4(), owner, text, content_hash(text),
+            )  # fmt: skip
+        middle = servers_cpu(pg_data, None)["postgres"]
+        rows = [(uuid.uuid4(), owner, "factual", t, "api", content_hash(t)) for t in texts[n:]]
+        await pool.copy_records_to_table(
+            "memories", records=rows, columns=["id", "owner", "type", "content", "source", "content_hash"]
+        )
+        copied = servers_cpu(pg_data, None)["postgres"]
+        await pool.execute("DELETE FROM memories WHERE owner = $1", owner)
+        deleted = servers_cpu(pg_data, None)["postgres"]
+        for name, seconds in (("insert", middle - before), ("copy", copied - middle), ("delete", deleted - copied)):
+            spent[f"{name}_{key}"] = spent.get(f"{name}_{key}", 0.0) + seconds
+    out: dict[str, Any] = {"single_inserts": n, "bulk_rows": bulk}
+    for key in ("on", "off"):
+        out[f"insert_ms_{key}"] = 1000 * spent[f"insert_{key}"] / (2 * n)
+        out[f"copy_ms_per_1k_{key}"] = 1000 * spent[f"copy_{key}"] / (2 * bulk / 1000)
+        out[f"delete_ms_per_1k_{key}"] = 1000 * spent[f"delete_{key}"] / (2 * (n + bulk) / 1000)
+    for t in TRIGGERS:
+        await pool.execute(f"ALTER TABLE memories ENABLE TRIGGER {t}")
+    return out
+
+
+async def run_keyword_pruning(
+    sizes: Sequence[int], n_questions: int, rounds: int, write_n: int, log: Callable[[str], None]
+) -> dict[str, Any]:
+    from memoryd.local.up import apply_migrations, ensure_database
+
+    questions = synth.questions(n_questions)
+    with tempfile.TemporaryDirectory(prefix="memoryd-kp-") as tmp, contextlib.ExitStack() as cleanup:
+        server = EmbeddedPostgres(Path(tmp) / "pg")
+        admin = server.start(fsync=False)
+        cleanup.callback(server.stop)
+        await ensure_database(admin, "memoryd")
+        dsn = server.dsn("memoryd")
+        await apply_migrations(dsn)
+        pool = await asyncpg.create_pool(dsn, min_size=1, max_size=1, command_timeout=None)
+        try:
+            await postings.install(pool)
+            report: dict[str, Any] = {"environment": environment(), "limit": LIMIT, "rounds": rounds, "corpora": []}
+            for n in sizes:
+                log(f"loading {n:,} memories")
+                t0 = time.perf_counter()
+                await _load(pool, f"kp-{n}", n)
+                log(f"loaded in {time.perf_counter() - t0:.1f} s")
+            for table in ("memories", "memory_postings", "memory_lexeme_df", "memory_owner_docs"):
+                await pool.execute(f"VACUUM (ANALYZE) {table}")
+            for n in sizes:
+                report["corpora"].append(await _corpus(pool, server.pgdata, n, questions, rounds, log))
+            if write_n:
+                log("write cost")
+                report["write"] = await _write_cost(pool, server.pgdata, write_n, 10 * write_n)
+            return report
+        finally:
+            await pool.close()
+
+
+def render(report: dict[str, Any]) -> str:
+    rows = []
+    for c in report["corpora"]:
+        for d, r in c["designs"].items():
+            rows.append(
+                [f"{c['memories']:,}", d, r["pg_cpu_ms"], r["p50_ms"], r["p99_ms"], r["recall_at_10"],
+                 f"{r['exact_top10']}/{c['questions']}", f"{r['same_cover']}/{c['questions']}"]
+            )  # fmt: skip
+    parts = [
+        markdown_table(
+            [
+                "memories",
+                "design",
+                "PG CPU ms/search",
+                "p50 ms",
+                "p99 ms",
+                "recall@10 vs exact",
+                "exact top 10",
+                "same cover",
+            ],
+            rows,
+            digits=2,
+        )
+    ]
+    read = [
+        [f"{c['memories']:,}", seed, c["matches"]["p50"], c["matches"]["p90"], r["seeds_p50"], r["essential_p50"],
+         r["essential_p90"], r["scored_p50"], r["scored_p90"], r["at_threshold_p50"], r["at_threshold_p90"],
+         r["no_threshold"]]
+        for c in report["corpora"] for seed, r in c["read"].items()
+    ]  # fmt: skip
+    parts.append(
+        markdown_table(
+            [
+                "memories",
+                "seed",
+                "matches p50",
+                "p90",
+                "seed memories p50",
+                "postings read p50",
+                "p90",
+                "fully scored p50",
+                "p90",
+                "at the threshold p50",
+                "p90",
+                "no threshold (read all)",
+            ],
+            read,
+            digits=0,
+        )
+    )
+    if w := report.get("write"):
+        parts.append(
+            markdown_table(
+                ["PG CPU, triggers", "ms per INSERT", "ms per 1k rows by COPY", "ms per 1k rows deleted"],
+                [[k, w[f"insert_ms_{k}"], w[f"copy_ms_per_1k_{k}"], w[f"delete_ms_per_1k_{k}"]] for k in ("on", "off")],
+                digits=2,
+            )
+        )
+    env = report["environment"]
+    parts.append(
+        f"{report['rounds']} rounds of {report['corpora'][0]['questions'] if report['corpora'] else 0} questions per"
+        f" design, one connection; CPU is PostgreSQL's process tree; {env['cpus']} CPUs shared, load"
+        f" {env['load_average_1m_5m_15m']}: compare designs within a run."
+    )
+    return "\n\n".join(parts) + "\n"

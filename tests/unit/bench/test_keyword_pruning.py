@@ -1,0 +1,58 @@
+"""The keyword-pruning benchmark's pure parts: recall against exact BM25 with ties, and its tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.keyword_pruning import recall, render
+
+EXACT = [("a", 3.0), ("b", 2.0), ("c", 1.0), ("d", 1.0), ("e", 0.5)]
+
+
+def test_recall_counts_any_memory_tied_with_the_last_place() -> None:
+    assert recall(EXACT, [("a", 3.0), ("b", 2.0), ("c", 1.0)], k=3) == 1.0
+    # d ties c for third place: either one is the exact top 3
+    assert recall(EXACT, [("a", 3.0), ("b", 2.0), ("d", 1.0)], k=3) == 1.0
+    # e scores below the third place
+    assert recall(EXACT, [("a", 3.0), ("b", 2.0), ("e", 0.5)], k=3) == 2 / 3
+    assert recall(EXACT, [("c", 1.0), ("d", 1.0)], k=2) == 0.0
+    assert recall([], [], k=10) == 1.0
+    assert recall([], [("a", 1.0)], k=10) == 0.0
+    # fewer matches than k: the share of them found
+    assert recall(EXACT[:2], [("a", 3.0)], k=10) == 0.5
+
+
+def _report() -> dict[str, Any]:
+    design = {
+        "pg_cpu_ms": 4.25,
+        "p50_ms": 9.5,
+        "p99_ms": 30.0,
+        "recall_at_10": 1.0,
+        "exact_top10": 200,
+        "same_ids_in_order": 190,
+        "same_cover": 199,
+    }
+    read = {
+        f"{k}_{p}": 7.0 for k in ("essential", "candidates", "scored", "seeds", "at_threshold") for p in ("p50", "p90")
+    }
+    return {
+        "environment": {"cpus": 2, "load_average_1m_5m_15m": [1.0, 1.0, 1.0]},
+        "rounds": 2,
+        "corpora": [
+            {
+                "memories": 100_000,
+                "questions": 200,
+                "designs": {"postings, pair seed": design},
+                "matches": {"p50": 12_000, "p90": 15_000},
+                "read": {"pair": {**read, "no_threshold": 0}},
+            }
+        ],
+        "write": {f"{w}_{k}": 1.5 for w in ("insert_ms", "copy_ms_per_1k", "delete_ms_per_1k") for k in ("on", "off")},
+    }
+
+
+def test_render_puts_each_figure_in_its_column() -> None:
+    text = render(_report())
+    assert "| 100,000 | postings, pair seed | 4.25 | 9.50 | 30.00 | 1.00 | 200/200 | 199/200 |" in text
+    assert "| 100,000 | pair | 12000 | 15000 | 7 | 7 | 7 | 7 | 7 | 7 | 7 | 0 |" in text
+    assert "| on | 1.50 | 1.50 | 1.50 |" in text
