@@ -33,7 +33,7 @@ _SLACK = "1.000000001"
 
 
 #: how the threshold's memories are found (``_seed``)
-Seed = Literal["sample", "rarest", "pair"]
+Seed = Literal["none", "sample", "rarest", "pair"]
 
 
 class Clauses(Protocol):
@@ -65,12 +65,15 @@ def _weight(tf: str) -> str:
 
 
 def _seed(seed: Seed, term: str) -> str:
-    """The ``ss`` CTE: memories fully scored to find the threshold. ``sample``: up to ``$4`` postings
+    """The ``ss`` CTE: memories fully scored to find the threshold. ``none``: no memory (no pruning,
+    for comparison); ``sample``: up to ``$4`` postings
     of each of the two rarest words; ``rarest``: the two rarest words' postings read whole, the
     ``4 x $3`` memories best on those two fully scored; ``pair``: the first ``4 x $3`` memories of the
     owner holding both of the two rarest words (a merge of two lists sorted by memory) and as many
     holding the rarest."""
-    if seed == "pair":
+    if seed == "none":  # no threshold: every posting of every question word is read
+        docs = " sd AS MATERIALIZED (SELECT NULL::text AS bucket, NULL::uuid AS memory_id WHERE $4::int < 0),"
+    elif seed == "pair":
         rarest = "(SELECT lexeme FROM w ORDER BY df, lexeme LIMIT 1)"
         second = "(SELECT lexeme FROM w ORDER BY df, lexeme OFFSET 1 LIMIT 1)"
         docs = (

@@ -25,6 +25,7 @@ def test_recall_counts_any_memory_tied_with_the_last_place() -> None:
 def _report() -> dict[str, Any]:
     design = {
         "pg_cpu_ms": 4.25,
+        "backend_cpu_ms": 4.0,
         "p50_ms": 9.5,
         "p99_ms": 30.0,
         "recall_at_10": 1.0,
@@ -42,7 +43,12 @@ def _report() -> dict[str, Any]:
             {
                 "memories": 100_000,
                 "questions": 200,
-                "designs": {"postings, pair seed": design},
+                "designs": {
+                    "exact statement": {**design, "pg_cpu_ms": 42.5},
+                    "statement (defaults)": {**design, "pg_cpu_ms": 2.125},
+                    "postings, pair seed": design,
+                    "postings, sample seed": {**design, "pg_cpu_ms": 5.0},
+                },
                 "matches": {"p50": 12_000, "p90": 15_000},
                 "read": {"pair": {**read, "no_threshold": 0}},
             }
@@ -53,6 +59,11 @@ def _report() -> dict[str, Any]:
 
 def test_render_puts_each_figure_in_its_column() -> None:
     text = render(_report())
-    assert "| 100,000 | postings, pair seed | 4.25 | 9.50 | 30.00 | 1.00 | 200/200 | 199/200 |" in text
+    assert "| 100,000 | postings, pair seed | 4.25 | 4.00 | 9.50 | 30.00 | 1.00 | 200/200 | 199/200 |" in text
     assert "| 100,000 | pair | 12000 | 15000 | 7 | 7 | 7 | 7 | 7 | 7 | 7 | 0 |" in text
     assert "| on | 1.50 | 1.50 | 1.50 |" in text
+    assert (
+        "100,000 memories: the cheapest pruned design, postings, pair seed, spends 4.25 ms of PostgreSQL CPU per"
+        " search (10.00x less than the exact statement, 0.50x less than the statement (defaults); below 1 means"
+        " more) at recall@10 1.000."
+    ) in text
