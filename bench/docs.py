@@ -32,6 +32,7 @@ DOCUMENTS: dict[str, str] = {
     "sleep": "docs/benchmarks.md",
     "gateway": "docs/benchmarks.md",
     "peers": "docs/benchmarks.md",
+    "keyword-pruning": "docs/benchmarks.md",
     "tracing": "docs/deploy.md",
     "chaos": "docs/reliability.md",
     "chaos-cluster": "docs/reliability.md",
@@ -50,6 +51,7 @@ def renderer(name: str) -> Callable[[dict[str, Any]], str]:
         embed_quality,
         gateway,
         ingest,
+        keyword_pruning,
         latency,
         paraphrase,
         peers,
@@ -73,6 +75,7 @@ def renderer(name: str) -> Callable[[dict[str, Any]], str]:
         "sleep": sleep.render,
         "gateway": gateway.render,
         "peers": peers.render,
+        "keyword-pruning": keyword_pruning.render,
         "tracing": tracing.render,
     }[name]
 
