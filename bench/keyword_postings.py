@@ -106,6 +106,26 @@ def _seed(seed: Seed, term: str) -> str:
     )
 
 
+def _rest(term: str, probe: bool) -> str:
+    """The ``ex`` CTE: the commonest words' part of each remaining candidate's score. By default a
+    join the planner runs as a hash join over those words' whole lists; ``probe``: one index probe
+    per candidate for all of them."""
+    if not probe:
+        return (
+            f" ex AS MATERIALIZED (SELECT p.memory_id, sum({term}) AS s, sum(p.tf) AS o FROM cf c"
+            "  JOIN memory_postings p ON p.bucket = c.bucket AND p.memory_id = c.memory_id"
+            "   AND p.lexeme = ANY ((SELECT coalesce(array_agg(lexeme), '{}') FROM ne)::text[])"
+            "  JOIN w ON w.lexeme = p.lexeme GROUP BY p.memory_id),"
+        )
+    return (
+        " na AS MATERIALIZED (SELECT coalesce(array_agg(lexeme), '{}')::text[] AS a FROM ne),"
+        " ex AS MATERIALIZED (SELECT c.memory_id, e.s, e.o FROM cf c CROSS JOIN na"
+        f"  CROSS JOIN LATERAL (SELECT sum({term}) AS s, sum(p.tf) AS o FROM memory_postings p"
+        "   JOIN w ON w.lexeme = p.lexeme WHERE p.bucket = c.bucket AND p.memory_id = c.memory_id"
+        "   AND p.lexeme = ANY (na.a)) e WHERE cardinality(na.a) > 0),"
+    )
+
+
 def statement(
     owner: str,
     query: str,
@@ -113,11 +133,13 @@ def statement(
     clauses: Callable[[int], Clauses],
     *,
     seed: Seed = "sample",
+    probe: bool = False,
     diagnostic: bool = False,
 ) -> PostingsStatement:
     """The search statement: ``$1`` the question, ``$2`` the owner, ``$3`` the limit, ``$4`` the seed
     postings per word; the visibility parameters follow. ``diagnostic``: instead of the answer, one
-    row of what the search read (``essential`` postings, ``candidates``, ``scored``,
+    row of what the search read (``essential`` postings, the ``non_essential`` ones of the
+    commonest words, ``candidates``, ``scored``,
     ``seeds``, ``threshold``, ``at_threshold``: memories scoring at least the threshold)."""
     c = clauses(5)
     visible = f"(({c.own}) OR ({c.shared})) AND {c.common}"
@@ -145,10 +167,7 @@ def statement(
         "  WHERE w.lexeme NOT IN (SELECT lexeme FROM ne) GROUP BY p.memory_id),"
         " cf AS MATERIALIZED (SELECT c.bucket, c.memory_id, c.part, c.occ FROM ce c CROSS JOIN th CROSS JOIN nu"
         f"  WHERE (c.part + nu.u) * {_SLACK} >= th.t),"
-        f" ex AS MATERIALIZED (SELECT p.memory_id, sum({term}) AS s, sum(p.tf) AS o FROM cf c"
-        "  JOIN memory_postings p ON p.bucket = c.bucket AND p.memory_id = c.memory_id"
-        "   AND p.lexeme = ANY ((SELECT coalesce(array_agg(lexeme), '{}') FROM ne)::text[])"
-        "  JOIN w ON w.lexeme = p.lexeme GROUP BY p.memory_id),"
+        f"{_rest(term, probe)}"
         " fs AS MATERIALIZED (SELECT c.memory_id, c.part + coalesce(e.s, 0) AS score, c.occ + coalesce(e.o, 0) AS occ"
         "  FROM cf c LEFT JOIN ex e ON e.memory_id = c.memory_id)"
     )
@@ -156,6 +175,7 @@ def statement(
         sql = (
             f"{head} SELECT (SELECT coalesce(sum(df), 0) FROM w"
             "  WHERE lexeme NOT IN (SELECT lexeme FROM ne)) AS essential,"
+            " (SELECT coalesce(sum(df), 0) FROM w WHERE lexeme IN (SELECT lexeme FROM ne)) AS non_essential,"
             " (SELECT count(*) FROM ce) AS candidates, (SELECT count(*) FROM fs) AS scored,"
             " (SELECT count(*) FROM sd) AS seeds, (SELECT t FROM th) AS threshold,"
             f" (SELECT count(*) FROM fs CROSS JOIN th WHERE fs.score * {_SLACK} >= th.t) AS at_threshold"
@@ -171,14 +191,21 @@ def statement(
 
 
 async def postings_search(
-    pool: asyncpg.Pool, owner: str, query: str, limit: int, clauses: Callable[[int], Clauses], *, seed: Seed = "sample"
+    pool: asyncpg.Pool,
+    owner: str,
+    query: str,
+    limit: int,
+    clauses: Callable[[int], Clauses],
+    *,
+    seed: Seed = "sample",
+    probe: bool = False,
 ) -> KeywordRanking:
     """The keyword tier's answer from the postings: the exact BM25 top ``limit`` of the visible
     memories, ties newest first; ``cover`` from the memories that reach the threshold, at most
     the question's content words (all that ``coverage`` reads)."""
     if limit <= 0:
         return NO_MATCH
-    st = statement(owner, query, limit, clauses, seed=seed)
+    st = statement(owner, query, limit, clauses, seed=seed, probe=probe)
     rows = await pool.fetch(st.sql, *st.args)
     if not rows:
         return NO_MATCH

@@ -175,13 +175,14 @@ async def test_postings_follow_every_write_and_the_pruned_top_k_is_exact(pool: a
     for vis in visibilities:
         for q in questions:
             reference = await _reference(pool, vis, q)
-            for k, seed in itertools.product((1, 3, 10), ("none", "sample", "rarest", "pair")):
+            ways = (("none", False), ("sample", False), ("rarest", False), ("pair", False), ("pair", True))
+            for k, (seed, probe) in itertools.product((1, 3, 10), ways):
                 clauses = functools.partial(tiers._Clauses, vis)
-                got = await kp.postings_search(pool, vis.owner, q, k, clauses, seed=seed)
+                got = await kp.postings_search(pool, vis.owner, q, k, clauses, seed=seed, probe=probe)
                 _same_top(reference, got.ranked, k)
                 checked += bool(got.ranked)
-                st = kp.statement(vis.owner, q, k, clauses, seed=seed, diagnostic=True)
+                st = kp.statement(vis.owner, q, k, clauses, seed=seed, probe=probe, diagnostic=True)
                 read = await pool.fetchrow(st.sql, *st.args)
                 pruned += read["essential"] < sum(d for _, d in await _frequencies(pool, vis.owner, q))
-    assert checked > 300
+    assert checked > 400
     assert pruned > 50  # the bound left some common word's postings unread

@@ -34,7 +34,9 @@ def _report() -> dict[str, Any]:
         "same_cover": 199,
     }
     read = {
-        f"{k}_{p}": 7.0 for k in ("essential", "candidates", "scored", "seeds", "at_threshold") for p in ("p50", "p90")
+        f"{k}_{p}": 7.0
+        for k in ("essential", "non_essential", "candidates", "scored", "seeds", "at_threshold")
+        for p in ("p50", "p90")
     }
     return {
         "environment": {"cpus": 2, "load_average_1m_5m_15m": [1.0, 1.0, 1.0]},
@@ -60,10 +62,9 @@ def _report() -> dict[str, Any]:
 def test_render_puts_each_figure_in_its_column() -> None:
     text = render(_report())
     assert "| 100,000 | postings, pair seed | 4.25 | 4.00 | 9.50 | 30.00 | 1.00 | 200/200 | 199/200 |" in text
-    assert "| 100,000 | pair | 12000 | 15000 | 7 | 7 | 7 | 7 | 7 | 7 | 7 | 0 |" in text
+    assert "| 100,000 | pair | 12000 | 15000 | 7 | 7 | 7 | 7 | 7 | 7 | 7 | 7 | 0 |" in text
     assert "| on | 1.50 | 1.50 | 1.50 |" in text
     assert (
         "100,000 memories: the cheapest pruned design, postings, pair seed, spends 4.25 ms of PostgreSQL CPU per"
-        " search (10.00x less than the exact statement, 0.50x less than the statement (defaults); below 1 means"
-        " more) at recall@10 1.000."
+        " search (0.10x the exact statement's, 2.00x the statement (defaults)'s) at recall@10 1.000."
     ) in text
