@@ -6,8 +6,10 @@ tree, one connection, searches one after another), p50/p99, what the search read
 against exact BM25 (the reference statement ranking every match; ties compared as score sets).
 Designs: ``exact statement`` (the reference), ``statement (defaults)`` (today's default: matches
 pruned by planner statistics, capped), ``postings`` (``keyword_postings``) with each way of
-finding its threshold. Write cost:
-memories inserted one statement each and in one COPY, with the postings triggers on and off.
+finding its threshold, and ``in-process index`` (``keyword_inproc``): BM25 ranked in this process over
+an index of PostgreSQL's lexemes, one PostgreSQL call for the question's lexemes; its CPU is also
+counted in this process (the retrieve process's share). Write cost: memories inserted one
+statement each and in one COPY, with the postings triggers on and off.
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ from typing import Any
 
 import asyncpg
 
+from bench import keyword_inproc as inproc
 from bench import keyword_postings as postings
 from bench import synth
 from bench.harness import proc_cpu, servers_cpu
+from bench.keyword_index import OwnerIndex
 from bench.latency import SESSION_TURNS
 from bench.locomo import percentile
 from bench.report import environment, markdown_table
@@ -43,6 +47,9 @@ SEEDS: tuple[postings.Seed, ...] = ("none", "sample", "rarest", "pair")
 READ = ("essential", "non_essential", "candidates", "scored", "seeds", "at_threshold")
 TRIGGERS = ("memory_postings_insert", "memory_postings_delete", "memory_postings_update")
 Search = Callable[[asyncpg.Pool, tiers.Visibility, str], Awaitable[KeywordRanking]]
+INPROC = "in-process index"
+#: memories appended and deleted to measure the in-process index's write cost
+INDEX_WRITES = 1000
 
 
 async def _load(pool: asyncpg.Pool, owner: str, n: int, seed: int = 7) -> None:
@@ -72,7 +79,10 @@ def design_name(seed: postings.Seed) -> str:
     return "postings, no pruning" if seed == "none" else f"postings, {seed} seed"
 
 
-def designs(stats: Any) -> dict[str, Search]:
+def designs(stats: Any, index: OwnerIndex | None = None, fallbacks: list[str] | None = None) -> dict[str, Search]:
+    """Each design's search; ``index``: the owner's in-process index (a question that is not a
+    plain OR of its lexemes goes to the exact statement and into ``fallbacks``)."""
+
     async def exact(pool: asyncpg.Pool, vis: tiers.Visibility, q: str) -> KeywordRanking:
         return await tiers.keyword_search(pool, vis, q, LIMIT, None, match_budget=0)
 
@@ -87,11 +97,21 @@ def designs(stats: Any) -> dict[str, Search]:
 
         return search
 
+    async def in_process(pool: asyncpg.Pool, vis: tiers.Visibility, q: str) -> KeywordRanking:
+        assert index is not None
+        question = await inproc.question(pool, q)
+        if not question.plain:
+            if fallbacks is not None:
+                fallbacks.append(q)
+            return await exact(pool, vis, q)
+        return inproc.ranking(index, question, LIMIT)
+
     return {
         "exact statement": exact,
         "statement (defaults)": defaults,
         **{design_name(seed): walk(seed) for seed in SEEDS},
         "postings, pair seed, probes": walk("pair", probe=True),
+        **({INPROC: in_process} if index is not None else {}),
     }
 
 
@@ -138,17 +158,18 @@ async def _exact_with_ties(pool: asyncpg.Pool, vis: tiers.Visibility, q: str) ->
 
 async def _timed(
     pool: asyncpg.Pool, pg_data: Path, search: Search, vis: tiers.Visibility, questions: Sequence[str]
-) -> tuple[list[float], float, float, list[KeywordRanking]]:
-    """Each question searched once: latencies (ms), CPU seconds of PostgreSQL's process tree and of
-    the connection's backend, the answers."""
+) -> tuple[list[float], tuple[float, float, float], list[KeywordRanking]]:
+    """Each question searched once: latencies (ms); CPU seconds of PostgreSQL's process tree, of
+    the connection's backend and of this process; the answers."""
     out, lat = [], []
     backend = int(await pool.fetchval("SELECT pg_backend_pid()"))
-    before, own = servers_cpu(pg_data, None)["postgres"], proc_cpu(backend)
+    before, own, here = servers_cpu(pg_data, None)["postgres"], proc_cpu(backend), time.process_time()
     for q in questions:
         t0 = time.perf_counter()
         out.append(await search(pool, vis, q))
         lat.append((time.perf_counter() - t0) * 1000)
-    return lat, servers_cpu(pg_data, None)["postgres"] - before, proc_cpu(backend) - own, out
+    spent = (servers_cpu(pg_data, None)["postgres"] - before, proc_cpu(backend) - own, time.process_time() - here)
+    return lat, spent, out
 
 
 async def _corpus(
@@ -156,10 +177,14 @@ async def _corpus(
 ) -> dict[str, Any]:
     owner = f"kp-{n}"
     vis = tiers.Visibility(owner, None, None, 3650)
-    by_design = designs(await read_term_stats(pool))
+    log(f"{n:,}: in-process index")
+    index, measured = await inproc.measure(pool, pg_data, owner, questions, rounds)
+    fallbacks: list[str] = []
+    by_design = designs(await read_term_stats(pool), index, fallbacks)
     lat: dict[str, list[float]] = {d: [] for d in by_design}
     cpu: dict[str, float] = dict.fromkeys(by_design, 0.0)
     backend: dict[str, float] = dict.fromkeys(by_design, 0.0)
+    py: dict[str, float] = dict.fromkeys(by_design, 0.0)
     answers: dict[str, list[KeywordRanking]] = {}
     for search in by_design.values():  # warm-up: plans and caches
         for q in questions:
@@ -167,10 +192,11 @@ async def _corpus(
     for r in range(rounds):  # designs alternate, so drift in the machine's load hits each alike
         for d, search in by_design.items():
             log(f"{n:,}: round {r + 1}, {d}")
-            ms, spent, own, answers[d] = await _timed(pool, pg_data, search, vis, questions)
+            ms, (spent, own, here), answers[d] = await _timed(pool, pg_data, search, vis, questions)
             lat[d] += ms
             cpu[d] += spent
             backend[d] += own
+            py[d] += here
     ref = answers["exact statement"]
     deeper = [await _exact_with_ties(pool, vis, q) for q in questions]
     matches = [await _matches(pool, vis, q) for q in questions]
@@ -185,6 +211,7 @@ async def _corpus(
         out["designs"][d] = {
             "pg_cpu_ms": 1000 * cpu[d] / (rounds * len(questions)),
             "backend_cpu_ms": 1000 * backend[d] / (rounds * len(questions)),
+            "py_cpu_ms": 1000 * py[d] / (rounds * len(questions)),
             "p50_ms": percentile(lat[d], 50),
             "p99_ms": percentile(lat[d], 99),
             "recall_at_10": sum(rec) / len(rec),
@@ -193,6 +220,9 @@ async def _corpus(
             "same_cover": same_cover,
         }
     out["matches"] = {"p50": percentile(matches, 50), "p90": percentile(matches, 90)}
+    log(f"{n:,}: in-process index writes")
+    writes = await inproc.measure_writes(pool, index, [await inproc.question(pool, q) for q in questions], INDEX_WRITES)
+    out["inproc"] = {**measured, "writes": writes, "fallbacks": len(fallbacks) // (rounds + 1)}
     out["read"] = {}
     for seed in SEEDS:
         read = [await _read(pool, vis, q, seed) for q in questions]
@@ -299,8 +329,8 @@ def render(report: dict[str, Any]) -> str:
     for c in report["corpora"]:
         for d, r in c["designs"].items():
             rows.append(
-                [f"{c['memories']:,}", d, r["pg_cpu_ms"], r["backend_cpu_ms"], r["p50_ms"], r["p99_ms"],
-                 r["recall_at_10"],
+                [f"{c['memories']:,}", d, r["pg_cpu_ms"], r["backend_cpu_ms"], r["py_cpu_ms"],
+                 r["pg_cpu_ms"] + r["py_cpu_ms"], r["p50_ms"], r["p99_ms"], r["recall_at_10"],
                  f"{r['exact_top10']}/{c['questions']}", f"{r['same_cover']}/{c['questions']}"]
             )  # fmt: skip
     parts = [
@@ -310,6 +340,8 @@ def render(report: dict[str, Any]) -> str:
                 "design",
                 "PG CPU ms/search",
                 "backend CPU ms",
+                "bench process CPU ms",
+                "PG + process CPU ms",
                 "p50 ms",
                 "p99 ms",
                 "recall@10 vs exact",
@@ -355,12 +387,14 @@ def render(report: dict[str, Any]) -> str:
                 digits=2,
             )
         )
+    parts += inproc.render(report["corpora"])
     parts += [verdict(c) for c in report["corpora"]]
     env = report["environment"]
     parts.append(
         f"{report['rounds']} rounds of {report['corpora'][0]['questions'] if report['corpora'] else 0} questions per"
         f" design, one connection; PG CPU is PostgreSQL's process tree (parallel workers and background"
-        f" processes included), backend CPU the connection's own; {env['cpus']} CPUs shared, load"
+        f" processes included), backend CPU the connection's own, bench process CPU this Python process's"
+        f" (asyncpg's decoding, and the in-process index's scoring); {env['cpus']} CPUs shared, load"
         f" {env['load_average_1m_5m_15m']}: compare designs within a run."
     )
     return "\n\n".join(parts) + "\n"

@@ -26,6 +26,7 @@ def _report() -> dict[str, Any]:
     design = {
         "pg_cpu_ms": 4.25,
         "backend_cpu_ms": 4.0,
+        "py_cpu_ms": 0.5,
         "p50_ms": 9.5,
         "p99_ms": 30.0,
         "recall_at_10": 1.0,
@@ -50,6 +51,29 @@ def _report() -> dict[str, Any]:
                     "statement (defaults)": {**design, "pg_cpu_ms": 2.125},
                     "postings, pair seed": design,
                     "postings, sample seed": {**design, "pg_cpu_ms": 5.0},
+                    "in-process index": {**design, "pg_cpu_ms": 0.25, "py_cpu_ms": 1.125},
+                },
+                "inproc": {
+                    "build": {
+                        "memories": 100_000,
+                        "postings": 1_000_000,
+                        "lexemes": 20_000,
+                        "read_wall_s": 3.0,
+                        "read_pg_cpu_s": 1.0,
+                        "read_py_cpu_s": 1.5,
+                        "index_py_cpu_s": 0.75,
+                        "bytes": {"postings": 5_000_000, "memories": 2_500_000, "scratch": 1_250_000, "traced": 1.1e7},
+                    },
+                    "question_call": {"pg_cpu_ms": 0.25, "py_cpu_ms": 0.3, "not_plain": 0},
+                    "scoring": {"cpu_ms": 0.8, "p50_ms": 0.7, "p99_ms": 2.0},
+                    "writes": {
+                        "n": 1000,
+                        "append_us": 6.5,
+                        "delete_us": 90.0,
+                        "scoring_dirty_cpu_ms": 0.9,
+                        "compact_ms": 120.0,
+                    },
+                    "fallbacks": 1,
                 },
                 "matches": {"p50": 12_000, "p90": 15_000},
                 "read": {"pair": {**read, "no_threshold": 0}},
@@ -61,7 +85,17 @@ def _report() -> dict[str, Any]:
 
 def test_render_puts_each_figure_in_its_column() -> None:
     text = render(_report())
-    assert "| 100,000 | postings, pair seed | 4.25 | 4.00 | 9.50 | 30.00 | 1.00 | 200/200 | 199/200 |" in text
+    assert (
+        "| 100,000 | postings, pair seed | 4.25 | 4.00 | 0.50 | 4.75 | 9.50 | 30.00 | 1.00 | 200/200 | 199/200 |"
+        in text
+    )
+    assert "| 100,000 | 1000000 | 20000 | 3.00 | 1.00 | 1.50 | 0.75 | 5.00 | 3.75 | 8.75 | 11.00 |" in text
+    assert "| 100,000 | 0.25 | 0.30 | 0.70 | 0.80 | 2.00 | 6.50 | 90.00 | 0.90 | 120.00 | 1/200 |" in text
+    assert (
+        "100,000 memories: the in-process index spends 0.25 ms of PostgreSQL CPU and 1.12 ms in the searching"
+        " process per search (1.38 ms, 0.52x the statement (defaults)' 2.62 ms) at recall@10 1.000; its scoring"
+        " alone 0.80 ms, the question's lexemes 0.55 ms."
+    ) in text
     assert "| 100,000 | pair | 12000 | 15000 | 7 | 7 | 7 | 7 | 7 | 7 | 7 | 7 | 0 |" in text
     assert "| on | 1.50 | 1.50 | 1.50 |" in text
     assert (
