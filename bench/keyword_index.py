@@ -19,11 +19,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from services.retrieve.logic.bm25 import K1
+from services.retrieve.logic.bm25 import K1, score
 
 I32 = npt.NDArray[np.int32]
 F64 = npt.NDArray[np.float64]
 U64 = npt.NDArray[np.uint64]
+I64 = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)
@@ -68,8 +69,7 @@ class OwnerIndex:
         created = np.fromiter((d.created_us for d in docs), dtype=np.int64, count=len(docs))
         self._fold(lex, ordinals, counts, created, hi, lo)
 
-    def _fold(self, lex: I32, ordinals: I32, counts: npt.NDArray[np.int64], created: npt.NDArray[np.int64],
-              hi: U64, lo: U64) -> None:  # fmt: skip
+    def _fold(self, lex: I32, ordinals: I32, counts: I64, created: I64, hi: U64, lo: U64) -> None:
         """Lay the postings ``(lex, ordinals, counts)`` out by lexeme, ordinals ascending within each."""
         order = np.lexsort((ordinals, lex))
         self.docs = ordinals[order]
@@ -79,7 +79,7 @@ class OwnerIndex:
         np.cumsum(np.bincount(lex, minlength=len(self.vocab)), out=self.offsets[1:])
         self.size = n = len(created)
         room = n + max(64, n // 16)  # appends fill the room; a full one doubles
-        self.created: npt.NDArray[np.int64] = np.resize(created, room)
+        self.created: I64 = np.resize(created, room)
         self.hi: U64 = np.resize(hi, room)
         self.lo: U64 = np.resize(lo, room)
         self.alive = np.zeros(room, dtype=np.bool_)
@@ -201,7 +201,8 @@ class OwnerIndex:
 
     def _union(self, lists: list[I32]) -> I32:
         """The memories in any of ``lists`` (each without repeats), in linear time: each position
-        of the concatenation claims its memory in ``_claim``; the last claim wins."""
+        of the concatenation claims its memory in ``_claim``, one claim per memory survives, and the
+        positions that kept theirs name each memory once (whichever claim won)."""
         if len(lists) == 1:
             return lists[0]
         every = np.concatenate(lists)
@@ -230,8 +231,6 @@ class OwnerIndex:
 def brute_force(docs: Sequence[Doc], lexemes: Iterable[str], limit: int, k1: float = K1) -> list[Hit]:
     """BM25 of every memory holding a question lexeme, one at a time (``logic.bm25.score``): the
     reference ``OwnerIndex.search`` is tested against."""
-    from services.retrieve.logic.bm25 import score
-
     question = sorted(set(lexemes))
     df = {x: sum(x in d.lexemes for d in docs) for x in question}
     ranked = []
