@@ -5,7 +5,7 @@ BIN    := $(abspath $(VENV))/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(BIN):$(PATH)
 
-.PHONY: chromium prometheus node studio-screenshots run test lint check chaos chaos-cluster fuzz bench bench-embed bench-quality bench-paraphrase bench-temporal bench-dense-context bench-embed-quality bench-vector-quantization bench-latency bench-ingest bench-sleep bench-gateway bench-tracing bench-peers bench-docs schemas openapi config-docs deletion-audit authz hostile security-docs nats-conf clean
+.PHONY: chromium prometheus node studio-screenshots run test lint check chaos chaos-cluster fuzz bench bench-embed bench-quality bench-paraphrase bench-temporal bench-dense-context bench-embed-quality bench-vector-quantization bench-latency bench-ingest bench-sleep bench-gateway bench-tracing bench-peers bench-keyword-pruning bench-docs schemas openapi config-docs deletion-audit authz hostile security-docs nats-conf clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -162,6 +162,9 @@ $(PEERS_STAMP): $(STAMP) pyproject.toml
 
 bench-peers: $(PEERS_STAMP)  ## memoryd against mem0 (offline, same corpus, queries and model), in one run
 	mkdir -p bench-results && $(BIN)/python -m bench peers --json bench-results/peers.json
+
+bench-keyword-pruning: $(STAMP)  ## the keyword tier's designs side by side: PostgreSQL CPU, postings read, recall vs exact BM25
+	mkdir -p bench-results && $(BIN)/python -m bench keyword-pruning --json bench-results/keyword-pruning.json
 
 bench-docs: $(STAMP)
 	$(BIN)/python -m bench docs

@@ -1,4 +1,5 @@
-"""The benchmark commands (``python -m bench quality|latency|embed|sleep|gateway|tracing|peers``); ``cli_ingest``
+"""The benchmark commands (``python -m bench quality|latency|embed|sleep|gateway|tracing|peers``,
+``keyword-pruning``); ``cli_ingest``
 adds ``ingest`` and ``docs``. Each benchmark starts its own embedded stack.
 
 Options are parsed by click like the ``memoryd`` commands; while a benchmark runs, its
@@ -338,4 +339,20 @@ def peers(**o: Any) -> int:
     return 0
 
 
-COMMANDS = (quality, latency, embed, sleep, gateway, tracing, peers)
+@click.command("keyword-pruning", context_settings=CONTEXT_SETTINGS)
+@click.option("--sizes", type=IntList(), default="10000,100000", show_default=True, help="one-owner corpus sizes")
+@click.option("--questions", type=int, default=200, show_default=True, help="synthetic questions (latency bench's)")
+@click.option("--rounds", type=int, default=2, show_default=True, help="alternating rounds per design")
+@click.option("--write", type=int, default=500, show_default=True, help="single inserts for the write cost (0 = skip)")
+@json_option
+def keyword_pruning(sizes: list[int], questions: int, rounds: int, write: int, json_path: str | None) -> int:
+    """The keyword tier's designs side by side: PostgreSQL CPU, latency, postings read, recall vs exact BM25."""
+    from bench.keyword_pruning import render, run_keyword_pruning
+
+    with running("keyword-pruning") as log:
+        report = asyncio.run(run_keyword_pruning(sizes, questions, max(1, rounds), write, log))
+    emit(render(report), report, json_path)
+    return 0
+
+
+COMMANDS = (quality, latency, embed, sleep, gateway, tracing, peers, keyword_pruning)

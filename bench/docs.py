@@ -33,6 +33,7 @@ DOCUMENTS: dict[str, str] = {
     "sleep": "docs/benchmarks.md",
     "gateway": "docs/benchmarks.md",
     "peers": "docs/benchmarks.md",
+    "keyword-pruning": "docs/benchmarks.md",
     "tracing": "docs/deploy.md",
     "chaos": "docs/reliability.md",
     "chaos-cluster": "docs/reliability.md",
@@ -51,6 +52,7 @@ def renderer(name: str) -> Callable[[dict[str, Any]], str]:
         embed_quality,
         gateway,
         ingest,
+        keyword_pruning,
         latency,
         paraphrase,
         peers,
@@ -76,6 +78,7 @@ def renderer(name: str) -> Callable[[dict[str, Any]], str]:
         "sleep": sleep.render,
         "gateway": gateway.render,
         "peers": peers.render,
+        "keyword-pruning": keyword_pruning.render,
         "tracing": tracing.render,
     }[name]
 

@@ -230,6 +230,7 @@ def test_bench_commands_parse() -> None:
         "dense-context",
         "embed-quality",
         "vector-quantization",
+        "keyword-pruning",
         "docs",
     }
 
@@ -245,6 +246,8 @@ def test_bench_commands_parse() -> None:
     assert params("gateway", "--concurrency", "1,4")["concurrency"] == [1, 4]
     assert params("tracing", "--rounds", "3")["rounds"] == 3
     assert params("vector-quantization", "--conversations", "2")["conversations"] == 2
+    args = params("keyword-pruning", "--sizes", "2000", "--write", "0")
+    assert (args["sizes"], args["questions"], args["rounds"], args["write"]) == ([2000], 200, 2, 0)
     assert (params("paraphrase")["memories"], params("paraphrase", "--questions", "50")["questions"]) == (2000, 50)
     assert str(params("dense-context", "--cache-dir", "/tmp/x")["cache_dir"]) == "/tmp/x"
     assert str(params("embed-quality")["cache_dir"]) == "/tmp/memoryd-embed-quality"
