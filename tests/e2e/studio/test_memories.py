@@ -1,5 +1,6 @@
 """Memory Studio, Memories tab, in Chromium: add, find by search, edit, delete with its receipt,
-import a file with a per-line error, and an owner key that cannot open another owner's memory."""
+import a file with a per-line error, an owner key that cannot open another owner's memory, and
+the agent filter of the list and the playground."""
 
 from __future__ import annotations
 
@@ -231,3 +232,55 @@ async def test_phone_width_and_keyboard(page: Page, stack: Stack, shots: Path) -
         await page.wait_for_timeout(300)
         width = await page.evaluate("document.documentElement.scrollWidth")
         assert width <= PHONE["width"], f"{name} is {width} px wide at {PHONE['width']} px"
+
+
+async def test_agent_filter_in_the_list_and_the_playground(page: Page, stack: Stack) -> None:
+    tag = unique("okapi")
+    planner, coder = unique("planner-"), unique("coder-")
+    notes = {
+        f"The {tag} sprint plan has three milestones": planner,
+        f"The {tag} roadmap puts the beta in March": planner,
+        f"The {tag} service is written in Rust": coder,
+    }
+    for content, agent in notes.items():
+        status, made = await rest(
+            stack, "alice", "POST", "/v1/memories", {"content": content, "session_id": "agents", "agent_id": agent}
+        )
+        assert status == 200 and made["memory"]["agent_id"] == agent, made
+    await sign_in(page, stack, "alice")
+    await page.get_by_label("Content").fill(f"The {tag} tests run on every push")  # the add form names an agent too
+    await page.locator("#add-agent").fill(coder)
+    await page.get_by_role("button", name="Add memory").click()
+    await expect(page.locator("#banner")).to_contain_text("Memory added")
+
+    items = page.locator("#mem-list article.mem")
+    await page.get_by_role("searchbox", name="Search").fill(tag)
+    await expect(items).to_have_count(4)
+    await expect(items.filter(has_text=f"agent {coder}")).to_have_count(2)
+    await expect(items.filter(has_text=f"agent {planner}")).to_have_count(2)
+    await page.get_by_label("Agent", exact=True).fill(planner)
+    await expect(items).to_have_count(2)
+    await expect(items.filter(has_text=f"agent {planner}")).to_have_count(2)
+    await expect(page.locator("#mem-list")).not_to_contain_text(coder)
+    await expect(page.locator("#mem-range")).to_have_text("1–2 of 2")
+    await page.get_by_label("Agent", exact=True).fill("")
+    await expect(items).to_have_count(4)
+
+    rust = items.filter(has_text="written in Rust")
+    await rust.get_by_role("link", name="Open memory").click()
+    one = page.locator("#mem-one")
+    await expect(one.locator("dt", has_text="Agent")).to_have_count(1)
+    await expect(one.locator("dd", has_text=coder)).to_have_count(1)
+
+    await page.get_by_role("tab", name="Playground").click()
+    await page.get_by_label("Query").fill(f"{tag} plan")
+    await page.locator("#pg-agent").fill(planner)
+    await page.get_by_role("button", name="Simulate").click()
+    rows = page.locator("#pg-ranking tbody tr")
+    await expect(rows).to_have_count(2)
+    await expect(rows.filter(has_text=f"agent {planner}")).to_have_count(2)
+    await expect(page.locator("#pg-ranking")).not_to_contain_text(coder)
+    await page.locator("#pg-agent").fill("")
+    await page.get_by_role("button", name="Simulate").click()
+    await expect(rows.filter(has_text=f"agent {coder}")).to_have_count(2)
+    await expect(rows.filter(has_text=f"agent {planner}")).to_have_count(2)

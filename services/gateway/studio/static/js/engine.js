@@ -1,17 +1,21 @@
-// Engine tab: status chips (keyword tier, embedding source and model, vector stores and their
-// health, rerank, LLM route), the embedding models to pick from, pending reindex with "reindex now" and a live progress bar,
-// queue lag per stage, and the runtime settings (operator only) with the API's validation; next
-// to them what memory costs: the prompt tokens the proxy may add to every call.
+// Engine tab: the embedding-signature change in progress (n of N, and what search serves
+// meanwhile) on top while it lasts; status chips (keyword tier, embedding source and model,
+// vector stores and their health, rerank, LLM route); the embedding models to pick from; pending
+// reindex with "reindex now" and a live progress bar; queue lag per stage; and the runtime
+// settings (operator only) with the API's validation, next to what memory costs: the prompt
+// tokens the proxy may add to every call.
 
 import { bar, chip, clear, el, empty, guarded, showBanner, sleep } from "./ui.js";
+import { renderReindexState } from "./reindex_state.js";
 
 export function create(panel, studio) {
+  const change = el("section", { class: "card reindex-state", id: "engine-reindex-state", role: "status", hidden: true });
   const chips = el("div", { class: "chips", id: "engine-chips", "aria-live": "polite" });
   const reindex = el("div", { class: "card", id: "engine-reindex" });
   const lag = el("div", { class: "card", id: "engine-lag" });
   const settings = el("div", { class: "card", id: "engine-settings" });
   const models = el("div", { class: "card", id: "engine-models" });
-  panel.append(el("h2", { class: "sr-only", text: "Engine" }), chips, models, el("div", { class: "grid2" }, reindex, lag), settings);
+  panel.append(el("h2", { class: "sr-only", text: "Engine" }), change, chips, models, el("div", { class: "grid2" }, reindex, lag), settings);
   let alive = false;
   let timer = null;
   let running = false; // a reindex is being watched: the periodic refresh leaves its card alone
@@ -21,6 +25,7 @@ export function create(panel, studio) {
     const status = await guarded(studio, () => studio.api.call("engine", { query: studio.api.ownerQuery() }));
     if (!status) return null;
     const health = studio.isOperator ? await studio.api.call("health").catch(() => null) : null;
+    renderReindexState(change, status.vector_stores);
     renderChips(status, health, studio.settingsCache || null);
     renderLag(status.lag || {});
     return status;

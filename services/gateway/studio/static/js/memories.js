@@ -1,4 +1,4 @@
-// Memories tab: stats cards, live search and filters, pagination, add, inline edit, delete
+// Memories tab: stats cards, live search and filters (type, session, agent, state, source), pagination, add, inline edit, delete
 // with its receipt, restore, one memory by URL (#/memories/<id>), and the import/export tools.
 
 import { chip, clear, confirmDialog, debounce, el, empty, guarded, showBanner, when } from "./ui.js";
@@ -39,6 +39,7 @@ export function create(panel, studio) {
     input("q", "Search", { type: "search", placeholder: "words in the memory", autocomplete: "off" }),
     select("memory_type", "Type", TYPES, "any type"),
     input("session_id", "Session", { placeholder: "any session", autocomplete: "off" }),
+    input("agent_id", "Agent", { placeholder: "any agent", autocomplete: "off" }),
     select("state", "State", STATES, "any state"),
     select("source", "Source", SOURCES, "any source"),
   );
@@ -139,6 +140,7 @@ export function create(panel, studio) {
         el("div", { class: "mem-meta" },
           chip(m.memory_type), chip(m.state, m.state === "active" ? "ok" : "warn"), chip(m.source, "muted"),
           m.session_id ? chip(`session ${m.session_id}`, "muted") : null,
+          m.agent_id ? chip(`agent ${m.agent_id}`, "muted") : null,
           m.key ? el("code", { class: "mem-key", text: m.key }) : null,
           el("span", { class: "muted", text: `updated ${when(m.updated_at)}` })),
         el("div", { class: "row" },
@@ -214,6 +216,7 @@ export function create(panel, studio) {
         el("label", { for: "add-type" }, el("span", { text: "Type" }),
           el("select", { id: "add-type", name: "memory_type" }, TYPES.map((t) => el("option", { value: t, text: t })))),
         input("session_id", "Session (optional)", { id: "add-session", autocomplete: "off" }),
+        input("agent_id", "Agent (optional)", { id: "add-agent", autocomplete: "off" }),
         input("expires_at", "Expires (optional)", { id: "add-expires", type: "datetime-local" })),
       el("button", { type: "submit", text: "Add memory" }),
     );
@@ -252,7 +255,8 @@ export function create(panel, studio) {
     const m = found.memory;
     const fields = [
       ["Content", m.content], ["Type", m.memory_type], ["State", m.state], ["Source", m.source],
-      ["Key", m.key], ["Session", m.session_id], ["Created", when(m.created_at)], ["Updated", when(m.updated_at)],
+      ["Key", m.key], ["Session", m.session_id], ["Agent", m.agent_id],
+      ["Created", when(m.created_at)], ["Updated", when(m.updated_at)],
       ["Last recalled", when(m.last_accessed_at)], ["Expires", when(m.expires_at)], ["Original text", m.full_content],
       ["Embedding", m.embedding_signature], ["Metadata", JSON.stringify(m.metadata || {}, null, 1)], ["Id", m.id],
     ];

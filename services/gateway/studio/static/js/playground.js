@@ -1,6 +1,6 @@
-// Playground tab: simulate a retrieval (ranking with score, tier, tokens, keyword and vector
-// scores and ranks as bars; which tier served and every fallback with its reason) and show
-// the exact messages an injected chat request would carry.
+// Playground tab: simulate a retrieval, optionally of one session or agent (ranking with score,
+// tier, tokens, keyword and vector scores and ranks as bars; which tier served and every fallback
+// with its reason) and show the exact messages an injected chat request would carry.
 
 import { bar, chip, clear, el, empty, guarded, num } from "./ui.js";
 
@@ -17,13 +17,15 @@ export function create(panel, studio) {
     el("h2", { id: "pg-title", text: "Retrieval playground" }),
     el("label", { for: "pg-query" }, el("span", { text: "Query" }),
       el("input", { id: "pg-query", name: "query", type: "search", autocomplete: "off", placeholder: "what would the app ask?" })),
-    el("div", { class: "grid3" },
+    el("div", { class: "grid2" },
       el("label", { for: "pg-strategy" }, el("span", { text: "Strategy" }),
         el("select", { id: "pg-strategy", name: "strategy" }, STRATEGIES.map(([v, t]) => el("option", { value: v, text: t })))),
       el("label", { for: "pg-budget" }, el("span", { text: "Token budget" }),
         el("input", { id: "pg-budget", name: "max_tokens", type: "number", min: 0, value: 2000, inputmode: "numeric" })),
       el("label", { for: "pg-session" }, el("span", { text: "Session (optional)" }),
-        el("input", { id: "pg-session", name: "session_id", autocomplete: "off" }))),
+        el("input", { id: "pg-session", name: "session_id", autocomplete: "off" })),
+      el("label", { for: "pg-agent" }, el("span", { text: "Agent (optional)" }),
+        el("input", { id: "pg-agent", name: "agent_id", autocomplete: "off", placeholder: "every agent" }))),
     el("div", { class: "row" },
       el("button", { type: "submit", id: "pg-simulate", text: "Simulate" }),
       el("button", { type: "button", id: "pg-inject", class: "ghost", text: "Inject" })),
@@ -36,6 +38,7 @@ export function create(panel, studio) {
     const body = { query: v.query || "", strategy: v.strategy };
     if (v.max_tokens !== "") body.max_tokens = Number(v.max_tokens);
     if (v.session_id) body.session_id = v.session_id;
+    if (v.agent_id) body.agent_id = v.agent_id;
     return body;
   }
 
@@ -51,7 +54,7 @@ export function create(panel, studio) {
     if (!studio.owner) return clear(out, empty("Pick an owner above first."));
     const v = values();
     const body = { messages: [{ role: "user", content: v.query || "Hello" }], strategy: v.strategy, max_tokens: v.max_tokens,
-      session_id: v.session_id, query: v.query || undefined };
+      session_id: v.session_id, agent_id: v.agent_id, query: v.query || undefined };
     guarded(studio, async () => renderInjection(await studio.api.call("inject", { body: studio.api.ownerBody(body) })), {
       form, button: ev.target,
     });
@@ -92,7 +95,12 @@ export function create(panel, studio) {
           .map((h) => el("th", { scope: "col", text: h })))),
         el("tbody", {}, hits.map((m, i) => el("tr", { "data-id": m.id },
           el("td", { text: String(i + 1) }),
-          el("td", {}, el("a", { href: `#/memories/${encodeURIComponent(m.id)}`, text: m.content })),
+          el("td", {}, el("a", { href: `#/memories/${encodeURIComponent(m.id)}`, text: m.content }),
+            m.session_id || m.agent_id
+              ? el("div", { class: "mem-meta" },
+                m.session_id ? chip(`session ${m.session_id}`, "muted") : null,
+                m.agent_id ? chip(`agent ${m.agent_id}`, "muted") : null)
+              : null),
           el("td", {}, bar("score", m.score, maxScore, num(m.score, 4))),
           el("td", {}, chip(m.tier)),
           el("td", { text: String(m.tokens) }),
