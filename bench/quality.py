@@ -288,6 +288,8 @@ def engine_defaults() -> dict[str, Any]:
         "fusion": d.fusion,
         "sessionBoost": d.session_boost,
         "neighbourBoost": d.neighbour_boost,
+        "sessionEvidence": d.session_evidence,
+        "sessionSpread": d.session_spread,
         "ftsWeight": d.fts_weight,
         "vecWeight": d.vec_weight,
         "speakerBoost": d.speaker_boost,

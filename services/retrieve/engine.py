@@ -236,7 +236,8 @@ class Engine:
         neighbouring turns and of its own score when the question names its speaker (the owner's
         ``sessionBoost``/``neighbourBoost``/``speakerBoost``; 0 turns one off), and of its own score
         when the question asks when and the result says when (``temporalBoost``), and of its own score
-        as far as its time answers the time the question asks about (``temporalReasoning``)."""
+        as far as its time answers the time the question asks about (``temporalReasoning``); the
+        session score's breadth (``sessionEvidence``) and the spread over sessions (``sessionSpread``)."""
         return boost(
             ranked,
             rows,
@@ -247,6 +248,8 @@ class Engine:
             s.temporal_boost,
             s.temporal_reasoning,
             datetime.now(UTC).date(),
+            s.session_evidence,
+            s.session_spread,
         )
 
     def _observe(self, strategy: Strategy, attempts: list[Attempt], total_ms: float, results: int) -> None:

@@ -56,6 +56,12 @@ class MemorySettings(msgspec.Struct, frozen=True, kw_only=True, rename="camel", 
     session_boost: Share = 0.3
     #: hybrid only: a result gains this share of its neighbouring turns' scores (0 = off)
     neighbour_boost: Share = 0.3
+    #: hybrid only: the session score `sessionBoost` shares is the mean of the session's best this many results
+    #: (1 = its best result alone; more favours sessions holding several matches)
+    session_evidence: Annotated[int, msgspec.Meta(ge=1, le=10)] = 1
+    #: hybrid only: each further result of a session already ranked counts this much less, compounding (the k-th
+    #: times (1 - this)^k), so other sessions' best results move up (0 = off)
+    session_spread: Annotated[float, msgspec.Meta(ge=0, le=0.9)] = 0.0
     #: how the keyword tier scores its matches: `bm25` (each question word weighed by its rarity among the
     #: owner's memories) or `cover_density` (PostgreSQL's `ts_rank_cd`: every occurrence counts the same)
     keyword_ranking: Literal["bm25", "cover_density"] = "bm25"

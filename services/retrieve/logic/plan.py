@@ -17,7 +17,7 @@ import msgspec
 
 from memoryd.errors import DependencyDown, MemorydError, ValidationFailed
 from memoryd.schemas.retrieval import RetrievedMemory, Tier
-from services.retrieve.logic import temporal
+from services.retrieve.logic import sessions, temporal
 from services.retrieve.logic.fusion import (
     Fused,
     RankedList,
@@ -27,7 +27,6 @@ from services.retrieve.logic.fusion import (
     neighbour_gains,
     rescored,
     scores_of,
-    session_gains,
     speaker_gains,
     temporal_gains,
 )
@@ -162,6 +161,8 @@ def boost(
     temporal_share: float = 0.0,
     reasoning_share: float = 0.0,
     today: date | None = None,
+    session_members: int = 1,
+    session_spread: float = 0.0,
 ) -> list[Fused]:
     """Hybrid re-scoring of the fused candidates whose ``rows`` were fetched: ``session_share``
     of the best score in a result's session, then ``neighbour_share`` of its neighbouring
@@ -169,10 +170,13 @@ def boost(
     then ``temporal_share`` of it when ``query`` asks when and its content says when, then
     ``reasoning_share`` x how well its time answers the time ``query`` asks about
     (``temporal.temporal_gains``, relative to ``today``) (0 turns each off; the engine and the
-    quality study both call this)."""
+    quality study both call this). A session's score is the mean of its best ``session_members``
+    (``sessions.evidence_gains``); ``session_spread`` > 0 discounts each further result of a session
+    (``sessions.spread_scores``)."""
     scores = scores_of(ranked)
+    session_of = {i: r.session_id for i, r in rows.items()} if session_share > 0 or session_spread > 0 else {}
     if session_share > 0:
-        scores = session_gains(scores, {i: r.session_id for i, r in rows.items()}, session_share)
+        scores = sessions.evidence_gains(scores, session_of, session_share, session_members)
     positions = {i: (r.session_id, r.turn) for i, r in rows.items() if r.session_id is not None and r.turn is not None}
     if positions:
         scores = neighbour_gains(scores, positions, neighbour_share)
@@ -183,7 +187,10 @@ def boost(
     if reasoning_share > 0 and query:
         moments = {i: (r.content, r.created_at) for i, r in rows.items()}
         scores = temporal.temporal_gains(scores, moments, query, reasoning_share, today or date.today())
-    return rescored(ranked, scores)  # one sort, whatever the boosts
+    boosted = rescored(ranked, scores)  # one sort, whatever the boosts
+    if session_spread > 0:
+        return rescored(boosted, sessions.spread_scores(boosted, session_of, session_spread))
+    return boosted
 
 
 def single_ranking(ranked: RankedList, source: Literal["fts", "vec"]) -> list[Fused]:

@@ -77,6 +77,8 @@ def test_engine_defaults_reset_every_engine_setting() -> None:
         "fusion": "score",
         "sessionBoost": 0.3,
         "neighbourBoost": 0.3,
+        "sessionEvidence": 1,
+        "sessionSpread": 0.0,
         "ftsWeight": 0.6,
         "vecWeight": 0.4,
         "speakerBoost": 0.6,
