@@ -163,6 +163,14 @@ async def test_disabled_by_setting_or_request(pool: asyncpg.Pool, nc: Client, re
         ({"neighbourBoost": 1}, "ACD", [1 / 62 + 0.5 / 63, 1 / 63 + 0.5 / 62, 1 / 61]),
         # each result gains the best score of its session (its own included)
         ({"sessionBoost": 1}, "DAC", [2 / 61, 2 / 62, 1 / 63 + 1 / 62]),
+        # a session scores the mean of its best two: s1 holds two matches, s2 one
+        (
+            {"sessionBoost": 1, "sessionEvidence": 2},
+            "ACD",
+            [1 / 62 + (1 / 62 + 1 / 63) / 2, 1 / 63 + (1 / 62 + 1 / 63) / 2, 1.5 / 61],
+        ),
+        # the second result of s1 counts half
+        ({"sessionSpread": 0.5}, "DAC", [1 / 61, 1 / 62, 0.5 / 63]),
     ],
 )
 async def test_hybrid_boosts_hand_checked(
