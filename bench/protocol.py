@@ -42,16 +42,21 @@ REASONING = (0.0, 0.4)
 #: ``sessionEvidence`` and ``sessionSpread`` values of their own small grids (``lever_grids``)
 SESSION_EVIDENCE = (1, 2, 3)
 SESSION_SPREAD = (0.0, 0.03, 0.1)
+#: ``temporalLift`` values of its own small grid
+TEMPORAL_LIFT = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 
 def lever_grids() -> dict[str, list[study.Params]]:
-    """A small grid per session lever, beside the main one (crossing it would multiply its cost):
-    the defaults with the session and neighbour shares they interact with, times each value."""
+    """A small grid per lever of its own, beside the main one (crossing it would multiply its cost):
+    the defaults with the shares each interacts with (session and neighbour shares for the session
+    levers, the reasoning's share for its lift), times each value."""
     d = default_point()
     base = [replace(d, session_boost=s, neighbour_boost=n) for s in (0.1, 0.3, 0.5) for n in (0.3, 0.5)]
+    timed = [replace(d, temporal_reasoning=r, neighbour_boost=n) for r in (0.2, 0.4, 0.6) for n in (0.3, 0.5)]
     return {
         "session_evidence": [replace(p, session_evidence=m) for m in SESSION_EVIDENCE for p in base],
         "session_spread": [replace(p, session_spread=w) for w in SESSION_SPREAD for p in base],
+        "temporal_lift": [replace(p, temporal_lift=a) for a in TEMPORAL_LIFT for p in timed],
     }
 
 
@@ -110,7 +115,7 @@ def evaluate_grid(
     levers: Mapping[str, Sequence[study.Params]] | None = None,
 ) -> dict[str, Any]:
     """Score every grid point on every conversation, then the folds (pure, given the candidates);
-    ``levers`` (default ``lever_grids()``): each session lever folded over its own small grid."""
+    ``levers`` (default ``lever_grids()``): the levers of ``OWN_GRID_LEVERS``, each folded over its own grid."""
     points = list(points) if points is not None else grid()
     levers = lever_grids() if levers is None else levers
     by_conv: dict[str, list[int]] = {}
@@ -129,7 +134,7 @@ def evaluate_grid(
     out = folds.summary(result, study.Params.label)
     for key, field, _title in LEVERS:
         out[key] = by_lever(points, outcomes, field)
-    for key, field, _title in SESSION_LEVERS:
+    for key, field, _title in OWN_GRID_LEVERS:
         if key in levers:
             out[key] = by_lever(levers[key], scored(levers[key]), field)
     default_all = [o for conv in by_conv for o in outcomes[0][conv]]
@@ -152,9 +157,10 @@ LEVERS = (
     ("temporal_reasoning", "temporal_reasoning", "temporalReasoning"),
 )
 #: the levers folded over their own grids (``lever_grids``), reported alike
-SESSION_LEVERS = (
+OWN_GRID_LEVERS = (
     ("session_evidence", "session_evidence", "sessionEvidence"),
     ("session_spread", "session_spread", "sessionSpread"),
+    ("temporal_lift", "temporal_lift", "temporalLift"),
 )
 
 
@@ -238,7 +244,7 @@ def _spread_lines(protocol: dict[str, Any]) -> list[str]:
 def _lever_lines(protocol: dict[str, Any]) -> list[str]:
     """One line per lever of more than one value: each value's folds over its own points."""
     lines = []
-    for key, _field, title in (*LEVERS, *SESSION_LEVERS):
+    for key, _field, title in (*LEVERS, *OWN_GRID_LEVERS):
         by_value = protocol.get(key) or {}
         if len(by_value) < 2:
             continue

@@ -295,6 +295,7 @@ def engine_defaults() -> dict[str, Any]:
         "speakerBoost": d.speaker_boost,
         "temporalBoost": d.temporal_boost,
         "temporalReasoning": d.temporal_reasoning,
+        "temporalLift": d.temporal_lift,
         "ftsFullCoverage": d.fts_full_coverage,
         "ftsCoveragePower": d.fts_coverage_power,
         "keywordRanking": d.keyword_ranking,

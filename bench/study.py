@@ -51,6 +51,7 @@ class Params:
     temporal_reasoning: float = 0.0
     session_evidence: int = 1
     session_spread: float = 0.0
+    temporal_lift: float = 0.0
 
     def label(self) -> str:
         if self.fusion == "rrf":
@@ -65,6 +66,7 @@ class Params:
             + (f" reasoning={self.temporal_reasoning:g}" if self.temporal_reasoning else "")
             + (f" evidence={self.session_evidence}" if self.session_evidence != 1 else "")
             + (f" spread={self.session_spread:g}" if self.session_spread else "")
+            + (f" lift={self.temporal_lift:g}" if self.temporal_lift else "")
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -90,6 +92,7 @@ def defaults(s: MemorySettings | None = None) -> Params:
         s.temporal_reasoning,
         s.session_evidence,
         s.session_spread,
+        s.temporal_lift,
     )
 
 
@@ -113,6 +116,7 @@ def settings(p: Params) -> MemorySettings:
         temporal_reasoning=p.temporal_reasoning,
         session_evidence=p.session_evidence,
         session_spread=p.session_spread,
+        temporal_lift=p.temporal_lift,
     )
 
 
@@ -147,6 +151,7 @@ def rank(c: Candidates, p: Params) -> tuple[str | None, ...]:
         p.temporal_reasoning,
         session_members=p.session_evidence,
         session_spread=p.session_spread,
+        reasoning_lift=p.temporal_lift,
     )
     present = [f.memory_id for f in ranked if f.memory_id in rows][:LIMIT]
     return tuple(c.dia.get(i) for i in present)

@@ -94,6 +94,10 @@ class MemorySettings(msgspec.Struct, frozen=True, kw_only=True, rename="camel", 
     #: before X" (a window next to X's date); a result's time is what its text names ("yesterday", "on 8 May"),
     #: resolved against the day it was said (a "[<date>]" prefix, else when it was stored) (0 = off; English)
     temporal_reasoning: Share = 0.4
+    #: hybrid only: for a question naming a time or a window ("in May 2023", "the week before X"), the share of a
+    #: `temporalReasoning` gain measured on the best result's score instead of the result's own (0 = its own only):
+    #: a result whose time falls in the window rises even when it shares few words with the question
+    temporal_lift: Annotated[float, msgspec.Meta(ge=0, le=1)] = 0.75
     #: chat events per second and replica an owner may publish (0 = no limit; over it the event waits in the stream)
     events_per_second: Annotated[float, msgspec.Meta(ge=0, le=100_000)] = 0.0
     #: searches (retrieve, inject) per second and replica of one owner (0 = no limit; over it: 429 `rate_limited`)

@@ -163,6 +163,7 @@ def boost(
     today: date | None = None,
     session_members: int = 1,
     session_spread: float = 0.0,
+    reasoning_lift: float = 0.0,
 ) -> list[Fused]:
     """Hybrid re-scoring of the fused candidates whose ``rows`` were fetched: ``session_share``
     of the best score in a result's session, then ``neighbour_share`` of its neighbouring
@@ -172,7 +173,8 @@ def boost(
     (``temporal.temporal_gains``, relative to ``today``) (0 turns each off; the engine and the
     quality study both call this). A session's score is the mean of its best ``session_members``
     (``sessions.evidence_gains``); ``session_spread`` > 0 discounts each further result of a session
-    (``sessions.spread_scores``)."""
+    (``sessions.spread_scores``); ``reasoning_lift`` scales the reasoning's gains towards the best
+    candidate's score (``temporal.scale``)."""
     scores = scores_of(ranked)
     session_of = {i: r.session_id for i, r in rows.items()} if session_share > 0 or session_spread > 0 else {}
     if session_share > 0:
@@ -186,7 +188,8 @@ def boost(
         scores = temporal_gains(scores, {i: r.content for i, r in rows.items()}, query, temporal_share)
     if reasoning_share > 0 and query:
         moments = {i: (r.content, r.created_at) for i, r in rows.items()}
-        scores = temporal.temporal_gains(scores, moments, query, reasoning_share, today or date.today())
+        today = today or date.today()
+        scores = temporal.temporal_gains(scores, moments, query, reasoning_share, today, reasoning_lift)
     boosted = rescored(ranked, scores)  # one sort, whatever the boosts
     if session_spread > 0:
         return rescored(boosted, sessions.spread_scores(boosted, session_of, session_spread))

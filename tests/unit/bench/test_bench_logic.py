@@ -84,6 +84,7 @@ def test_engine_defaults_reset_every_engine_setting() -> None:
         "speakerBoost": 0.6,
         "temporalBoost": 0.0,
         "temporalReasoning": 0.4,
+        "temporalLift": 0.75,
         "ftsFullCoverage": 0.5,
         "ftsCoveragePower": 4.0,
         "keywordRanking": "bm25",

@@ -157,13 +157,14 @@ def test_the_protocol_table_shows_the_spread_and_a_levers_temporal_folds() -> No
     assert protocol._category_parts({}) == ""
 
 
-def test_session_lever_grids_hold_the_defaults_once_per_value() -> None:
+def test_lever_grids_hold_the_defaults_once_per_value() -> None:
     from bench import protocol, study
 
     grids = protocol.lever_grids()
     d = study.defaults()
     assert [p.session_evidence for p in grids["session_evidence"]][::6] == list(protocol.SESSION_EVIDENCE)
     assert [p.session_spread for p in grids["session_spread"]][::6] == list(protocol.SESSION_SPREAD)
-    for points in grids.values():
-        assert len(points) == len(set(points)) == 18
+    assert [p.temporal_lift for p in grids["temporal_lift"]][::6] == list(protocol.TEMPORAL_LIFT)
+    for key, points in grids.items():
+        assert len(points) == len(set(points)) == 6 * (5 if key == "temporal_lift" else 3)
         assert sum(p == d for p in points) == 1  # the shipped defaults are one of the points
