@@ -2,8 +2,9 @@
 
 After the turns are searchable, ``run_protocol`` reads every question's candidates once
 (``study.collect``, the engine's own adapters, no NATS hop for the search) and scores a fixed
-grid of hybrid settings (``GRID``, the defaults first) on each conversation. ``folds.evaluate``
-then picks, per held-out conversation, the point that is best on the other four. The report
+grid of hybrid settings (``grid()``, the defaults first) on each conversation, and a small grid
+per lever judged on its own (``lever_grids()``). ``folds.evaluate`` then picks, per held-out
+conversation, the point that is best on the other four. The report
 says which settings produced every row. No randomness is involved: the grid, the data and
 the tie-break (earlier point) are fixed, so a re-run gives the same rows.
 """
@@ -62,26 +63,26 @@ def lever_grids() -> dict[str, list[study.Params]]:
 
 def grid() -> list[study.Params]:
     """The defaults, then score fusion over keyword scoring x depth x weight x session x neighbour
-    x speaker shares x keyword coverage x temporal share x temporal reasoning share."""
+    x speaker shares x keyword coverage x temporal share x temporal reasoning share; the settings
+    judged on their own grids (``lever_grids``) keep their defaults."""
     points = [default_point()]
-    power = points[0].fts_coverage_power
     for scoring, depth, fts, session, neighbour, speaker, coverage, temporal, reasoning in itertools.product(
         KEYWORD_SCORINGS, (50, 100), (0.5, 0.6), (0.1, 0.3), (0.3, 0.5), (0.0, 0.3, 0.6), COVERAGE, TEMPORAL, REASONING
     ):
-        p = study.Params(
-            "score",
-            60,
-            depth,
-            fts,
-            round(1 - fts, 2),
-            session,
-            neighbour,
-            speaker,
-            coverage,
-            power,
-            scoring,
-            temporal,
-            reasoning,
+        p = replace(
+            points[0],
+            fusion="score",
+            rrf_k=60,
+            depth=depth,
+            fts_weight=fts,
+            vec_weight=round(1 - fts, 2),
+            session_boost=session,
+            neighbour_boost=neighbour,
+            speaker_boost=speaker,
+            fts_full_coverage=coverage,
+            keyword_ranking=scoring,
+            temporal_boost=temporal,
+            temporal_reasoning=reasoning,
         )
         if p != points[0]:
             points.append(p)

@@ -168,3 +168,18 @@ def test_lever_grids_hold_the_defaults_once_per_value() -> None:
     for key, points in grids.items():
         assert len(points) == len(set(points)) == 6 * (5 if key == "temporal_lift" else 3)
         assert sum(p == d for p in points) == 1  # the shipped defaults are one of the points
+
+
+def test_the_main_grid_keeps_the_defaults_of_the_levers_judged_on_their_own_grids() -> None:
+    from bench import protocol, study
+
+    d = study.defaults()
+    points = protocol.grid()
+    assert points[0] == d and len(points) == len(set(points)) == 768
+    for p in points:
+        assert (p.session_evidence, p.session_spread, p.temporal_lift, p.fts_coverage_power) == (
+            d.session_evidence,
+            d.session_spread,
+            d.temporal_lift,
+            d.fts_coverage_power,
+        )
