@@ -2,8 +2,9 @@
 
 After the turns are searchable, ``run_protocol`` reads every question's candidates once
 (``study.collect``, the engine's own adapters, no NATS hop for the search) and scores a fixed
-grid of hybrid settings (``GRID``, the defaults first) on each conversation. ``folds.evaluate``
-then picks, per held-out conversation, the point that is best on the other four. The report
+grid of hybrid settings (``grid()``, the defaults first) on each conversation, and a small grid
+per lever judged on its own (``lever_grids()``). ``folds.evaluate`` then picks, per held-out
+conversation, the point that is best on the other four. The report
 says which settings produced every row. No randomness is involved: the grid, the data and
 the tie-break (earlier point) are fixed, so a re-run gives the same rows.
 """
@@ -13,7 +14,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from bench import folds, locomo, study
@@ -38,28 +40,49 @@ TEMPORAL = (0.0, 0.4)
 REASONING = (0.0, 0.4)
 
 
+#: ``sessionEvidence`` and ``sessionSpread`` values of their own small grids (``lever_grids``)
+SESSION_EVIDENCE = (1, 2, 3)
+SESSION_SPREAD = (0.0, 0.03, 0.1)
+#: ``temporalLift`` values of its own small grid
+TEMPORAL_LIFT = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+def lever_grids() -> dict[str, list[study.Params]]:
+    """A small grid per lever of its own, beside the main one (crossing it would multiply its cost):
+    the defaults with the shares each interacts with (session and neighbour shares for the session
+    levers, the reasoning's share for its lift), times each value."""
+    d = default_point()
+    base = [replace(d, session_boost=s, neighbour_boost=n) for s in (0.1, 0.3, 0.5) for n in (0.3, 0.5)]
+    timed = [replace(d, temporal_reasoning=r, neighbour_boost=n) for r in (0.2, 0.4, 0.6) for n in (0.3, 0.5)]
+    return {
+        "session_evidence": [replace(p, session_evidence=m) for m in SESSION_EVIDENCE for p in base],
+        "session_spread": [replace(p, session_spread=w) for w in SESSION_SPREAD for p in base],
+        "temporal_lift": [replace(p, temporal_lift=a) for a in TEMPORAL_LIFT for p in timed],
+    }
+
+
 def grid() -> list[study.Params]:
     """The defaults, then score fusion over keyword scoring x depth x weight x session x neighbour
-    x speaker shares x keyword coverage x temporal share x temporal reasoning share."""
+    x speaker shares x keyword coverage x temporal share x temporal reasoning share; the settings
+    judged on their own grids (``lever_grids``) keep their defaults."""
     points = [default_point()]
-    power = points[0].fts_coverage_power
     for scoring, depth, fts, session, neighbour, speaker, coverage, temporal, reasoning in itertools.product(
         KEYWORD_SCORINGS, (50, 100), (0.5, 0.6), (0.1, 0.3), (0.3, 0.5), (0.0, 0.3, 0.6), COVERAGE, TEMPORAL, REASONING
     ):
-        p = study.Params(
-            "score",
-            60,
-            depth,
-            fts,
-            round(1 - fts, 2),
-            session,
-            neighbour,
-            speaker,
-            coverage,
-            power,
-            scoring,
-            temporal,
-            reasoning,
+        p = replace(
+            points[0],
+            fusion="score",
+            rrf_k=60,
+            depth=depth,
+            fts_weight=fts,
+            vec_weight=round(1 - fts, 2),
+            session_boost=session,
+            neighbour_boost=neighbour,
+            speaker_boost=speaker,
+            fts_full_coverage=coverage,
+            keyword_ranking=scoring,
+            temporal_boost=temporal,
+            temporal_reasoning=reasoning,
         )
         if p != points[0]:
             points.append(p)
@@ -87,20 +110,34 @@ async def run_protocol(
     return out
 
 
-def evaluate_grid(cands: Sequence[study.Candidates], points: Sequence[study.Params] | None = None) -> dict[str, Any]:
-    """Score every grid point on every conversation, then the folds (pure, given the candidates)."""
+def evaluate_grid(
+    cands: Sequence[study.Candidates],
+    points: Sequence[study.Params] | None = None,
+    levers: Mapping[str, Sequence[study.Params]] | None = None,
+) -> dict[str, Any]:
+    """Score every grid point on every conversation, then the folds (pure, given the candidates);
+    ``levers`` (default ``lever_grids()``): the levers of ``OWN_GRID_LEVERS``, each folded over its own grid."""
     points = list(points) if points is not None else grid()
+    levers = lever_grids() if levers is None else levers
     by_conv: dict[str, list[int]] = {}
     for i, c in enumerate(cands):
         by_conv.setdefault(c.conversation, []).append(i)
-    outcomes: dict[int, dict[str, list[locomo.QAOutcome]]] = {}
-    for n, p in enumerate(points):
-        outs = study.outcomes(cands, p)
-        outcomes[n] = {conv: [outs[i] for i in idx] for conv, idx in by_conv.items()}
+
+    def scored(grid_points: Sequence[study.Params]) -> dict[int, dict[str, list[locomo.QAOutcome]]]:
+        out: dict[int, dict[str, list[locomo.QAOutcome]]] = {}
+        for n, p in enumerate(grid_points):
+            outs = study.outcomes(cands, p)
+            out[n] = {conv: [outs[i] for i in idx] for conv, idx in by_conv.items()}
+        return out
+
+    outcomes = scored(points)
     result = folds.evaluate(points, outcomes)
     out = folds.summary(result, study.Params.label)
     for key, field, _title in LEVERS:
         out[key] = by_lever(points, outcomes, field)
+    for key, field, _title in OWN_GRID_LEVERS:
+        if key in levers:
+            out[key] = by_lever(levers[key], scored(levers[key]), field)
     default_all = [o for conv in by_conv for o in outcomes[0][conv]]
     per_conv = {conv: round(locomo.score(outcomes[0][conv]).recall[10], 4) for conv in by_conv}
     out["defaults"] = {
@@ -119,6 +156,12 @@ LEVERS = (
     ("keyword_coverage", "fts_full_coverage", "ftsFullCoverage"),
     ("temporal_boost", "temporal_boost", "temporalBoost"),
     ("temporal_reasoning", "temporal_reasoning", "temporalReasoning"),
+)
+#: the levers folded over their own grids (``lever_grids``), reported alike
+OWN_GRID_LEVERS = (
+    ("session_evidence", "session_evidence", "sessionEvidence"),
+    ("session_spread", "session_spread", "sessionSpread"),
+    ("temporal_lift", "temporal_lift", "temporalLift"),
 )
 
 
@@ -202,20 +245,25 @@ def _spread_lines(protocol: dict[str, Any]) -> list[str]:
 def _lever_lines(protocol: dict[str, Any]) -> list[str]:
     """One line per lever of more than one value: each value's folds over its own points."""
     lines = []
-    for key, _field, title in LEVERS:
+    for key, _field, title in (*LEVERS, *OWN_GRID_LEVERS):
         by_value = protocol.get(key) or {}
         if len(by_value) < 2:
             continue
         parts = [
             f"{value} ({v['points']} points) held-out R@10 mean {v['held_out_mean_R@10']}, worst fold "
             f"{v['worst_fold']['held_out']} {v['worst_fold']['R@10']}, best in-sample {v['in_sample_R@10']}"
-            + _temporal_part(v)
+            + _category_parts(v)
             for value, v in by_value.items()
         ]
         lines.append(f"{title}, the grid of each value alone: " + "; ".join(parts))
     return lines
 
 
-def _temporal_part(v: dict[str, Any]) -> str:
-    t = (v.get("categories") or {}).get("2 temporal")
-    return f", temporal held-out mean {t['mean']} (worst fold {t['worst']})" if t else ""
+def _category_parts(v: dict[str, Any]) -> str:
+    cats = v.get("categories") or {}
+    parts = [
+        f", {name} held-out mean {c['mean']} (worst fold {c['worst']})"
+        for cat, name in (("2 temporal", "temporal"), ("1 multi-hop", "multi-hop"), ("3 open-domain", "open-domain"))
+        if (c := cats.get(cat))
+    ]
+    return "".join(parts)

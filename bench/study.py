@@ -49,6 +49,9 @@ class Params:
     keyword_ranking: KeywordScoring = "bm25"
     temporal_boost: float = 0.0
     temporal_reasoning: float = 0.0
+    session_evidence: int = 1
+    session_spread: float = 0.0
+    temporal_lift: float = 0.0
 
     def label(self) -> str:
         if self.fusion == "rrf":
@@ -61,6 +64,9 @@ class Params:
             f"{self.keyword_ranking} {head} session={self.session_boost:g} neighbour={self.neighbour_boost:g}"
             f" speaker={self.speaker_boost:g} temporal={self.temporal_boost:g}"
             + (f" reasoning={self.temporal_reasoning:g}" if self.temporal_reasoning else "")
+            + (f" evidence={self.session_evidence}" if self.session_evidence != 1 else "")
+            + (f" spread={self.session_spread:g}" if self.session_spread else "")
+            + (f" lift={self.temporal_lift:g}" if self.temporal_lift else "")
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -84,6 +90,9 @@ def defaults(s: MemorySettings | None = None) -> Params:
         s.keyword_ranking,
         s.temporal_boost,
         s.temporal_reasoning,
+        s.session_evidence,
+        s.session_spread,
+        s.temporal_lift,
     )
 
 
@@ -105,6 +114,9 @@ def settings(p: Params) -> MemorySettings:
         keyword_ranking=p.keyword_ranking,
         temporal_boost=p.temporal_boost,
         temporal_reasoning=p.temporal_reasoning,
+        session_evidence=p.session_evidence,
+        session_spread=p.session_spread,
+        temporal_lift=p.temporal_lift,
     )
 
 
@@ -129,7 +141,17 @@ def rank(c: Candidates, p: Params) -> tuple[str | None, ...]:
     fused = fuse_lists(lists, settings(p), query, keyword.cover)
     rows = {f.memory_id: c.rows[f.memory_id] for f in fused if f.memory_id in c.rows}
     ranked = boost(
-        fused, rows, p.session_boost, p.neighbour_boost, p.speaker_boost, query, p.temporal_boost, p.temporal_reasoning
+        fused,
+        rows,
+        p.session_boost,
+        p.neighbour_boost,
+        p.speaker_boost,
+        query,
+        p.temporal_boost,
+        p.temporal_reasoning,
+        session_members=p.session_evidence,
+        session_spread=p.session_spread,
+        reasoning_lift=p.temporal_lift,
     )
     present = [f.memory_id for f in ranked if f.memory_id in rows][:LIMIT]
     return tuple(c.dia.get(i) for i in present)

@@ -24,6 +24,7 @@ VARIANTS = (
     quality.Variant("temporalBoost 0.4 only", {"temporalBoost": 0.4, "temporalReasoning": 0}),
     quality.Variant(f"temporalReasoning {REASONING} only", {"temporalBoost": 0, "temporalReasoning": REASONING}),
     quality.Variant(f"both (0.4, {REASONING})", {"temporalBoost": 0.4, "temporalReasoning": REASONING}),
+    quality.Variant("temporalLift 0 (own score only)", {"temporalLift": 0}),
 )
 
 

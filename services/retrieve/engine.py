@@ -242,7 +242,9 @@ class Engine:
         neighbouring turns and of its own score when the question names its speaker (the owner's
         ``sessionBoost``/``neighbourBoost``/``speakerBoost``; 0 turns one off), and of its own score
         when the question asks when and the result says when (``temporalBoost``), and of its own score
-        as far as its time answers the time the question asks about (``temporalReasoning``)."""
+        as far as its time answers the time the question asks about (``temporalReasoning``); the
+        session score's breadth (``sessionEvidence``) and the spread over sessions (``sessionSpread``);
+        how far a time match lifts towards the best result (``temporalLift``)."""
         return boost(
             ranked,
             rows,
@@ -253,6 +255,9 @@ class Engine:
             s.temporal_boost,
             s.temporal_reasoning,
             datetime.now(UTC).date(),
+            s.session_evidence,
+            s.session_spread,
+            s.temporal_lift,
         )
 
     def _observe(self, strategy: Strategy, attempts: list[Attempt], total_ms: float, results: int) -> None:

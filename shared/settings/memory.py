@@ -56,6 +56,12 @@ class MemorySettings(msgspec.Struct, frozen=True, kw_only=True, rename="camel", 
     session_boost: Share = 0.3
     #: hybrid only: a result gains this share of its neighbouring turns' scores (0 = off)
     neighbour_boost: Share = 0.3
+    #: hybrid only: the session score `sessionBoost` shares is the mean of the session's best this many results
+    #: (1 = its best result alone; more favours sessions holding several matches)
+    session_evidence: Annotated[int, msgspec.Meta(ge=1, le=10)] = 1
+    #: hybrid only: each further result of a session already ranked counts this much less, compounding (the k-th
+    #: times (1 - this)^k), so other sessions' best results move up (0 = off)
+    session_spread: Annotated[float, msgspec.Meta(ge=0, le=0.9)] = 0.0
     #: how the keyword tier scores its matches: `bm25` (each question word weighed by its rarity among the
     #: owner's memories) or `cover_density` (PostgreSQL's `ts_rank_cd`: every occurrence counts the same)
     keyword_ranking: Literal["bm25", "cover_density"] = "bm25"
@@ -88,6 +94,10 @@ class MemorySettings(msgspec.Struct, frozen=True, kw_only=True, rename="camel", 
     #: before X" (a window next to X's date); a result's time is what its text names ("yesterday", "on 8 May"),
     #: resolved against the day it was said (a "[<date>]" prefix, else when it was stored) (0 = off; English)
     temporal_reasoning: Share = 0.4
+    #: hybrid only: for a question naming a time or a window ("in May 2023", "the week before X"), the share of a
+    #: `temporalReasoning` gain measured on the best result's score instead of the result's own (0 = its own only):
+    #: a result whose time falls in the window rises even when it shares few words with the question
+    temporal_lift: Annotated[float, msgspec.Meta(ge=0, le=1)] = 0.75
     #: chat events per second and replica an owner may publish (0 = no limit; over it the event waits in the stream)
     events_per_second: Annotated[float, msgspec.Meta(ge=0, le=100_000)] = 0.0
     #: searches (retrieve, inject) per second and replica of one owner (0 = no limit; over it: 429 `rate_limited`)

@@ -17,7 +17,7 @@ import msgspec
 
 from memoryd.errors import DependencyDown, MemorydError, ValidationFailed
 from memoryd.schemas.retrieval import RetrievedMemory, Tier
-from services.retrieve.logic import temporal
+from services.retrieve.logic import sessions, temporal
 from services.retrieve.logic.fusion import (
     Fused,
     RankedList,
@@ -27,7 +27,6 @@ from services.retrieve.logic.fusion import (
     neighbour_gains,
     rescored,
     scores_of,
-    session_gains,
     speaker_gains,
     temporal_gains,
 )
@@ -182,6 +181,9 @@ def boost(
     temporal_share: float = 0.0,
     reasoning_share: float = 0.0,
     today: date | None = None,
+    session_members: int = 1,
+    session_spread: float = 0.0,
+    reasoning_lift: float = 0.0,
 ) -> list[Fused]:
     """Hybrid re-scoring of the fused candidates whose ``rows`` were fetched: ``session_share``
     of the best score in a result's session, then ``neighbour_share`` of its neighbouring
@@ -189,23 +191,26 @@ def boost(
     then ``temporal_share`` of it when ``query`` asks when and its content says when, then
     ``reasoning_share`` x how well its time answers the time ``query`` asks about
     (``temporal.temporal_gains``, relative to ``today``) (0 turns each off; the engine and the
-    quality study both call this)."""
+    quality study both call this). A session's score is the mean of its best ``session_members``
+    (``sessions.evidence_gains``); ``session_spread`` > 0 discounts each further result of a session
+    (``sessions.spread_scores``); ``reasoning_lift`` scales the reasoning's gains towards the best
+    candidate's score (``temporal.scale``)."""
     scores = scores_of(ranked)
     # what the boosts read of the rows, in one pass: sessions and turn positions (rows without
     # either neither gain nor give), speakers (only rows whose metadata names one are decoded)
-    sessions: dict[str, str] = {}
+    session_of: dict[str, str] = {}
     positions: dict[str, tuple[str, int]] = {}
     speakers: dict[str, str | None] = {}
     by_speaker = speaker_share > 0 and bool(query)
     for i, r in rows.items():
         if (session := r.session_id) is not None:
-            sessions[i] = session
+            session_of[i] = session
             if r.turn is not None:
                 positions[i] = (session, r.turn)
         if by_speaker and '"speaker"' in r.metadata_json:
             speakers[i] = r.speaker
     if session_share > 0:
-        scores = session_gains(scores, sessions, session_share)
+        scores = sessions.evidence_gains(scores, session_of, session_share, session_members)
     if positions:
         scores = neighbour_gains(scores, positions, neighbour_share)
     if speakers:  # else no one gains
@@ -215,8 +220,11 @@ def boost(
     day = today or date.today()
     if reasoning_share > 0 and query and temporal.read_question(query, day).temporal:  # else nothing to gain
         moments = {i: (r.content, r.day) for i, r in rows.items()}
-        scores = temporal.temporal_gains(scores, moments, query, reasoning_share, day)
-    return rescored(ranked, scores)  # one sort, whatever the boosts
+        scores = temporal.temporal_gains(scores, moments, query, reasoning_share, day, reasoning_lift)
+    boosted = rescored(ranked, scores)  # one sort, whatever the boosts
+    if session_spread > 0:
+        return rescored(boosted, sessions.spread_scores(boosted, session_of, session_spread))
+    return boosted
 
 
 def single_ranking(ranked: RankedList, source: Literal["fts", "vec"]) -> list[Fused]:

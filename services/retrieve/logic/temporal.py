@@ -11,6 +11,7 @@ memories whose time answers the question's. English only; every rule says why it
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -363,10 +364,14 @@ def temporal_gains(
     question: str,
     share: float,
     now: date,
+    lift: float = 0.0,
 ) -> dict[str, float]:
-    """Each memory (``memories``: id -> content, the day it was stored) gains ``share`` x its score x its
-    ``match``; a question that asks no time changes nothing. The anchor's own memory matches
-    fully: its date is half of the answer."""
+    """Each memory (``memories``: id -> content, the day it was stored) gains ``share`` x its ``match`` x its
+    score; a question that asks no time changes nothing. The anchor's own memory matches fully:
+    its date is half of the answer. ``lift`` (0..1) sets how much of that score is the best
+    candidate's instead, for questions naming a time or a window (``scale``)."""
+    if not (math.isfinite(lift) and 0 <= lift <= 1):
+        raise ValueError(f"lift must be within 0..1, got {lift}")
     out = dict(scores)
     if share <= 0:
         return out
@@ -383,8 +388,18 @@ def temporal_gains(
             targets.append(window(query.anchor, found[1]))
     if not targets and not query.asks_when:
         return out
+    top = max(scores.values(), default=0.0) if targets and lift else 0.0
     for i, t in times.items():
         gain = 1.0 if i == anchor_id else match(query, t, targets)
         if gain:
-            out[i] += share * gain * scores[i]
+            out[i] += share * gain * (scale(scores[i], top, lift) if targets else scores[i])
     return out
+
+
+def scale(own: float, top: float, lift: float) -> float:
+    """The score a time match multiplies: ``lift`` of the way from the memory's own score to the
+    best candidate's. "What did X do in May?" or "the week before X" asks for a time as much as
+    for words: a memory whose time falls in the window answers it even when it shares few words
+    with the question, so part of its gain is on the scale of the ranking, not of its own
+    word match (a bare "when" question names no time: its gains stay proportional)."""
+    return own if lift == 0 else (1 - lift) * own + lift * top

@@ -163,6 +163,14 @@ async def test_disabled_by_setting_or_request(pool: asyncpg.Pool, nc: Client, re
         ({"neighbourBoost": 1}, "ACD", [1 / 62 + 0.5 / 63, 1 / 63 + 0.5 / 62, 1 / 61]),
         # each result gains the best score of its session (its own included)
         ({"sessionBoost": 1}, "DAC", [2 / 61, 2 / 62, 1 / 63 + 1 / 62]),
+        # a session scores the mean of its best two: s1 holds two matches, s2 one
+        (
+            {"sessionBoost": 1, "sessionEvidence": 2},
+            "ACD",
+            [1 / 62 + (1 / 62 + 1 / 63) / 2, 1 / 63 + (1 / 62 + 1 / 63) / 2, 1.5 / 61],
+        ),
+        # the second result of s1 counts half
+        ({"sessionSpread": 0.5}, "DAC", [1 / 61, 1 / 62, 0.5 / 63]),
     ],
 )
 async def test_hybrid_boosts_hand_checked(
@@ -202,3 +210,27 @@ async def test_score_fusion_weights_are_per_owner(pool: asyncpg.Pool, nc: Client
         res = await retrieve(nc, owner=who, query="kiwi", strategy="hybrid")
         tops[weight] = res.memories[0].score
     assert tops == pytest.approx({0.5: 0.5, 0.8: 0.8})
+
+
+@pytest.mark.parametrize(("lift", "before_score"), [(0.0, 0.0), (0.75, 0.4 * 0.75)])
+async def test_temporal_lift_raises_a_memory_in_the_asked_window(
+    pool: asyncpg.Pool, nc: Client, retrieve_svc: ServiceContext, lift: float, before_score: float
+) -> None:
+    # keyword ranks only: min-max scores, so the memories matching the question's name alone score 0;
+    # the one whose "last Friday" falls in the week before the race gains 0.4 x lift x the best score
+    who = owner()
+    off = {"sessionBoost": 0, "neighbourBoost": 0, "speakerBoost": 0, "ftsFullCoverage": 0, "ftsWeight": 1}
+    await put_values(pool, who, {"fusion": "score", "temporalReasoning": 0.4, "temporalLift": lift, **off})
+    said = "[1:00 pm on 8 May, 2024] Ana: "
+    ids = {
+        "race": await put(pool, who, said + "I ran a charity race yesterday"),
+        "before": await put(pool, who, said + "Last Friday I went to a pottery workshop"),
+        "march": await put(pool, who, said + "I adopted a puppy in March"),
+    }
+    name = {v: k for k, v in ids.items()}
+    res = await retrieve(nc, owner=who, query="What did Ana do the week before the charity race?", strategy="hybrid")
+    scores = {name[m.id]: m.score for m in res.memories}
+    # the race names the anchor: it gains 0.4 of (its own score, which is also the best) either way
+    assert scores == pytest.approx({"race": 1.4, "before": before_score, "march": 0.0})
+    if lift:
+        assert [name[m.id] for m in res.memories] == ["race", "before", "march"]

@@ -149,5 +149,37 @@ def test_the_protocol_table_shows_the_spread_and_a_levers_temporal_folds() -> No
     assert "| 2 temporal | 2 | 0.500 | 0.0 (b) | 1.0 (a) | 1.000 |" in "\n".join(lines)
     assert protocol._spread_lines({}) == []
     lever = {"categories": {"2 temporal": {"mean": 0.8, "worst": 0.7}}}
-    assert protocol._temporal_part(lever) == ", temporal held-out mean 0.8 (worst fold 0.7)"
-    assert protocol._temporal_part({}) == ""
+    assert protocol._category_parts(lever) == ", temporal held-out mean 0.8 (worst fold 0.7)"
+    lever["categories"]["1 multi-hop"] = {"mean": 0.5, "worst": 0.4}
+    assert protocol._category_parts(lever) == (
+        ", temporal held-out mean 0.8 (worst fold 0.7), multi-hop held-out mean 0.5 (worst fold 0.4)"
+    )
+    assert protocol._category_parts({}) == ""
+
+
+def test_lever_grids_hold_the_defaults_once_per_value() -> None:
+    from bench import protocol, study
+
+    grids = protocol.lever_grids()
+    d = study.defaults()
+    assert [p.session_evidence for p in grids["session_evidence"]][::6] == list(protocol.SESSION_EVIDENCE)
+    assert [p.session_spread for p in grids["session_spread"]][::6] == list(protocol.SESSION_SPREAD)
+    assert [p.temporal_lift for p in grids["temporal_lift"]][::6] == list(protocol.TEMPORAL_LIFT)
+    for key, points in grids.items():
+        assert len(points) == len(set(points)) == 6 * (5 if key == "temporal_lift" else 3)
+        assert sum(p == d for p in points) == 1  # the shipped defaults are one of the points
+
+
+def test_the_main_grid_keeps_the_defaults_of_the_levers_judged_on_their_own_grids() -> None:
+    from bench import protocol, study
+
+    d = study.defaults()
+    points = protocol.grid()
+    assert points[0] == d and len(points) == len(set(points)) == 768
+    for p in points:
+        assert (p.session_evidence, p.session_spread, p.temporal_lift, p.fts_coverage_power) == (
+            d.session_evidence,
+            d.session_spread,
+            d.temporal_lift,
+            d.fts_coverage_power,
+        )

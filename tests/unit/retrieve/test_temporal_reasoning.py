@@ -17,6 +17,7 @@ from services.retrieve.logic.temporal import (
     read_memory,
     read_question,
     said_on,
+    scale,
     temporal_gains,
     window,
 )
@@ -201,3 +202,36 @@ def test_the_boost_uses_created_at_when_a_memory_has_no_prefix() -> None:
     # said in May, naming no time: half a match; 0.8 + 1.0 x 0.5 x 0.8 = 1.2
     strong = boost(ranked, rows, 0, 0, query="What did Ana do in May 2024?", reasoning_share=1.0, today=TODAY)
     assert [(f.memory_id, round(f.score, 3)) for f in strong] == [("may", 1.2), ("june", 1.0)]
+
+
+def test_lift_measures_a_window_match_on_the_best_candidates_score() -> None:
+    created = datetime(2026, 1, 1, tzinfo=UTC)
+    memories = {
+        "anchor": (PREFIX + "I ran a charity race yesterday", created),
+        "before": (PREFIX + "Last Friday I went to a pottery workshop", created),
+        "long_before": (PREFIX + "I adopted a puppy in March", created),
+    }
+    scores = {"anchor": 1.0, "before": 0.2, "long_before": 0.4}
+    question = "What did Ana do the week before the charity race?"
+    own = temporal_gains(scores, memories, question, 0.5, TODAY)
+    assert own == {"anchor": 1.5, "before": pytest.approx(0.3), "long_before": 0.4}
+    half = temporal_gains(scores, memories, question, 0.5, TODAY, lift=0.5)
+    # "before" gains 0.5 x (0.5 x 0.2 + 0.5 x 1.0) = 0.3: it passes "long_before", outside the window
+    assert half == {"anchor": 1.5, "before": pytest.approx(0.5), "long_before": 0.4}
+    full = temporal_gains(scores, memories, question, 0.5, TODAY, lift=1.0)
+    assert full == {"anchor": 1.5, "before": pytest.approx(0.7), "long_before": 0.4}
+
+
+def test_lift_leaves_a_bare_when_question_proportional_and_is_bounded() -> None:
+    created = datetime(2026, 1, 1, tzinfo=UTC)
+    memories = {"a": (PREFIX + "I ran yesterday", created), "b": (PREFIX + "I like running", created)}
+    scores = {"a": 0.2, "b": 1.0}
+    # no time named: "a" (which says when) gains a share of its own score only
+    assert temporal_gains(scores, memories, "When did Ana run?", 0.5, TODAY, lift=1.0) == {
+        "a": pytest.approx(0.3),
+        "b": 1.0,
+    }
+    assert scale(0.2, 1.0, 0.0) == 0.2 and scale(0.2, 1.0, 0.25) == pytest.approx(0.4)
+    for bad in (-0.1, 1.5, float("nan")):
+        with pytest.raises(ValueError, match="lift"):
+            temporal_gains(scores, memories, "When did Ana run?", 0.5, TODAY, lift=bad)
