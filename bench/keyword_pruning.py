@@ -30,7 +30,7 @@ from bench import keyword_inproc as inproc
 from bench import keyword_postings as postings
 from bench import synth
 from bench.harness import proc_cpu, servers_cpu
-from bench.keyword_index import OwnerIndex
+from services.retrieve.logic.keyword_index import OwnerIndex
 from bench.latency import SESSION_TURNS
 from bench.locomo import percentile
 from bench.report import environment, markdown_table

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from bench.keyword_index import Doc, Hit, OwnerIndex, brute_force
+from services.retrieve.logic.keyword_index import Doc, Hit, OwnerIndex, brute_force
 from services.retrieve.logic.bm25 import idf
 
 
