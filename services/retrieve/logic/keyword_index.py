@@ -106,7 +106,9 @@ class OwnerIndex:
         ordinals = np.repeat(np.arange(len(docs), dtype=np.int32), lengths)
         hi, lo = _halves(d.id for d in docs)
         rows = [self._row(d) for d in docs]
-        cols = {name: np.array([r[i] for r in rows], dtype=tp) for i, (name, tp) in enumerate(_COLUMNS.items())}
+        cols: dict[str, Any] = {
+            name: np.array([r[i] for r in rows], dtype=tp) for i, (name, tp) in enumerate(_COLUMNS.items())
+        }
         cols["hi"], cols["lo"] = hi, lo
         self._fold(lex, ordinals, counts, cols)
 
@@ -142,15 +144,15 @@ class OwnerIndex:
 
     @property
     def hi(self) -> U64:
-        return self.cols["hi"]  # type: ignore[no-any-return]
+        return self.cols["hi"]
 
     @property
     def lo(self) -> U64:
-        return self.cols["lo"]  # type: ignore[no-any-return]
+        return self.cols["lo"]
 
     @property
     def created(self) -> I64:
-        return self.cols["created"]  # type: ignore[no-any-return]
+        return self.cols["created"]
 
     def nbytes(self) -> dict[str, int]:
         """Bytes of the arrays by part: postings, per-memory columns, the search's scratch (the
