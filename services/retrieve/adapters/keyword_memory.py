@@ -1,0 +1,218 @@
+"""The keyword tier ranked in the retrieve process (``keywordIndex=memory``): per owner an
+``OwnerIndex`` of PostgreSQL's own lexemes, kept in step through ``keyword_versions`` and
+``keyword_changes`` (migration 0014), least recently searched owners evicted over a memory budget.
+
+``KeywordIndexes.search`` reads the question's lexemes and the owner's version in one statement;
+an index at that version ranks at once, one behind first re-reads the memories logged since its
+version (read-your-writes for anything committed before the search began). An owner not held yet
+is built in the background while the statement answers; so do questions with a phrase or a
+negation, metadata filters, and any global memory of another owner (the answer says which).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import uuid
+from collections import Counter, OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+
+from services.retrieve.logic.bm25 import KeywordRanking, cover_of
+from services.retrieve.logic.keyword_index import NEVER, Doc, OwnerIndex, View
+from shared.observability.logging import get_logger
+from shared.observability.metrics import RETRIEVE_KEYWORD_TIER
+
+log = get_logger(__name__)
+
+TS_CONFIG = "english"
+#: versions the change log keeps at least (migration 0014): an index further behind is rebuilt
+KEPT_VERSIONS = 4096
+#: appended plus deleted memories, as a share of the owner's, before the index is compacted
+COMPACT_SHARE = 0.05
+
+_QUOTED = re.compile(r"'((?:[^']|'')*)'")
+
+QUESTION_SQL = (
+    f"SELECT websearch_to_tsquery('{TS_CONFIG}', $1)::text AS q,"
+    f" tsvector_to_array(to_tsvector('{TS_CONFIG}', $1)) AS l,"
+    " coalesce((SELECT k.version FROM keyword_versions k WHERE k.owner = $2), 0) AS v,"
+    " EXISTS (SELECT 1 FROM memories g WHERE g.scope = 'global' AND g.owner <> $2) AS g,"
+    " (extract(epoch FROM now()) * 1000000)::int8 AS now_us,"
+    " (extract(epoch FROM now() - make_interval(days => $3)) * 1000000)::int8 AS after_us"
+)
+VERSION_SQL = "SELECT coalesce((SELECT version FROM keyword_versions WHERE owner = $1), 0)"
+CHANGED_SQL = "SELECT DISTINCT memory_id FROM keyword_changes WHERE owner = $1 AND version > $2"
+_DOCS = (
+    "SELECT m.id, (extract(epoch FROM m.created_at) * 1000000)::int8,"
+    f" CASE WHEN m.expires_at IS NULL OR m.expires_at = 'infinity' THEN {int(NEVER)}"
+    " ELSE (extract(epoch FROM m.expires_at) * 1000000)::int8 END,"
+    " m.type, m.session_id, m.agent_id, m.scope = 'global', u.l, u.c FROM memories m"
+    " CROSS JOIN LATERAL (SELECT array_agg(x.lexeme) AS l, array_agg(cardinality(x.positions)) AS c"
+    "  FROM unnest(m.tsv) x) u"
+    " WHERE m.owner = $1 AND m.state = 'active' AND (m.expires_at IS NULL OR m.expires_at > now())"
+)
+DOCS_SQL = _DOCS
+CHANGED_DOCS_SQL = _DOCS + " AND m.id = ANY($2::uuid[])"
+
+
+def doc_of(r: Sequence[Any]) -> Doc:
+    return Doc(r[0], int(r[1]), r[7] or (), r[8] or (), int(r[2]), r[3], r[4], r[5], bool(r[6]))
+
+
+def plain_lexemes(tsquery: str, lexemes: Sequence[str]) -> tuple[str, ...] | None:
+    """The question's lexemes when its any-word query is an OR of exactly them (``tsquery``:
+    ``websearch_to_tsquery`` as text); None for a negation or a phrase (the statement's case)."""
+    named = {m.replace("''", "'") for m in _QUOTED.findall(tsquery)}
+    if "!" in tsquery or "<" in tsquery or named != set(lexemes):
+        return None
+    return tuple(sorted(set(lexemes)))
+
+
+@dataclass
+class _Held:
+    index: OwnerIndex
+    version: int
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    def nbytes(self) -> int:
+        return sum(self.index.nbytes().values()) + 100 * len(self.index.vocab)  # the dict, roughly
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One keyword search as the in-memory tier takes it (``adapters.postgres.Visibility`` parts)."""
+
+    owner: str
+    query: str
+    limit: int
+    retention_days: int
+    types: tuple[str, ...] | None = None
+    session_id: str | None = None
+    agent_id: str | None = None
+    metadata: bool = False  # a metadata filter: left to the statement
+    scoring: str = "bm25"  # ``cover_density``: left to the statement
+
+
+class KeywordIndexes:
+    """The owners' indexes this process holds, their background builds, and what served."""
+
+    def __init__(self, pool: asyncpg.Pool, *, budget_bytes: int = 256 << 20, builds: int = 2) -> None:
+        self.pool = pool
+        self.budget_bytes = budget_bytes
+        self._held: OrderedDict[str, _Held] = OrderedDict()  # least recently searched first
+        self._builds: dict[str, asyncio.Task[None]] = {}
+        self._slots = asyncio.Semaphore(builds)
+        self.counts: Counter[str] = Counter()  # "memory" and "statement_fallback:<reason>"
+
+    async def search(self, ask: Ask) -> KeywordRanking | None:
+        """The ranking, or None when the statement is to answer (counted with its reason)."""
+        if ask.metadata:
+            return self._fallback("metadata_filter")
+        if ask.scoring != "bm25":
+            return self._fallback("cover_density")
+        row = await self.pool.fetchrow(QUESTION_SQL, ask.query, ask.owner, ask.retention_days)
+        lexemes = plain_lexemes(row["q"] or "", row["l"] or ())
+        if lexemes is None:
+            return self._fallback("phrase_or_negation")
+        if row["g"]:
+            return self._fallback("global_memories")
+        held = self._held.get(ask.owner)
+        if held is None:
+            self._build_later(ask.owner)
+            return self._fallback("building")
+        self._held.move_to_end(ask.owner)
+        async with held.lock:
+            if held.version < row["v"] and not await self._catch_up(ask.owner, held):
+                self._held.pop(ask.owner, None)
+                self._build_later(ask.owner)
+                return self._fallback("rebuilding")
+            view = View(int(row["now_us"]), int(row["after_us"]), ask.types, ask.session_id, ask.agent_id)
+            hits, occurrences = held.index.search(lexemes, ask.limit, view)
+        self.counts["memory"] += 1
+        RETRIEVE_KEYWORD_TIER.labels("memory", "").inc()
+        return KeywordRanking([(str(h.id), h.score) for h in hits], cover_of(occurrences))
+
+    def _fallback(self, reason: str) -> KeywordRanking | None:
+        self.counts[f"statement_fallback:{reason}"] += 1
+        RETRIEVE_KEYWORD_TIER.labels("statement_fallback", reason).inc()
+        return None
+
+    async def _catch_up(self, owner: str, held: _Held) -> bool:
+        """Apply the changes logged since ``held.version`` (False: the log no longer reaches back)."""
+        async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+            version = await conn.fetchval(VERSION_SQL, owner)
+            if version - held.version >= KEPT_VERSIONS:
+                return False
+            changed = [r[0] for r in await conn.fetch(CHANGED_SQL, owner, held.version)]
+            docs = [doc_of(r) for r in await conn.fetch(CHANGED_DOCS_SQL, owner, changed)]
+        index = held.index
+        for memory in changed:
+            index.delete(memory)
+        for doc in docs:
+            index.append(doc)
+        if index.dirty() > max(64, COMPACT_SHARE * index.size):
+            index.compact()
+        held.version = version
+        return True
+
+    def _build_later(self, owner: str) -> None:
+        if owner not in self._builds:
+            self._builds[owner] = asyncio.create_task(self._build(owner), name=f"keyword-index-{owner}")
+
+    async def _build(self, owner: str) -> None:
+        try:
+            async with self._slots:
+                held = await self.build(owner)
+            if held.nbytes() > self.budget_bytes:
+                log.warning("retrieve.keyword_index_over_budget", owner=owner, bytes=held.nbytes())
+                return
+            self._held[owner] = held
+            self._evict()
+        except Exception as exc:  # the statement keeps answering; the next search tries again
+            log.warning("retrieve.keyword_index_build_failed", owner=owner, error=str(exc))
+        finally:
+            self._builds.pop(owner, None)
+
+    async def build(self, owner: str) -> _Held:
+        """The owner's index read from PostgreSQL at one version (one snapshot)."""
+        async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+            version = await conn.fetchval(VERSION_SQL, owner)
+            rows = await conn.fetch(DOCS_SQL, owner)
+        docs = [doc_of(r) for r in rows]
+        del rows
+        return _Held(await asyncio.to_thread(OwnerIndex, docs), version)
+
+    def _evict(self) -> None:
+        total = sum(h.nbytes() for h in self._held.values())
+        while total > self.budget_bytes and len(self._held) > 1:
+            _, gone = self._held.popitem(last=False)
+            total -= gone.nbytes()
+
+    async def settle(self) -> None:
+        """Wait for the builds under way (tests, shutdown)."""
+        while self._builds:
+            await asyncio.gather(*list(self._builds.values()), return_exceptions=True)
+
+    async def close(self) -> None:
+        for task in list(self._builds.values()):
+            task.cancel()
+        await asyncio.gather(*list(self._builds.values()), return_exceptions=True)
+        self._held.clear()
+
+    def status(self) -> str:
+        """One line for ``engine.status``: what is held and who answered the searches."""
+        size = sum(h.nbytes() for h in self._held.values()) / 1e6
+        served = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items())) or "no searches yet"
+        return f"in-memory index: {len(self._held)} owners held ({size:.1f} MB), {len(self._builds)} building; {served}"
+
+    def held_ids(self, owner: str) -> set[uuid.UUID] | None:
+        """The ids the owner's index holds alive (None: not held); for tests and diagnostics."""
+        held = self._held.get(owner)
+        if held is None:
+            return None
+        ix = held.index
+        return {uuid.UUID(int=(int(ix.hi[i]) << 64) | int(ix.lo[i])) for i in range(ix.size) if ix.alive[i]}
