@@ -16,6 +16,7 @@ import re
 import uuid
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,22 +45,30 @@ QUESTION_SQL = (
     " (extract(epoch FROM now()) * 1000000)::int8 AS now_us,"
     " (extract(epoch FROM now() - make_interval(days => $3)) * 1000000)::int8 AS after_us"
 )
-VERSION_SQL = "SELECT coalesce((SELECT version FROM keyword_versions WHERE owner = $1), 0)"
-CHANGED_SQL = "SELECT DISTINCT memory_id FROM keyword_changes WHERE owner = $1 AND version > $2"
-_DOCS = (
-    "SELECT m.id, (extract(epoch FROM m.created_at) * 1000000)::int8,"
+#: one statement, so one snapshot: the owner's version and the memories as of that version
+_VERSION = "SELECT coalesce((SELECT k.version FROM keyword_versions k WHERE k.owner = $1), 0) AS v"
+_DOC = (
+    "SELECT m.id, (extract(epoch FROM m.created_at) * 1000000)::int8 AS created,"
     f" CASE WHEN m.expires_at IS NULL OR m.expires_at = 'infinity' THEN {int(NEVER)}"
-    " ELSE (extract(epoch FROM m.expires_at) * 1000000)::int8 END,"
-    " m.type, m.session_id, m.agent_id, m.scope = 'global', u.l, u.c FROM memories m"
+    " ELSE (extract(epoch FROM m.expires_at) * 1000000)::int8 END AS expires,"
+    " m.type, m.session_id, m.agent_id, m.scope = 'global' AS glob, u.l, u.c FROM memories m"
     " CROSS JOIN LATERAL (SELECT array_agg(x.lexeme) AS l, array_agg(cardinality(x.positions)) AS c"
     "  FROM unnest(m.tsv) x) u"
     " WHERE m.owner = $1 AND m.state = 'active' AND (m.expires_at IS NULL OR m.expires_at > now())"
 )
-DOCS_SQL = _DOCS
-CHANGED_DOCS_SQL = _DOCS + " AND m.id = ANY($2::uuid[])"
+_DOC_COLUMNS = "d.id, d.created, d.expires, d.type, d.session_id, d.agent_id, d.glob, d.l, d.c"
+#: every visible memory of the owner (a row with a NULL id when it has none)
+DOCS_SQL = f"WITH v AS ({_VERSION}) SELECT v.v, {_DOC_COLUMNS} FROM v LEFT JOIN ({_DOC}) d ON true"
+#: the memories logged since version $2: the changed id, and its row unless it is gone or invisible
+CHANGED_SQL = (
+    f"WITH v AS ({_VERSION}), c AS (SELECT DISTINCT memory_id FROM keyword_changes WHERE owner = $1 AND version > $2)"
+    f" SELECT v.v, c.memory_id, {_DOC_COLUMNS} FROM v LEFT JOIN c ON true"
+    f" LEFT JOIN LATERAL ({_DOC} AND m.id = c.memory_id) d ON true"
+)
 
 
 def doc_of(r: Sequence[Any]) -> Doc:
+    """A ``Doc`` from ``_DOC_COLUMNS`` (at ``r[0]`` onwards)."""
     return Doc(r[0], int(r[1]), r[7] or (), r[8] or (), int(r[2]), r[3], r[4], r[5], bool(r[6]))
 
 
@@ -106,6 +115,8 @@ class KeywordIndexes:
         self._held: OrderedDict[str, _Held] = OrderedDict()  # least recently searched first
         self._builds: dict[str, asyncio.Task[None]] = {}
         self._slots = asyncio.Semaphore(builds)
+        # a thread of its own: the default executor may be taken by other waits of the process
+        self._builder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="keyword-index")
         self.counts: Counter[str] = Counter()  # "memory" and "statement_fallback:<reason>"
 
     async def search(self, ask: Ask) -> KeywordRanking | None:
@@ -143,12 +154,12 @@ class KeywordIndexes:
 
     async def _catch_up(self, owner: str, held: _Held) -> bool:
         """Apply the changes logged since ``held.version`` (False: the log no longer reaches back)."""
-        async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
-            version = await conn.fetchval(VERSION_SQL, owner)
-            if version - held.version >= KEPT_VERSIONS:
-                return False
-            changed = [r[0] for r in await conn.fetch(CHANGED_SQL, owner, held.version)]
-            docs = [doc_of(r) for r in await conn.fetch(CHANGED_DOCS_SQL, owner, changed)]
+        rows = await self.pool.fetch(CHANGED_SQL, owner, held.version)
+        version = rows[0]["v"]
+        if version - held.version >= KEPT_VERSIONS:
+            return False
+        changed = [r["memory_id"] for r in rows if r["memory_id"] is not None]
+        docs = [doc_of(r[2:]) for r in rows if r["id"] is not None]
         index = held.index
         for memory in changed:
             index.delete(memory)
@@ -179,12 +190,12 @@ class KeywordIndexes:
 
     async def build(self, owner: str) -> _Held:
         """The owner's index read from PostgreSQL at one version (one snapshot)."""
-        async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
-            version = await conn.fetchval(VERSION_SQL, owner)
-            rows = await conn.fetch(DOCS_SQL, owner)
-        docs = [doc_of(r) for r in rows]
+        rows = await self.pool.fetch(DOCS_SQL, owner)
+        version = rows[0]["v"]
+        docs = [doc_of(r[1:]) for r in rows if r["id"] is not None]
         del rows
-        return _Held(await asyncio.to_thread(OwnerIndex, docs), version)
+        index = await asyncio.get_running_loop().run_in_executor(self._builder, OwnerIndex, docs)
+        return _Held(index, version)
 
     def _evict(self) -> None:
         total = sum(h.nbytes() for h in self._held.values())
@@ -202,6 +213,7 @@ class KeywordIndexes:
             task.cancel()
         await asyncio.gather(*list(self._builds.values()), return_exceptions=True)
         self._held.clear()
+        self._builder.shutdown(wait=False, cancel_futures=True)
 
     def status(self) -> str:
         """One line for ``engine.status``: what is held and who answered the searches."""

@@ -6,18 +6,25 @@ global memories are answered by the statement."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 import uuid
 from datetime import UTC, datetime, timedelta
 
 import asyncpg
 import pytest
+from nats.aio.client import Client
 
+from memoryd.rpc import call
+from memoryd.schemas.ops import EngineStatusRequest, EngineStatusResult
+from memoryd.schemas.retrieval import RetrieveRequest, RetrieveResult
 from services.retrieve.adapters import postgres as tiers
 from services.retrieve.adapters.keyword_memory import KeywordIndexes
 from services.retrieve.logic.bm25 import KeywordRanking
 from shared.db.memories import content_hash
 from shared.metadata_filter import parse
+from shared.service import ServiceContext
+from shared.settings.store import put_values
 
 pytestmark = pytest.mark.integration
 
@@ -267,3 +274,38 @@ async def test_another_owners_global_memories_go_to_the_statement(pool: asyncpg.
     finally:
         await pool.execute("DELETE FROM memories WHERE id = $1", gid)
     await index.close()
+
+
+async def _status(nc: Client, who: str) -> str:
+    status: EngineStatusResult = await call(nc, "engine.status", EngineStatusRequest(owner=who), timeout=10)
+    return status.keyword_tier
+
+
+async def test_the_setting_through_the_service(pool: asyncpg.Pool, nc: Client, retrieve_svc: ServiceContext) -> None:
+    """``keywordIndex=memory`` for one owner: its first search starts the build (the statement
+    answers), later ones are ranked in memory with the statement's scores, a new memory included."""
+    who = f"kwm-{uuid.uuid4().hex[:8]}"
+    await _seed(pool, who, 60, random.Random(23))
+    await put_values(pool, who, {"keywordIndex": "memory", "keywordMatchBudget": 0, "keywordMaxCandidates": 0})
+    ask = RetrieveRequest(owner=who, query="apple river guitar", strategy="hybrid", limit=10, dry_run=True)
+    want: RetrieveResult = await call(nc, "retrieve", ask, timeout=10)  # the statement, the build started
+    assert want.memories
+    for _ in range(100):
+        if "1 owners held" in await _status(nc, who):
+            break
+        await asyncio.sleep(0.05)
+    got: RetrieveResult = await call(nc, "retrieve", ask, timeout=10)
+    status = await _status(nc, who)
+    assert "statement_fallback:building 1" in status and "memory 1" in status, status
+    assert [(m.id, m.fts_score) for m in got.memories] == [(m.id, m.fts_score) for m in want.memories]
+    text = "apple river guitar apple river guitar"
+    mid = await pool.fetchval(
+        "INSERT INTO memories (id, owner, type, content, source, content_hash)"
+        " VALUES ($1, $2, 'factual', $3, 'api', $4) RETURNING id::text",
+        uuid.uuid4(),
+        who,
+        text,
+        content_hash(text),
+    )
+    got = await call(nc, "retrieve", ask, timeout=10)
+    assert got.memories[0].id == mid and "memory 2" in await _status(nc, who)
