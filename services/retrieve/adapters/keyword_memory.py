@@ -4,9 +4,10 @@
 
 ``KeywordIndexes.search`` reads the question's lexemes and the owner's version in one statement;
 an index at that version ranks at once, one behind first re-reads the memories logged since its
-version (read-your-writes for anything committed before the search began). An owner not held yet
-is built in the background while the statement answers; so do questions with a phrase or a
-negation, metadata filters, and any global memory of another owner (the answer says which).
+version (read-your-writes for anything committed before the search began); a deletion keeps no
+id in the log, so an index behind one is rebuilt. An owner not held yet is built in the background
+while the statement answers; so do questions with a phrase or a negation, metadata filters, and any
+global memory of another owner (counted by reason).
 """
 
 from __future__ import annotations
@@ -59,10 +60,12 @@ _DOC = (
 _DOC_COLUMNS = "d.id, d.created, d.expires, d.type, d.session_id, d.agent_id, d.glob, d.l, d.c"
 #: every visible memory of the owner (a row with a NULL id when it has none)
 DOCS_SQL = f"WITH v AS ({_VERSION}) SELECT v.v, {_DOC_COLUMNS} FROM v LEFT JOIN ({_DOC}) d ON true"
-#: the memories logged since version $2: the changed id, and its row unless it is gone or invisible
+#: the memories logged since version $2: the changed id, and its row unless it is gone or invisible;
+#: ``deleted``: memories were deleted meanwhile (their ids are not kept: the index is rebuilt)
 CHANGED_SQL = (
-    f"WITH v AS ({_VERSION}), c AS (SELECT DISTINCT memory_id FROM keyword_changes WHERE owner = $1 AND version > $2)"
-    f" SELECT v.v, c.memory_id, {_DOC_COLUMNS} FROM v LEFT JOIN c ON true"
+    f"WITH v AS ({_VERSION}), c AS (SELECT DISTINCT memory_id, memory_id IS NULL AS deleted FROM keyword_changes"
+    "  WHERE owner = $1 AND version > $2)"
+    f" SELECT v.v, c.memory_id, coalesce(c.deleted, false) AS deleted, {_DOC_COLUMNS} FROM v LEFT JOIN c ON true"
     f" LEFT JOIN LATERAL ({_DOC} AND m.id = c.memory_id) d ON true"
 )
 
@@ -153,13 +156,14 @@ class KeywordIndexes:
         return None
 
     async def _catch_up(self, owner: str, held: _Held) -> bool:
-        """Apply the changes logged since ``held.version`` (False: the log no longer reaches back)."""
+        """Apply the changes logged since ``held.version`` (False: the log no longer reaches back, or
+        memories were deleted meanwhile: the index is to be rebuilt)."""
         rows = await self.pool.fetch(CHANGED_SQL, owner, held.version)
         version = rows[0]["v"]
-        if version - held.version >= KEPT_VERSIONS:
+        if version - held.version >= KEPT_VERSIONS or any(r["deleted"] for r in rows):
             return False
         changed = [r["memory_id"] for r in rows if r["memory_id"] is not None]
-        docs = [doc_of(r[2:]) for r in rows if r["id"] is not None]
+        docs = [doc_of(r[3:]) for r in rows if r["id"] is not None]
         index = held.index
         for memory in changed:
             index.delete(memory)

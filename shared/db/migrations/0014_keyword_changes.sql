@@ -4,6 +4,8 @@
 -- session_id, agent_id, type, expires_at, created_at, owner; not last_accessed_at), bumps the
 -- owner's version once and logs the changed memory ids under it, in the writer's transaction.
 -- A search reads the version with its question; an index behind re-reads the logged memories.
+-- A deleted memory leaves no id behind (deletion reaches every store): its rows are removed and
+-- the version logs a row without an id, which makes an index behind it rebuild.
 -- The log keeps at least the last 4096 versions per owner (older ones are pruned every 512):
 -- an index further behind is rebuilt. Idempotent.
 CREATE TABLE IF NOT EXISTS keyword_versions (
@@ -13,12 +15,13 @@ CREATE TABLE IF NOT EXISTS keyword_versions (
 CREATE TABLE IF NOT EXISTS keyword_changes (
     owner     text NOT NULL,
     version   bigint NOT NULL,
-    memory_id uuid NOT NULL,
-    PRIMARY KEY (owner, version, memory_id)
+    memory_id uuid  -- NULL: memories were deleted (rebuild)
 );
+CREATE INDEX IF NOT EXISTS keyword_changes_owner_version ON keyword_changes (owner, version);
 
-CREATE OR REPLACE FUNCTION keyword_log_changes(owners text[], ids uuid[]) RETURNS void
-LANGUAGE plpgsql AS $$
+-- ``deleted``: the ids are gone, so their rows go too and one row without an id stands for them
+CREATE OR REPLACE FUNCTION keyword_log_changes(owners text[], ids uuid[], deleted boolean DEFAULT false)
+RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     o text;
     v bigint;
@@ -28,8 +31,14 @@ BEGIN
         INSERT INTO keyword_versions AS k (owner, version) VALUES (o, 1)
         ON CONFLICT (owner) DO UPDATE SET version = k.version + 1
         RETURNING k.version INTO v;
-        INSERT INTO keyword_changes (owner, version, memory_id)
-        SELECT DISTINCT o, v, u.i FROM unnest(owners, ids) AS u(w, i) WHERE u.w = o;
+        IF deleted THEN
+            DELETE FROM keyword_changes
+            WHERE owner = o AND memory_id = ANY (ARRAY(SELECT u.i FROM unnest(owners, ids) AS u(w, i) WHERE u.w = o));
+            INSERT INTO keyword_changes (owner, version, memory_id) VALUES (o, v, NULL);
+        ELSE
+            INSERT INTO keyword_changes (owner, version, memory_id)
+            SELECT DISTINCT o, v, u.i FROM unnest(owners, ids) AS u(w, i) WHERE u.w = o;
+        END IF;
         IF v % 512 = 0 THEN
             DELETE FROM keyword_changes WHERE owner = o AND version <= v - 4096;
         END IF;
@@ -44,7 +53,7 @@ END $$;
 
 CREATE OR REPLACE FUNCTION keyword_log_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM keyword_log_changes(array_agg(o.owner), array_agg(o.id)) FROM old_rows o;
+    PERFORM keyword_log_changes(array_agg(o.owner), array_agg(o.id), true) FROM old_rows o;
     RETURN NULL;
 END $$;
 
