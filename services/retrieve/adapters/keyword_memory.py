@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 import uuid
 from collections import Counter, OrderedDict
 from collections.abc import Sequence
@@ -35,6 +36,8 @@ TS_CONFIG = "english"
 KEPT_VERSIONS = 4096
 #: appended plus deleted memories, as a share of the owner's, before the index is compacted
 COMPACT_SHARE = 0.05
+#: seconds an owner whose index alone exceeds the budget is left to the statement before a new try
+OVER_BUDGET_S = 600.0
 
 _QUOTED = re.compile(r"'((?:[^']|'')*)'")
 
@@ -117,6 +120,7 @@ class KeywordIndexes:
         self.budget_bytes = budget_bytes
         self._held: OrderedDict[str, _Held] = OrderedDict()  # least recently searched first
         self._builds: dict[str, asyncio.Task[None]] = {}
+        self._too_large: dict[str, float] = {}  # owner -> when its index last exceeded the budget
         self._slots = asyncio.Semaphore(builds)
         # a thread of its own: the default executor may be taken by other waits of the process
         self._builder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="keyword-index")
@@ -136,6 +140,8 @@ class KeywordIndexes:
             return self._fallback("global_memories")
         held = self._held.get(ask.owner)
         if held is None:
+            if time.monotonic() - self._too_large.get(ask.owner, -OVER_BUDGET_S) < OVER_BUDGET_S:
+                return self._fallback("over_budget")
             self._build_later(ask.owner)
             return self._fallback("building")
         self._held.move_to_end(ask.owner)
@@ -184,7 +190,9 @@ class KeywordIndexes:
                 held = await self.build(owner)
             if held.nbytes() > self.budget_bytes:
                 log.warning("retrieve.keyword_index_over_budget", owner=owner, bytes=held.nbytes())
+                self._too_large[owner] = time.monotonic()
                 return
+            self._too_large.pop(owner, None)
             self._held[owner] = held
             self._evict()
         except Exception as exc:  # the statement keeps answering; the next search tries again

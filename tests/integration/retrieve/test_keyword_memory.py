@@ -323,3 +323,27 @@ async def test_the_setting_through_the_service(pool: asyncpg.Pool, nc: Client, r
     )
     got = await call(nc, "retrieve", ask, timeout=10)
     assert got.memories[0].id == mid and "memory 2" in await _status(nc, who)
+
+
+async def test_the_least_recently_searched_owner_goes_over_the_budget(pool: asyncpg.Pool) -> None:
+    rnd = random.Random(29)
+    first, second = f"kwm-{uuid.uuid4().hex[:8]}", f"kwm-{uuid.uuid4().hex[:8]}"
+    await _seed(pool, first, 300, rnd)
+    await _seed(pool, second, 300, rnd)
+    probe = KeywordIndexes(pool)
+    one = (await probe.build(first)).nbytes()
+    index = KeywordIndexes(pool, budget_bytes=int(1.5 * one))  # room for one owner, not two
+    await _ready(pool, index, first)
+    await _ready(pool, index, second)
+    assert index.held_ids(first) is None and index.held_ids(second) is not None
+    assert "1 owners held" in index.status()
+    small = KeywordIndexes(pool, budget_bytes=one // 2)  # no room even for one: the statement answers
+    vis = tiers.Visibility(first, None, None, 365)
+    want = await tiers.keyword_search(pool, vis, "apple", 10, None, match_budget=0)
+    for _ in range(2):
+        assert await tiers.keyword_search(pool, vis, "apple", 10, None, match_budget=0, memory=small) == want
+        await small.settle()
+    assert small.held_ids(first) is None  # built once, then left to the statement for a while
+    assert small.counts["statement_fallback:building"] == 1 and small.counts["statement_fallback:over_budget"] == 1
+    for x in (probe, index, small):
+        await x.close()
