@@ -156,6 +156,12 @@ def quality(**o: Any) -> int:
 @click.option(
     "--requests-per-client", type=int, default=25, show_default=True, help="max(questions, this x c) requests"
 )
+@click.option(
+    "--keyword-index",
+    multiple=True,
+    type=click.Choice(["statement", "memory"]),
+    help="repeatable: each strategy once per keyword tier (the runtime setting keywordIndex); default: as set",
+)
 @json_option
 @log_dir_option
 def latency(**o: Any) -> int:
@@ -174,6 +180,7 @@ def latency(**o: Any) -> int:
                 strategies=list(o["strategy"]) or lat.STRATEGIES,
                 requests_per_client=o["requests_per_client"],
                 n_questions=o["questions"],
+                keyword_indexes=list(o["keyword_index"]),
                 log=log,
             )
 

@@ -1,5 +1,6 @@
-"""The keyword tier ranked in the searching process: an ``OwnerIndex`` (``bench.keyword_index``)
-built from PostgreSQL's lexemes, the question's lexemes from one cheap PostgreSQL call.
+"""The keyword tier ranked in the searching process: an ``OwnerIndex``
+(``services.retrieve.logic.keyword_index``) built from PostgreSQL's lexemes, the question's
+lexemes from one cheap PostgreSQL call.
 
 ``read_docs`` reads an owner's visible memories with each ``tsv`` lexeme's number of positions
 (what ``ts_rank_cd`` counts), so matching and counts are the statement's. ``question`` turns a
@@ -25,9 +26,9 @@ import asyncpg
 
 from bench import synth
 from bench.harness import servers_cpu
-from bench.keyword_index import Doc, OwnerIndex
 from bench.locomo import percentile
 from services.retrieve.logic.bm25 import KeywordRanking, cover_of
+from services.retrieve.logic.keyword_index import Doc, OwnerIndex
 
 TS_CONFIG = "english"
 _QUOTED = re.compile(r"'((?:[^']|'')*)'")

@@ -30,7 +30,6 @@ from bench import keyword_inproc as inproc
 from bench import keyword_postings as postings
 from bench import synth
 from bench.harness import proc_cpu, servers_cpu
-from bench.keyword_index import OwnerIndex
 from bench.latency import SESSION_TURNS
 from bench.locomo import percentile
 from bench.report import environment, markdown_table
@@ -39,6 +38,7 @@ from services.retrieve.adapters import postgres as tiers
 from services.retrieve.adapters.postgres_stats import read_term_stats
 from services.retrieve.logic.bm25 import KeywordRanking
 from services.retrieve.logic.coverage import content_words
+from services.retrieve.logic.keyword_index import OwnerIndex
 from shared.db.memories import content_hash
 
 LIMIT = 10

@@ -9,6 +9,7 @@ the engine returns. Per scenario, strategy and concurrency: the service path (``
 after a warm-up pass, reported as ``cold``) and the floor, the retrieve service's own ``Engine``
 in this process (``bench.floor``), so the ratio is what the service adds. CPU per query: CPU-time
 deltas of the services, PostgreSQL and nats-server per request, the load generator's apart.
+``--keyword-index``: each strategy once per keyword tier (``keywordIndex``, set globally).
 """
 
 from __future__ import annotations
@@ -35,9 +36,11 @@ from bench.harness import ServiceStack, cpu_delta, wait_until
 from bench.locomo import percentile
 from bench.report import environment, markdown_table, render_peak_rss
 from memoryd.rpc import call
+from memoryd.schemas.ops import EngineStatusRequest, EngineStatusResult
 from memoryd.schemas.retrieval import EmbedRequest, EmbedResult, RetrieveRequest
 from shared.db.memories import content_hash
 from shared.db.pool import init_connection
+from shared.settings.store import put_values
 from shared.vectors import pgvector_sql as vsql
 from shared.vectors.pgvector import PgVectorStore
 
@@ -262,6 +265,7 @@ async def run_latency(
     n_questions: int = N_QUESTIONS,
     probes: bool = True,
     n_base_texts: int = BASE_TEXTS,
+    keyword_indexes: Sequence[str] = (),
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Load the data, then measure every (scenario, strategy, concurrency) for service and floor."""
@@ -319,23 +323,29 @@ async def run_latency(
             def direct_fn(strategy: str) -> Callable[[int], Awaitable[Any]]:
                 return lambda i: floor.run(strategy, owner_of(i), questions[i % len(questions)])
 
-            for strategy in strategies:
+            tiers: list[str | None] = [*keyword_indexes] or [None]
+            for strategy, tier in itertools.product(strategies, tiers):
 
                 async def service(i: int, strategy: str = strategy) -> None:
                     q = questions[i % len(questions)]
                     req = RetrieveRequest(owner=owner_of(i), query=q, strategy=strategy, limit=LIMIT)  # type: ignore[arg-type]
                     await call(stack.nc, "retrieve", req, timeout=60)
 
+                label = strategy if tier is None else f"{strategy} [{tier}]"
+                if tier is not None:
+                    await _keyword_tier(stack, tier, engine)
                 direct = direct_fn(strategy)
-                await measure(scen, strategy, "service (cold)", service, len(questions), 1)
+                await measure(scen, label, "service (cold)", service, len(questions), 1)
                 await drive(direct, len(questions), 1)  # warm the floor's statements and buffers
+                if tier == "memory":  # the first searches of an owner start its index; wait for them
+                    await _indexes_built(stack, engine, scen.owners[0])
                 for c in concurrency:
                     n = max(len(questions), requests_per_client * c)
-                    await measure(scen, strategy, "service", service, n, c)
-                    await measure(scen, strategy, "floor", direct, n, c)
+                    await measure(scen, label, "service", service, n, c)
+                    await measure(scen, label, "floor", direct, n, c)
                 found = await recall_at(engine, exact_engine, scen, strategy, questions[:N_RECALL])
-                recall.append({"scenario": scen.name, "strategy": strategy, "queries": N_RECALL, **found})
-                log(f"{scen.name:>18} {strategy:>9} recall@{LIMIT} vs exact {found['recall']:.3f}")
+                recall.append({"scenario": scen.name, "strategy": label, "queries": N_RECALL, **found})
+                log(f"{scen.name:>18} {label:>9} recall@{LIMIT} vs exact {found['recall']:.3f}")
             if probes:
                 for probe in PROBES:
                     await drive(direct_fn(probe), len(questions), 1)
@@ -357,6 +367,24 @@ async def run_latency(
         "targets": targets(rows, max(sizes) if sizes else 0),
         "environment": environment(),
     }
+
+
+async def _keyword_tier(stack: ServiceStack, tier: str, engine: Any) -> None:
+    """``keywordIndex`` for every owner, applied once the engines' settings caches let it in."""
+    await put_values(stack.pool, None, {"keywordIndex": tier})
+    await asyncio.sleep(engine.config.settings_ttl_s + 1)
+
+
+async def _indexes_built(stack: ServiceStack, engine: Any, owner: str, timeout: float = 300.0) -> None:
+    """Wait until the service and the floor have no keyword index build under way."""
+    await engine.keyword_indexes.settle()
+
+    async def done() -> bool:
+        req = EngineStatusRequest(owner=owner)
+        status: EngineStatusResult = await call(stack.nc, "engine.status", req, timeout=30)
+        return " 0 building" in status.keyword_tier
+
+    await wait_until(done, timeout)
 
 
 async def recall_at(

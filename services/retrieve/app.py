@@ -25,7 +25,14 @@ from services.retrieve.store_follow import StoreFollower, search_order
 from shared.bus.provision import ensure_activity_bucket
 from shared.db.pool import create_pool
 from shared.llm import LlmClient
-from shared.observability.metrics import LLM, QUEUE_LAG, RETRIEVE_FALLBACKS, RETRIEVE_RESULTS, RETRIEVE_SECONDS
+from shared.observability.metrics import (
+    LLM,
+    QUEUE_LAG,
+    RETRIEVE_FALLBACKS,
+    RETRIEVE_KEYWORD_TIER,
+    RETRIEVE_RESULTS,
+    RETRIEVE_SECONDS,
+)
 from shared.service import ServiceContext
 from shared.settings.cache import SettingsCache
 from shared.settings.env import load, refuse_retired
@@ -40,7 +47,7 @@ from .status import round_trip
 
 NEEDS_DB = True
 #: Metric families served besides the runtime and RPC ones (engine.status reports queue lag; rerank asks the LLM).
-METRICS = (*LLM, QUEUE_LAG, RETRIEVE_SECONDS, RETRIEVE_FALLBACKS, RETRIEVE_RESULTS)
+METRICS = (*LLM, QUEUE_LAG, RETRIEVE_SECONDS, RETRIEVE_FALLBACKS, RETRIEVE_RESULTS, RETRIEVE_KEYWORD_TIER)
 #: Every query is a single statement or a closed transaction: no session SET, LISTEN, advisory
 #: lock or cursor outlives it, so the pool skips its reset query (``db.pool.create_pool``).
 DB_SESSION_STATE = False
@@ -101,6 +108,7 @@ async def setup(ctx: ServiceContext) -> None:
         toucher=toucher,
         config=config,
     )
+    ctx.closers.append(engine.keyword_indexes.close)
     providers = frozenset(p.strip().lower() for p in config.no_system_providers.split(",") if p.strip())
     reads = ReadAnnouncer(ctx.nc, await ensure_activity_bucket(ctx.js))
     ctx.closers.append(reads.close)

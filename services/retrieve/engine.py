@@ -33,6 +33,7 @@ from numpy.typing import NDArray
 from memoryd.errors import DependencyDown, MemorydError, RateLimited, ValidationFailed
 from memoryd.schemas.retrieval import EmbedResult, RetrieveRequest, RetrieveResult, Tier, TierReport
 from services.retrieve.adapters import postgres as tiers
+from services.retrieve.adapters.keyword_memory import KeywordIndexes
 from services.retrieve.adapters.postgres_stats import read_term_stats
 from services.retrieve.adapters.postgres_touch import Toucher
 from services.retrieve.logic.bm25 import KeywordRanking, KeywordScoring
@@ -145,6 +146,8 @@ class Engine:
         self.config = config
         self.meta = TtlValue(lambda: tiers.read_vec_meta(pool), config.meta_ttl_s)
         self.term_stats = TtlValue(lambda: read_term_stats(pool), config.term_stats_ttl_s)
+        #: the owners' in-memory keyword indexes (searched for owners with ``keywordIndex=memory``)
+        self.keyword_indexes = KeywordIndexes(pool)
         self.fallbacks: Counter[str] = Counter()
         self.limiter = RateLimiter()  # searchesPerSecond per owner (retrieve and inject)
         self.breakers: dict[str, Breaker] = {
@@ -229,6 +232,7 @@ class Engine:
             match_budget=s.keyword_match_budget,
             widen_below=s.keyword_widen_below,
             scoring=scoring or s.keyword_ranking,
+            memory=self.keyword_indexes if s.keyword_index == "memory" else None,
         )
 
     async def _rows(self, vis: tiers.Visibility, ranked: list[Fused], *, turns: bool) -> dict[str, MemoryRow]:

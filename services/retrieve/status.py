@@ -49,7 +49,7 @@ async def engine_status(engine: Engine, js: JetStreamContext, req: EngineStatusR
         if name in stores:
             stores[name]["reindex"] = state
     return EngineStatusResult(
-        keyword_tier=KEYWORD_TIER_DESCRIPTION,
+        keyword_tier=f"{KEYWORD_TIER_DESCRIPTION}; {engine.keyword_indexes.status()}",
         embedding={
             "probe": probe,
             "stores": {

@@ -59,6 +59,11 @@ RETRIEVE_FALLBACKS = Counter("memoryd_retrieve_fallbacks_total", "Tier fallbacks
 RETRIEVE_QUERY_VECTOR_CACHE = Counter(
     "memoryd_retrieve_query_vector_cache_total", "Retrieve's own query-vector cache lookups", ["result"]
 )
+RETRIEVE_KEYWORD_TIER = Counter(
+    "memoryd_retrieve_keyword_tier_total",
+    "Keyword searches with keywordIndex=memory by who ranked them, and why the statement did",
+    ["keyword_tier", "reason"],
+)
 RETRIEVE_RESULTS = Histogram("memoryd_retrieve_results", "Results per query", buckets=(0, 1, 2, 5, 10, 20, 50, 100))
 SLEEP_RUNS = Counter("memoryd_sleep_runs_total", "Sleep runs by status", ["status"])
 #: The longest streak of consecutive failed sleep runs of any one owner (0: none failing).

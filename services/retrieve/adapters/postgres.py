@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 
 from memoryd.rpc import call
 from memoryd.schemas.retrieval import EmbedRequest, EmbedResult
+from services.retrieve.adapters.keyword_memory import Ask, KeywordIndexes
 from services.retrieve.logic import bm25 as bm25_logic
 from services.retrieve.logic.bm25 import (
     NO_MATCH,
@@ -115,6 +116,7 @@ async def keyword_search(
     match_budget: int = 0,
     scoring: KeywordScoring = "bm25",
     widen_below: int = WIDEN_BELOW,
+    memory: KeywordIndexes | None = None,
 ) -> KeywordRanking:
     """Tier 0: ``(memory_id, score)`` best first, ties newest first, with the cover the
     coverage weighting reads (``bm25.KeywordRanking``).
@@ -129,8 +131,17 @@ async def keyword_search(
     since ranking costs a tsvector read per row. ``match_budget`` (0 = off): an owner expected
     to match more rows than this matches on all its words or its rare ones only (``stats`` from
     ``term_stats``), widened step by step while it finds fewer than ``widen_below`` (0 = never;
-    ``lexeme_logic.widen_again``).
+    ``lexeme_logic.widen_again``). ``memory`` (``keywordIndex=memory``): the in-process index ranks
+    (exactly: no cap, no pruning) unless it leaves the question to this statement
+    (``keyword_memory.KeywordIndexes.search``).
     """
+    if memory is not None:
+        ask = Ask(
+            vis.owner, query, limit, vis.retention_days, vis.types, vis.session_id, vis.agent_id,
+            metadata=vis.metadata is not None, scoring=scoring,
+        )  # fmt: skip
+        if (ranking := await memory.search(ask)) is not None:
+            return ranking
     if never_pruned(stats, vis.owner, match_budget):
         statement = _unpruned(vis, query, limit, max_candidates, owner_scan=match_budget > 0)
         return await _ranked(pool, statement, scoring)

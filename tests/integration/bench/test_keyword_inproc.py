@@ -16,9 +16,9 @@ import pytest
 
 from bench import keyword_inproc as inproc
 from bench import synth
-from bench.keyword_index import OwnerIndex
 from bench.keyword_pruning import recall
 from services.retrieve.adapters import postgres as tiers
+from services.retrieve.logic.keyword_index import OwnerIndex
 from shared.db.memories import content_hash
 
 pytestmark = pytest.mark.integration

@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from bench.keyword_index import Doc, Hit, OwnerIndex, brute_force
-from services.retrieve.logic.bm25 import idf
+from services.retrieve.logic.bm25 import idf, score
+from services.retrieve.logic.keyword_index import NEVER, Doc, Hit, OwnerIndex, View, brute_force
 
 
 def _id(i: int) -> uuid.UUID:
@@ -124,3 +124,101 @@ def test_occurrences_are_the_most_question_lexemes_any_match_holds() -> None:
     hits, occurrences = index.search(["dog"], 10)
     assert occurrences == 1 and [h.id for h in hits] == [_id(3)]
     assert hits[0].score == pytest.approx(idf(6, 1))
+
+
+# visibility: views over per-memory columns, through appends, deletes and compaction ------------
+
+_VOCAB = [f"w{i}" for i in range(12)]
+
+
+def _random_doc(rnd: random.Random, i: int) -> Doc:
+    lex = rnd.sample(_VOCAB, rnd.randint(1, 4))
+    return Doc(
+        _id(rnd.getrandbits(64) << 32 | i),
+        rnd.randrange(0, 1000, 50),
+        lex,
+        [rnd.randint(1, 3) for _ in lex],
+        expires_us=rnd.choice([500, 2000, int(NEVER)]),
+        type=rnd.choice(["factual", "episodic"]),
+        session_id=rnd.choice(["s1", "s2", None]),
+        agent_id=rnd.choice(["a1", None]),
+        global_scope=rnd.random() < 0.2,
+    )
+
+
+def _reference(docs: list[Doc], view: View, lexemes: list[str], limit: int) -> list[Hit]:
+    """The statement's clauses written out memory by memory: ``own`` counts for ``N``, the owner's
+    global memories of other sessions or agents only match."""
+
+    def common(d: Doc) -> bool:
+        typed = view.types is None or d.type in view.types
+        return d.expires_us > view.now_us and d.created_us > view.created_after_us and typed
+
+    def own(d: Doc) -> bool:
+        return (view.session_id is None or d.session_id == view.session_id) and (
+            view.agent_id is None or d.agent_id == view.agent_id
+        )
+
+    seen = [d for d in docs if common(d) and (own(d) or d.global_scope)]
+    n = sum(1 for d in docs if common(d) and own(d))
+    question = sorted(set(lexemes))
+    df = {x: sum(x in d.lexemes for d in seen) for x in question}
+    ranked = []
+    for d in seen:
+        tf = dict(zip(d.lexemes, d.counts, strict=True))
+        if held := [x for x in question if x in tf]:
+            s = score(n, [df[x] for x in held], [tf[x] for x in held])
+            ranked.append((-s, -d.created_us, d.id.bytes, Hit(d.id, s)))
+    ranked.sort(key=lambda r: r[:3])
+    return [r[3] for r in ranked[:limit]]
+
+
+def _close(got: list[Hit], want: list[Hit]) -> None:
+    assert [h.id for h in got] == [h.id for h in want]
+    assert [h.score for h in got] == pytest.approx([h.score for h in want], rel=1e-12)
+
+
+VIEWS = [
+    View(1000, 100),
+    View(1000, -1, session_id="s1"),
+    View(1000, 300, agent_id="a1", types=("episodic",)),
+    View(1000, -1, session_id="s2", agent_id="a1"),
+    View(600, -1, session_id="unknown"),
+    View(1000, -1, types=("procedural",)),
+]
+
+
+def test_views_match_the_statements_clauses_through_appends_deletes_and_compaction() -> None:
+    rnd = random.Random(3)
+    docs = [_random_doc(rnd, i) for i in range(150)]
+    index = OwnerIndex(docs)
+    for step in range(6):
+        for view in VIEWS:
+            for _ in range(5):
+                q, limit = rnd.sample(_VOCAB, rnd.randint(1, 3)), rnd.choice([3, 10, 500])
+                _close(index.search(q, limit, view)[0], _reference(docs, view, q, limit))
+        # appends, deletes (an update is both), then every other round a compaction
+        for _ in range(20):
+            d = _random_doc(rnd, 1000 * (step + 1) + len(docs))
+            docs.append(d)
+            index.append(d)
+        for gone in rnd.sample(docs, 15):
+            assert index.delete(gone.id)
+            docs.remove(gone)
+        assert not index.delete(_id(1))  # never held
+        assert index.dirty() == 20 * (step % 2 + 1) + 15 * (step % 2 + 1)
+        if step % 2:
+            index.compact()
+            assert index.dirty() == 0 and index.size == len(docs)
+
+
+def test_a_full_room_grows_and_keeps_every_column() -> None:
+    index = OwnerIndex([])
+    docs = [Doc(_id(i + 1), i, ["w"], [1], session_id="s" if i % 2 else None) for i in range(200)]
+    for d in docs:
+        index.append(d)
+    hits, _ = index.search(["w"], 500, View(10_000, -1, session_id="s"))
+    assert {h.id for h in hits} == {d.id for d in docs if d.session_id == "s"}
+    index.compact()
+    hits, _ = index.search(["w"], 1, View(10_000, -1, session_id="s"))
+    assert [h.id for h in hits] == [_id(200)]  # the newest

@@ -1,11 +1,12 @@
-"""An in-memory keyword index of one owner, ranked by BM25 in the searching process (pure, numpy).
+"""An in-memory keyword index of one owner, ranked by BM25 in the retrieve process (pure, numpy).
 
-Postings are PostgreSQL's own lexemes (``bench.keyword_inproc`` reads them from ``memories.tsv``),
-in one compressed-sparse layout: per lexeme a slice of memory ordinals (int32) and counts
-(uint8/uint16); per memory its ``created_at`` (µs) and id (two uint64 halves, so ids sort as
-PostgreSQL's uuids do). Writes go to a small tail (appends) and a tombstone mask (deletes) until
-``compact`` folds them in. ``search`` is the keyword tier's statement (``_bm25_sql``) over the
-visible memories: the same idf, ``K1``, per-lexeme summation, and ties newest first, then by id.
+Postings are PostgreSQL's own lexemes (``memories.tsv``) in one compressed-sparse layout: per
+lexeme a slice of memory ordinals (int32) and counts; per memory the columns visibility reads
+(``created_at`` and ``expires_at`` in µs, type, session, agent, global scope) and its id (two
+uint64 halves, so ids sort as PostgreSQL's uuids do). Writes go to a small tail (appends) and a
+tombstone mask (deletes) until ``compact`` folds them in. ``search`` is the keyword tier's
+statement (``adapters.postgres._bm25_sql``) over the memories a ``View`` lets a request see: the
+same idf, ``K1``, per-lexeme summation, ``N``, and ties newest first, then by id.
 """
 
 from __future__ import annotations
@@ -25,17 +26,41 @@ I32 = npt.NDArray[np.int32]
 F64 = npt.NDArray[np.float64]
 U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
+Mask = npt.NDArray[np.bool_]
+
+#: ``expires_at`` of a memory that never expires
+NEVER = np.iinfo(np.int64).max
+#: the code of a NULL session or agent, and of a name the index has never seen
+_NULL, _UNSEEN = -1, -2
 
 
 @dataclass(frozen=True)
 class Doc:
-    """One memory as the index takes it: its id, ``created_at`` in µs since the epoch, and each
-    lexeme of its ``tsv`` with its number of positions."""
+    """One memory as the index takes it: its id, ``created_at`` in µs since the epoch, each
+    lexeme of its ``tsv`` with its number of positions, and the columns visibility reads."""
 
     id: uuid.UUID
     created_us: int
     lexemes: Sequence[str]
     counts: Sequence[int]
+    expires_us: int = int(NEVER)
+    type: str = "factual"
+    session_id: str | None = None
+    agent_id: str | None = None
+    global_scope: bool = False
+
+
+@dataclass(frozen=True)
+class View:
+    """What one request may see of the owner's memories (``adapters.postgres._Clauses``): unexpired
+    at ``now_us``, created after ``created_after_us``, of ``types`` (None: any), and of the session
+    and agent when given; the owner's global memories are seen whatever their session or agent."""
+
+    now_us: int
+    created_after_us: int
+    types: tuple[str, ...] | None = None
+    session_id: str | None = None
+    agent_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -52,11 +77,25 @@ def _halves(ids: Iterable[uuid.UUID]) -> tuple[U64, U64]:
     )
 
 
+#: per-memory columns and their types (``alive`` and the scratch arrays are kept apart)
+_COLUMNS = {
+    "created": np.int64,
+    "expires": np.int64,
+    "hi": np.uint64,
+    "lo": np.uint64,
+    "kind": np.int32,
+    "session": np.int32,
+    "agent": np.int32,
+    "glob": np.bool_,
+}
+
+
 class OwnerIndex:
     """One owner's postings. Ordinals number memories in insertion order; ``alive`` masks deletes."""
 
     def __init__(self, docs: Sequence[Doc]) -> None:
         self.vocab: dict[str, int] = {}
+        self.names: dict[str, int] = {}  # types, sessions and agents, interned
         lengths = np.fromiter((len(d.lexemes) for d in docs), dtype=np.int64, count=len(docs))
         lex = np.fromiter(
             (self.vocab.setdefault(x, len(self.vocab)) for d in docs for x in d.lexemes),
@@ -66,10 +105,24 @@ class OwnerIndex:
         counts = np.fromiter((c for d in docs for c in d.counts), dtype=np.int64, count=len(lex))
         ordinals = np.repeat(np.arange(len(docs), dtype=np.int32), lengths)
         hi, lo = _halves(d.id for d in docs)
-        created = np.fromiter((d.created_us for d in docs), dtype=np.int64, count=len(docs))
-        self._fold(lex, ordinals, counts, created, hi, lo)
+        rows = [self._row(d) for d in docs]
+        cols: dict[str, Any] = {
+            name: np.array([r[i] for r in rows], dtype=tp) for i, (name, tp) in enumerate(_COLUMNS.items())
+        }
+        cols["hi"], cols["lo"] = hi, lo
+        self._fold(lex, ordinals, counts, cols)
 
-    def _fold(self, lex: I32, ordinals: I32, counts: I64, created: I64, hi: U64, lo: U64) -> None:
+    def _code(self, name: str | None) -> int:
+        return _NULL if name is None else self.names.setdefault(name, len(self.names))
+
+    def _row(self, d: Doc) -> tuple[int, int, int, int, int, int, int, bool]:
+        i = d.id.int
+        return (
+            d.created_us, d.expires_us, i >> 64, i & 0xFFFFFFFFFFFFFFFF,
+            self._code(d.type), self._code(d.session_id), self._code(d.agent_id), d.global_scope,
+        )  # fmt: skip
+
+    def _fold(self, lex: I32, ordinals: I32, counts: I64, cols: dict[str, Any]) -> None:
         """Lay the postings ``(lex, ordinals, counts)`` out by lexeme, ordinals ascending within each."""
         order = np.lexsort((ordinals, lex))
         self.docs = ordinals[order]
@@ -77,11 +130,9 @@ class OwnerIndex:
         self.tfs = counts[order].astype(np.uint8 if top < 256 else np.uint16)
         self.offsets = np.zeros(len(self.vocab) + 1, dtype=np.int64)
         np.cumsum(np.bincount(lex, minlength=len(self.vocab)), out=self.offsets[1:])
-        self.size = n = len(created)
+        self.size = n = len(cols["created"])
         room = n + max(64, n // 16)  # appends fill the room; a full one doubles
-        self.created: I64 = np.resize(created, room)
-        self.hi: U64 = np.resize(hi, room)
-        self.lo: U64 = np.resize(lo, room)
+        self.cols: dict[str, Any] = {name: np.resize(cols[name].astype(tp), room) for name, tp in _COLUMNS.items()}
         self.alive = np.zeros(room, dtype=np.bool_)
         self.alive[:n] = True
         self.dead = 0
@@ -91,14 +142,30 @@ class OwnerIndex:
         self._occ = np.zeros(room, dtype=np.int32)
         self._claim = np.zeros(room, dtype=np.int32)
 
+    @property
+    def hi(self) -> U64:
+        return self.cols["hi"]
+
+    @property
+    def lo(self) -> U64:
+        return self.cols["lo"]
+
+    @property
+    def created(self) -> I64:
+        return self.cols["created"]
+
     def nbytes(self) -> dict[str, int]:
         """Bytes of the arrays by part: postings, per-memory columns, the search's scratch (the
         vocabulary dict and the tail are Python objects, measured apart)."""
         return {
             "postings": self.docs.nbytes + self.tfs.nbytes + self.offsets.nbytes,
-            "memories": self.created.nbytes + self.hi.nbytes + self.lo.nbytes + self.alive.nbytes,
+            "memories": sum(c.nbytes for c in self.cols.values()) + self.alive.nbytes,
             "scratch": self._scores.nbytes + self._occ.nbytes + self._claim.nbytes,
         }
+
+    def dirty(self) -> int:
+        """Appended and deleted memories not folded in yet (``compact`` folds them)."""
+        return self.tail_docs + self.dead
 
     # writes -------------------------------------------------------------------------------------
 
@@ -110,18 +177,14 @@ class OwnerIndex:
             docs, tfs = self.tail.setdefault(key, (array("i"), array("H")))
             docs.append(n)
             tfs.append(c)
-        if n == len(self.created):
+        if n == len(self.alive):
             grown = 2 * n
-            self.created, self.hi, self.lo = (
-                np.resize(self.created, grown),
-                np.resize(self.hi, grown),
-                np.resize(self.lo, grown),
-            )
+            self.cols = {name: np.resize(col, grown) for name, col in self.cols.items()}
             self.alive = np.concatenate((self.alive, np.zeros(grown - n, dtype=np.bool_)))
             self._scores, self._occ = np.zeros(grown, dtype=np.float64), np.zeros(grown, dtype=np.int32)
             self._claim = np.zeros(grown, dtype=np.int32)
-        self.created[n] = doc.created_us
-        self.hi[n], self.lo[n] = doc.id.int >> 64, doc.id.int & 0xFFFFFFFFFFFFFFFF
+        for (name, _), value in zip(_COLUMNS.items(), self._row(doc), strict=True):
+            self.cols[name][n] = value
         self.alive[n] = True
         self.size = n + 1
         self.tail_docs += 1
@@ -151,15 +214,30 @@ class OwnerIndex:
         alive = self.alive[: self.size]
         renumber = (np.cumsum(alive) - 1).astype(np.int32)
         # a lexeme whose postings all went keeps an empty slice
-        self._fold(
-            lex[keep], renumber[ordinals[keep]], counts[keep], self.created[: self.size][alive],
-            self.hi[: self.size][alive], self.lo[: self.size][alive],
-        )  # fmt: skip
+        cols = {name: col[: self.size][alive] for name, col in self.cols.items()}
+        self._fold(lex[keep], renumber[ordinals[keep]], counts[keep], cols)
 
     # search -------------------------------------------------------------------------------------
 
-    def postings(self, key: int) -> tuple[I32, npt.NDArray[Any]]:
-        """One lexeme's visible postings (main slice plus tail, deleted memories dropped)."""
+    def visible(self, view: View) -> tuple[Mask, int]:
+        """The memories ``view`` sees (a mask over the ordinals) and BM25's ``N``: the statement
+        counts the owner's memories of the session and agent (its ``own`` branch), while the
+        matches also take the owner's global memories of other sessions or agents."""
+        n, c = self.size, self.cols
+        seen = self.alive[:n] & (c["expires"][:n] > view.now_us) & (c["created"][:n] > view.created_after_us)
+        if view.types is not None:
+            kinds = [self.names[t] for t in view.types if t in self.names]
+            seen &= np.isin(c["kind"][:n], np.array(kinds, dtype=np.int32))
+        own = seen.copy()
+        for column, name in (("session", view.session_id), ("agent", view.agent_id)):
+            if name is not None:
+                own &= c[column][:n] == self.names.get(name, _UNSEEN)
+        mask = np.zeros(len(self.alive), dtype=np.bool_)
+        mask[:n] = own | (seen & c["glob"][:n])
+        return mask, int(own.sum())
+
+    def postings(self, key: int, seen: Mask | None = None) -> tuple[I32, npt.NDArray[Any]]:
+        """One lexeme's postings (main slice plus tail) among ``seen`` (None: the live memories)."""
         if key < len(self.offsets) - 1:
             a, b = self.offsets[key], self.offsets[key + 1]
             docs, tfs = self.docs[a:b], self.tfs[a:b]
@@ -168,20 +246,28 @@ class OwnerIndex:
         if (extra := self.tail.get(key)) is not None:
             docs = np.concatenate((docs, np.frombuffer(extra[0], dtype=np.int32)))
             tfs = np.concatenate((tfs, np.frombuffer(extra[1], dtype=np.uint16)))
-        if self.dead:
-            keep = self.alive[docs]
+        if seen is not None or self.dead:
+            keep = (self.alive if seen is None else seen)[docs]
             docs, tfs = docs[keep], tfs[keep]
         return docs, tfs
 
-    def search(self, lexemes: Iterable[str], limit: int) -> tuple[list[Hit], int]:
-        """The top ``limit`` memories holding any of ``lexemes`` (BM25, ties newest first, then id)
-        and the most question-lexeme occurrences any of them holds (the statement's cover)."""
+    def search(self, lexemes: Iterable[str], limit: int, view: View | None = None) -> tuple[list[Hit], int]:
+        """The top ``limit`` memories holding any of ``lexemes`` among those ``view`` sees (None:
+        every live memory; BM25, ties newest first, then id) and the most question-lexeme
+        occurrences any of them holds (the statement's cover)."""
         keys = sorted({self.vocab[x] for x in set(lexemes) if x in self.vocab})
-        n = float(self.size - self.dead)
+        if not keys:
+            return [], 0
+        seen: Mask | None = None
+        if view is None:
+            n = float(self.size - self.dead)
+        else:
+            seen, documents = self.visible(view)
+            n = float(documents)
         scores, occ = self._scores, self._occ
         touched: list[I32] = []
         for key in keys:
-            docs, tfs = self.postings(key)
+            docs, tfs = self.postings(key, seen)
             if not len(docs):
                 continue
             df = float(len(docs))
@@ -220,10 +306,11 @@ class OwnerIndex:
             kth = -np.partition(-got, limit - 1)[limit - 1]
             keep = got >= kth  # the whole tie group of the last place
             cand, got = cand[keep], got[keep]
+        hi, lo = self.hi, self.lo
         # lexsort: the last key sorts first
-        order = np.lexsort((self.lo[cand], self.hi[cand], -self.created[cand], -got))[:limit]
+        order = np.lexsort((lo[cand], hi[cand], -self.created[cand], -got))[:limit]
         return [
-            Hit(uuid.UUID(int=(int(self.hi[c]) << 64) | int(self.lo[c])), float(s))
+            Hit(uuid.UUID(int=(int(hi[c]) << 64) | int(lo[c])), float(s))
             for c, s in zip(cand[order], got[order], strict=True)
         ]
 

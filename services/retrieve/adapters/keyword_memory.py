@@ -1,0 +1,242 @@
+"""The keyword tier ranked in the retrieve process (``keywordIndex=memory``): per owner an
+``OwnerIndex`` of PostgreSQL's own lexemes, kept in step through ``keyword_versions`` and
+``keyword_changes`` (migration 0014), least recently searched owners evicted over a memory budget.
+
+``KeywordIndexes.search`` reads the question's lexemes and the owner's version in one statement;
+an index at that version ranks at once, one behind first re-reads the memories logged since its
+version (read-your-writes for anything committed before the search began); a deletion keeps no
+id in the log, so an index behind one is rebuilt. An owner not held yet is built in the background
+while the statement answers; so do questions with a phrase or a negation, metadata filters, and any
+global memory of another owner (counted by reason).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+import uuid
+from collections import Counter, OrderedDict
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+
+from services.retrieve.logic.bm25 import KeywordRanking, cover_of
+from services.retrieve.logic.keyword_index import NEVER, Doc, OwnerIndex, View
+from shared.observability.logging import get_logger
+from shared.observability.metrics import RETRIEVE_KEYWORD_TIER
+
+log = get_logger(__name__)
+
+TS_CONFIG = "english"
+#: versions the change log keeps at least (migration 0014): an index further behind is rebuilt
+KEPT_VERSIONS = 4096
+#: appended plus deleted memories, as a share of the owner's, before the index is compacted
+COMPACT_SHARE = 0.05
+#: seconds an owner whose index alone exceeds the budget is left to the statement before a new try
+OVER_BUDGET_S = 600.0
+
+_QUOTED = re.compile(r"'((?:[^']|'')*)'")
+
+QUESTION_SQL = (
+    f"SELECT websearch_to_tsquery('{TS_CONFIG}', $1)::text AS q,"
+    f" tsvector_to_array(to_tsvector('{TS_CONFIG}', $1)) AS l,"
+    " coalesce((SELECT k.version FROM keyword_versions k WHERE k.owner = $2), 0) AS v,"
+    " EXISTS (SELECT 1 FROM memories g WHERE g.scope = 'global' AND g.owner <> $2) AS g,"
+    " (extract(epoch FROM now()) * 1000000)::int8 AS now_us,"
+    " (extract(epoch FROM now() - make_interval(days => $3)) * 1000000)::int8 AS after_us"
+)
+#: one statement, so one snapshot: the owner's version and the memories as of that version
+_VERSION = "SELECT coalesce((SELECT k.version FROM keyword_versions k WHERE k.owner = $1), 0) AS v"
+_DOC = (
+    "SELECT m.id, (extract(epoch FROM m.created_at) * 1000000)::int8 AS created,"
+    f" CASE WHEN m.expires_at IS NULL OR m.expires_at = 'infinity' THEN {int(NEVER)}"
+    " ELSE (extract(epoch FROM m.expires_at) * 1000000)::int8 END AS expires,"
+    " m.type, m.session_id, m.agent_id, m.scope = 'global' AS glob, u.l, u.c FROM memories m"
+    " CROSS JOIN LATERAL (SELECT array_agg(x.lexeme) AS l, array_agg(cardinality(x.positions)) AS c"
+    "  FROM unnest(m.tsv) x) u"
+    " WHERE m.owner = $1 AND m.state = 'active' AND (m.expires_at IS NULL OR m.expires_at > now())"
+)
+_DOC_COLUMNS = "d.id, d.created, d.expires, d.type, d.session_id, d.agent_id, d.glob, d.l, d.c"
+#: every visible memory of the owner (a row with a NULL id when it has none)
+DOCS_SQL = f"WITH v AS ({_VERSION}) SELECT v.v, {_DOC_COLUMNS} FROM v LEFT JOIN ({_DOC}) d ON true"
+#: the memories logged since version $2: the changed id, and its row unless it is gone or invisible;
+#: ``deleted``: memories were deleted meanwhile (their ids are not kept: the index is rebuilt)
+CHANGED_SQL = (
+    f"WITH v AS ({_VERSION}), c AS (SELECT DISTINCT memory_id, memory_id IS NULL AS deleted FROM keyword_changes"
+    "  WHERE owner = $1 AND version > $2)"
+    f" SELECT v.v, c.memory_id, coalesce(c.deleted, false) AS deleted, {_DOC_COLUMNS} FROM v LEFT JOIN c ON true"
+    f" LEFT JOIN LATERAL ({_DOC} AND m.id = c.memory_id) d ON true"
+)
+
+
+def doc_of(r: Sequence[Any]) -> Doc:
+    """A ``Doc`` from ``_DOC_COLUMNS`` (at ``r[0]`` onwards)."""
+    return Doc(r[0], int(r[1]), r[7] or (), r[8] or (), int(r[2]), r[3], r[4], r[5], bool(r[6]))
+
+
+def plain_lexemes(tsquery: str, lexemes: Sequence[str]) -> tuple[str, ...] | None:
+    """The question's lexemes when its any-word query is an OR of exactly them (``tsquery``:
+    ``websearch_to_tsquery`` as text); None for a negation or a phrase (the statement's case)."""
+    named = {m.replace("''", "'") for m in _QUOTED.findall(tsquery)}
+    if "!" in tsquery or "<" in tsquery or named != set(lexemes):
+        return None
+    return tuple(sorted(set(lexemes)))
+
+
+@dataclass
+class _Held:
+    index: OwnerIndex
+    version: int
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    def nbytes(self) -> int:
+        return sum(self.index.nbytes().values()) + 100 * len(self.index.vocab)  # the dict, roughly
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One keyword search as the in-memory tier takes it (``adapters.postgres.Visibility`` parts)."""
+
+    owner: str
+    query: str
+    limit: int
+    retention_days: int
+    types: tuple[str, ...] | None = None
+    session_id: str | None = None
+    agent_id: str | None = None
+    metadata: bool = False  # a metadata filter: left to the statement
+    scoring: str = "bm25"  # ``cover_density``: left to the statement
+
+
+class KeywordIndexes:
+    """The owners' indexes this process holds, their background builds, and what served."""
+
+    def __init__(self, pool: asyncpg.Pool, *, budget_bytes: int = 256 << 20, builds: int = 2) -> None:
+        self.pool = pool
+        self.budget_bytes = budget_bytes
+        self._held: OrderedDict[str, _Held] = OrderedDict()  # least recently searched first
+        self._builds: dict[str, asyncio.Task[None]] = {}
+        self._too_large: dict[str, float] = {}  # owner -> when its index last exceeded the budget
+        self._slots = asyncio.Semaphore(builds)
+        # a thread of its own: the default executor may be taken by other waits of the process
+        self._builder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="keyword-index")
+        self.counts: Counter[str] = Counter()  # "memory" and "statement_fallback:<reason>"
+
+    async def search(self, ask: Ask) -> KeywordRanking | None:
+        """The ranking, or None when the statement is to answer (counted with its reason)."""
+        if ask.metadata:
+            return self._fallback("metadata_filter")
+        if ask.scoring != "bm25":
+            return self._fallback("cover_density")
+        row = await self.pool.fetchrow(QUESTION_SQL, ask.query, ask.owner, ask.retention_days)
+        lexemes = plain_lexemes(row["q"] or "", row["l"] or ())
+        if lexemes is None:
+            return self._fallback("phrase_or_negation")
+        if row["g"]:
+            return self._fallback("global_memories")
+        held = self._held.get(ask.owner)
+        if held is None:
+            if time.monotonic() - self._too_large.get(ask.owner, -OVER_BUDGET_S) < OVER_BUDGET_S:
+                return self._fallback("over_budget")
+            self._build_later(ask.owner)
+            return self._fallback("building")
+        self._held.move_to_end(ask.owner)
+        async with held.lock:
+            if held.version < row["v"] and not await self._catch_up(ask.owner, held):
+                self._held.pop(ask.owner, None)
+                self._build_later(ask.owner)
+                return self._fallback("rebuilding")
+            view = View(int(row["now_us"]), int(row["after_us"]), ask.types, ask.session_id, ask.agent_id)
+            hits, occurrences = held.index.search(lexemes, ask.limit, view)
+        self.counts["memory"] += 1
+        RETRIEVE_KEYWORD_TIER.labels("memory", "").inc()
+        return KeywordRanking([(str(h.id), h.score) for h in hits], cover_of(occurrences))
+
+    def _fallback(self, reason: str) -> KeywordRanking | None:
+        self.counts[f"statement_fallback:{reason}"] += 1
+        RETRIEVE_KEYWORD_TIER.labels("statement_fallback", reason).inc()
+        return None
+
+    async def _catch_up(self, owner: str, held: _Held) -> bool:
+        """Apply the changes logged since ``held.version`` (False: the log no longer reaches back, or
+        memories were deleted meanwhile: the index is to be rebuilt)."""
+        rows = await self.pool.fetch(CHANGED_SQL, owner, held.version)
+        version = rows[0]["v"]
+        if version - held.version >= KEPT_VERSIONS or any(r["deleted"] for r in rows):
+            return False
+        changed = [r["memory_id"] for r in rows if r["memory_id"] is not None]
+        docs = [doc_of(r[3:]) for r in rows if r["id"] is not None]
+        index = held.index
+        for memory in changed:
+            index.delete(memory)
+        for doc in docs:
+            index.append(doc)
+        if index.dirty() > max(64, COMPACT_SHARE * index.size):
+            index.compact()
+        held.version = version
+        return True
+
+    def _build_later(self, owner: str) -> None:
+        if owner not in self._builds:
+            self._builds[owner] = asyncio.create_task(self._build(owner), name=f"keyword-index-{owner}")
+
+    async def _build(self, owner: str) -> None:
+        try:
+            async with self._slots:
+                held = await self.build(owner)
+            if held.nbytes() > self.budget_bytes:
+                log.warning("retrieve.keyword_index_over_budget", owner=owner, bytes=held.nbytes())
+                self._too_large[owner] = time.monotonic()
+                return
+            self._too_large.pop(owner, None)
+            self._held[owner] = held
+            self._evict()
+        except Exception as exc:  # the statement keeps answering; the next search tries again
+            log.warning("retrieve.keyword_index_build_failed", owner=owner, error=str(exc))
+        finally:
+            self._builds.pop(owner, None)
+
+    async def build(self, owner: str) -> _Held:
+        """The owner's index read from PostgreSQL at one version (one snapshot)."""
+        rows = await self.pool.fetch(DOCS_SQL, owner)
+        version = rows[0]["v"]
+        docs = [doc_of(r[1:]) for r in rows if r["id"] is not None]
+        del rows
+        index = await asyncio.get_running_loop().run_in_executor(self._builder, OwnerIndex, docs)
+        return _Held(index, version)
+
+    def _evict(self) -> None:
+        total = sum(h.nbytes() for h in self._held.values())
+        while total > self.budget_bytes and len(self._held) > 1:
+            _, gone = self._held.popitem(last=False)
+            total -= gone.nbytes()
+
+    async def settle(self) -> None:
+        """Wait for the builds under way (tests, shutdown)."""
+        while self._builds:
+            await asyncio.gather(*list(self._builds.values()), return_exceptions=True)
+
+    async def close(self) -> None:
+        for task in list(self._builds.values()):
+            task.cancel()
+        await asyncio.gather(*list(self._builds.values()), return_exceptions=True)
+        self._held.clear()
+        self._builder.shutdown(wait=False, cancel_futures=True)
+
+    def status(self) -> str:
+        """One line for ``engine.status``: what is held and who answered the searches."""
+        size = sum(h.nbytes() for h in self._held.values()) / 1e6
+        served = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items())) or "no searches yet"
+        return f"in-memory index: {len(self._held)} owners held ({size:.1f} MB), {len(self._builds)} building; {served}"
+
+    def held_ids(self, owner: str) -> set[uuid.UUID] | None:
+        """The ids the owner's index holds alive (None: not held); for tests and diagnostics."""
+        held = self._held.get(owner)
+        if held is None:
+            return None
+        ix = held.index
+        return {uuid.UUID(int=(int(ix.hi[i]) << 64) | int(ix.lo[i])) for i in range(ix.size) if ix.alive[i]}
