@@ -51,6 +51,7 @@ async def test_ingest_and_retrieve_pages_carry_only_their_own_families(config: S
         "memoryd_retrieve_seconds",
         "memoryd_retrieve_fallbacks",
         "memoryd_retrieve_results",
+        "memoryd_retrieve_keyword_tier",
         "memoryd_queue_lag_messages",
         "memoryd_llm_calls",
         "memoryd_llm_tokens",
