@@ -125,7 +125,7 @@ bench-ingest: $(STAMP)
 	mkdir -p bench-results && $(BIN)/python -m bench ingest --json bench-results/ingest.json
 
 bench-latency: $(STAMP)
-	mkdir -p bench-results && $(BIN)/python -m bench latency --json bench-results/latency.json
+	mkdir -p bench-results && $(BIN)/python -m bench latency --keyword-index statement --keyword-index memory --json bench-results/latency.json
 
 bench-quality: $(STAMP)
 	mkdir -p bench-results && $(BIN)/python -m bench quality --json bench-results/quality.json

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.charts import Series, bar_chart, line_chart, number
+from bench.latency import as_default
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ def _per_owner(scenario: str) -> int:
 
 
 def _latency_lookup(report: Report) -> dict[tuple[str, str, str, int], Mapping[str, Any]]:
-    return {(r["scenario"], r["strategy"], r["path"], int(r["c"])): r for r in report["rows"]}
+    return {(r["scenario"], as_default(r["strategy"]), r["path"], int(r["c"])): r for r in report["rows"]}
 
 
 def _latency_by_size(report: Report) -> Figure:
@@ -127,7 +128,9 @@ def _latency_by_size(report: Report) -> Figure:
 def _throughput_by_concurrency(report: Report) -> Figure:
     rows = _latency_lookup(report)
     scenarios = sorted({r["scenario"] for r in report["rows"]}, key=_per_owner)
-    levels = sorted({int(r["c"]) for r in report["rows"] if r["strategy"] == "hybrid" and r["path"] == "service"})
+    levels = sorted(
+        {int(r["c"]) for r in report["rows"] if as_default(r["strategy"]) == "hybrid" and r["path"] == "service"}
+    )
     series = []
     for color, scenario in enumerate(scenarios):
         for path, dashed in (("service", False), ("floor", True)):

@@ -425,14 +425,23 @@ def ratios(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 TARGET_P50_MS, TARGET_P99_MS = 8.0, 20.0
 #: Hybrid service throughput under concurrency at least this share of the floor's.
 TARGET_FLOOR_SHARE = 0.8
+#: The keyword tier a deployment runs unless ``keywordIndex`` says otherwise.
+DEFAULT_KEYWORD_INDEX = "statement"
 #: The neighbour boost's turn positions: the ``rows`` probe's p50 minus ``rows_plain``'s, at most (ms).
 TARGET_BOOST_MS = 1.0
 
 
+def as_default(strategy: str) -> str:
+    """A row's strategy as the default keyword tier runs it: ``--keyword-index`` labels each
+    strategy with its tier (``hybrid [memory]``), and ``statement`` is the default."""
+    return strategy.removesuffix(f" [{DEFAULT_KEYWORD_INDEX}]")
+
+
 def targets(rows: Sequence[dict[str, Any]], biggest: int = 0) -> list[dict[str, Any]]:
-    """The targets for hybrid in every scenario (``biggest`` is kept for callers; unused)."""
+    """The targets for hybrid in every scenario, on the default keyword tier (``biggest`` is kept
+    for callers; unused)."""
     out = []
-    by = {(r["scenario"], r["strategy"], r["path"], r["c"]): r for r in rows}
+    by = {(r["scenario"], as_default(r["strategy"]), r["path"], r["c"]): r for r in rows}
     for scen in sorted({r["scenario"] for r in rows}):
         turns, plain = by.get((scen, "rows", "floor probe", 1)), by.get((scen, "rows_plain", "floor probe", 1))
         if turns and plain:
