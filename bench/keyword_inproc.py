@@ -13,7 +13,6 @@ call, scoring alone, and writes (appends, deletes, compaction).
 from __future__ import annotations
 
 import random
-import re
 import time
 import tracemalloc
 import uuid
@@ -29,9 +28,7 @@ from bench.harness import servers_cpu
 from bench.locomo import percentile
 from services.retrieve.logic.bm25 import KeywordRanking, cover_of
 from services.retrieve.logic.keyword_index import Doc, OwnerIndex
-
-TS_CONFIG = "english"
-_QUOTED = re.compile(r"'((?:[^']|'')*)'")
+from services.retrieve.logic.lexemes import TS_CONFIG, plain_lexemes
 
 DOCS_SQL = (
     "SELECT m.id, (extract(epoch FROM m.created_at) * 1000000)::int8 AS created_us, u.l, u.c FROM memories m"
@@ -63,9 +60,7 @@ class Question:
 def parse_question(tsquery: str, lexemes: Sequence[str]) -> Question:
     """``tsquery``: ``websearch_to_tsquery`` as text; ``lexemes``: ``to_tsvector``'s of the same
     question. Plain when the query has no negation or phrase and names the same lexemes."""
-    named = {m.replace("''", "'") for m in _QUOTED.findall(tsquery)}
-    plain = "!" not in tsquery and "<" not in tsquery and named == set(lexemes)
-    return Question(tuple(sorted(set(lexemes))), plain)
+    return Question(tuple(sorted(set(lexemes))), plain_lexemes(tsquery, lexemes) is not None)
 
 
 async def question(pool: asyncpg.Pool, text: str) -> Question:

@@ -24,8 +24,8 @@ import asyncpg
 from services.retrieve.logic import bm25 as bm25_logic
 from services.retrieve.logic.bm25 import NO_MATCH, KeywordRanking, cover_of
 from services.retrieve.logic.coverage import content_words
+from services.retrieve.logic.lexemes import TS_CONFIG
 
-TS_CONFIG = "english"
 #: postings of each of the two rarest words read to find the threshold's memories
 SEED_POSTINGS = 256
 #: bounds are compared with this much slack, so a float rounding never prunes a tie

@@ -13,7 +13,6 @@ global memory of another owner (counted by reason).
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 import uuid
 from collections import Counter, OrderedDict
@@ -26,12 +25,12 @@ import asyncpg
 
 from services.retrieve.logic.bm25 import KeywordRanking, cover_of
 from services.retrieve.logic.keyword_index import NEVER, Doc, OwnerIndex, View
+from services.retrieve.logic.lexemes import TS_CONFIG, plain_lexemes
 from shared.observability.logging import get_logger
 from shared.observability.metrics import RETRIEVE_KEYWORD_TIER
 
 log = get_logger(__name__)
 
-TS_CONFIG = "english"
 #: versions the change log keeps at least (migration 0014): an index further behind is rebuilt
 KEPT_VERSIONS = 4096
 #: appended plus deleted memories, as a share of the owner's, before the index is compacted
@@ -39,7 +38,6 @@ COMPACT_SHARE = 0.05
 #: seconds an owner whose index alone exceeds the budget is left to the statement before a new try
 OVER_BUDGET_S = 600.0
 
-_QUOTED = re.compile(r"'((?:[^']|'')*)'")
 
 QUESTION_SQL = (
     f"SELECT websearch_to_tsquery('{TS_CONFIG}', $1)::text AS q,"
@@ -76,15 +74,6 @@ CHANGED_SQL = (
 def doc_of(r: Sequence[Any]) -> Doc:
     """A ``Doc`` from ``_DOC_COLUMNS`` (at ``r[0]`` onwards)."""
     return Doc(r[0], int(r[1]), r[7] or (), r[8] or (), int(r[2]), r[3], r[4], r[5], bool(r[6]))
-
-
-def plain_lexemes(tsquery: str, lexemes: Sequence[str]) -> tuple[str, ...] | None:
-    """The question's lexemes when its any-word query is an OR of exactly them (``tsquery``:
-    ``websearch_to_tsquery`` as text); None for a negation or a phrase (the statement's case)."""
-    named = {m.replace("''", "'") for m in _QUOTED.findall(tsquery)}
-    if "!" in tsquery or "<" in tsquery or named != set(lexemes):
-        return None
-    return tuple(sorted(set(lexemes)))
 
 
 @dataclass

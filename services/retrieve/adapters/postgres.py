@@ -34,6 +34,7 @@ from services.retrieve.logic.fusion import MAX_DISTANCE, RankedList
 from services.retrieve.logic.lexemes import (
     EMPTY_STATS,
     SQL_ANY_WORD,
+    TS_CONFIG,
     WIDEN_BELOW,
     MatchPlan,
     TermStats,
@@ -46,7 +47,6 @@ from services.retrieve.logic.plan import MemoryRow
 from shared.metadata_filter import Filter, to_sql
 from shared.vectors.port import VectorQuery, VectorStore
 
-TS_CONFIG = "english"
 KEYWORD_TIER_DESCRIPTION = (
     f"postgres full-text: websearch_to_tsquery('{TS_CONFIG}') over memories.tsv (GIN), ranked by BM25"
     " (keywordRanking=cover_density: ts_rank_cd)"

@@ -18,6 +18,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+#: PostgreSQL's text search configuration of ``memories.tsv`` and of every question's lexemes
+TS_CONFIG = "english"
+
 #: ``websearch_to_tsquery`` output that is only lexemes joined by ``&`` (no phrase, negation, OR).
 _LEXEME = r"'(?:[^']|'')*'"
 _AND_ONLY = re.compile(rf"^{_LEXEME}(?: & {_LEXEME})*$")
@@ -32,6 +35,15 @@ def quoted(lexeme: str) -> str:
 def unquoted_lexemes(tsquery_text: str) -> list[str]:
     """Every lexeme of a tsquery text whatever its operators, unquoted (``it's``), once each, in order."""
     return list(dict.fromkeys(m[1:-1].replace("''", "'") for m in _LEXEMES.findall(tsquery_text)))
+
+
+def plain_lexemes(tsquery: str, lexemes: Sequence[str]) -> tuple[str, ...] | None:
+    """The question's lexemes when its any-word query is an OR of exactly them (``tsquery``:
+    ``websearch_to_tsquery`` as text; ``lexemes``: ``to_tsvector``'s of the same question), sorted;
+    None for a negation or a phrase."""
+    if "!" in tsquery or "<" in tsquery or set(unquoted_lexemes(tsquery)) != set(lexemes):
+        return None
+    return tuple(sorted(set(lexemes)))
 
 
 def and_lexemes(tsquery_text: str) -> list[str] | None:

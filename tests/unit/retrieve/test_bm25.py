@@ -14,7 +14,7 @@ from services.retrieve.logic.bm25 import (
     idf,
     score,
 )
-from services.retrieve.logic.lexemes import TermStats, unquoted_lexemes
+from services.retrieve.logic.lexemes import TermStats, plain_lexemes, unquoted_lexemes
 
 
 def test_rare_words_weigh_more_and_every_weight_is_positive() -> None:
@@ -62,3 +62,11 @@ def test_the_cover_is_on_ts_rank_cd_scale() -> None:
     assert cover_of(None) == 0.0
     assert KeywordRanking.by_cover_density([("a", 0.2), ("b", 0.1)]).cover == 0.2
     assert KeywordRanking.by_cover_density([]).cover == 0.0
+
+
+def test_plain_lexemes_are_the_any_word_query_of_exactly_the_questions_lexemes() -> None:
+    assert plain_lexemes("'tea' & 'kyoto'", ["kyoto", "tea", "tea"]) == ("kyoto", "tea")
+    assert plain_lexemes("'it''s' & 'tea'", ["it's", "tea"]) == ("it's", "tea")
+    assert plain_lexemes("'tea' & !'coffe'", ["tea", "coffe"]) is None  # a negation
+    assert plain_lexemes("'green' <-> 'tea'", ["green", "tea"]) is None  # a phrase
+    assert plain_lexemes("'tea'", ["tea", "kyoto"]) is None  # the query names fewer lexemes
