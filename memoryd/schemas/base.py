@@ -45,6 +45,8 @@ MAX_MESSAGE_CHARS = 1_048_576  # one chat message's content
 MAX_MESSAGES_PER_EVENT = 1_000
 MAX_PAYLOAD_BYTES = 4 * 1_048_576  # any single request or event on the wire
 MAX_KEY_LEN = 200
+MAX_SESSION_LEN = 256
+MAX_AGENT_LEN = 256
 MAX_QUERY_CHARS = 100_000
 MAX_OFFSET = 1_000_000  # the deepest list position (offset, or page x limit) a listing reaches
 
@@ -63,9 +65,29 @@ Owner = Annotated[
         description="the user or tenant whose memory this is; letters, digits, _ - : @",
     ),
 ]
-SessionId = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
+#: Text with no control character (C0, DEL, C1): an id stored as text and matched exactly, where
+#: PostgreSQL cannot hold NUL and a newline or an escape would forge lines of logs and exports.
+NO_CONTROL_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]+$(?!\n)"
+#: The conversation a memory came from (an application's own name for it).
+SessionId = Annotated[
+    str,
+    msgspec.Meta(
+        min_length=1,
+        max_length=MAX_SESSION_LEN,
+        pattern=NO_CONTROL_PATTERN,
+        description=f"the conversation; 1..{MAX_SESSION_LEN} characters, no control characters",
+    ),
+]
 #: The agent a memory belongs to, beside its owner and session (mem0's ``agent_id``); checked as a session id.
-AgentId = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
+AgentId = Annotated[
+    str,
+    msgspec.Meta(
+        min_length=1,
+        max_length=MAX_AGENT_LEN,
+        pattern=NO_CONTROL_PATTERN,
+        description=f"the agent; 1..{MAX_AGENT_LEN} characters, no control characters",
+    ),
+]
 #: Text that must contain at least one non-whitespace character.
 NonBlank = Annotated[str, msgspec.Meta(pattern=r"\S")]
 Content = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_CONTENT_CHARS, pattern=r"\S")]

@@ -12,7 +12,7 @@ from datetime import datetime
 
 import msgspec
 
-from memoryd.schemas.base import MAX_CONTENT_CHARS, MAX_KEY_LEN, MEMORY_TYPES
+from memoryd.schemas.base import MAX_CONTENT_CHARS, MAX_KEY_LEN, MEMORY_TYPES, AgentId, SessionId
 from memoryd.schemas.depth import MAX_JSON_DEPTH, json_depth_exceeds
 from memoryd.schemas.memory import ImportLineError, MemoryRecord
 from memoryd.schemas.text import nul_path
@@ -49,10 +49,11 @@ def _check_record(rec: MemoryRecord, now: datetime, operator: bool) -> str | Non
         return f"content has {len(rec.content)} characters; the limit is {MAX_CONTENT_CHARS} - at `$.content`"
     if rec.key is not None and (not rec.key.strip() or len(rec.key) > MAX_KEY_LEN):
         return f"key must be 1..{MAX_KEY_LEN} characters and not blank - at `$.key`"
-    if rec.session_id is not None and not 1 <= len(rec.session_id) <= 256:
-        return "session_id must be 1..256 characters - at `$.session_id`"
-    if rec.agent_id is not None and not 1 <= len(rec.agent_id) <= 256:
-        return "agent_id must be 1..256 characters - at `$.agent_id`"
+    for name, tp in (("session_id", SessionId), ("agent_id", AgentId)):  # as every request checks them
+        try:
+            msgspec.convert(getattr(rec, name), tp | None)
+        except msgspec.ValidationError as exc:
+            return f"{exc} - at `$.{name}`"
     if rec.memory_type not in MEMORY_TYPES:  # pragma: no cover - the decoder checks the Literal
         return f"unknown memory_type {rec.memory_type!r}"
     found = nul_path(msgspec.to_builtins(rec))

@@ -90,3 +90,26 @@ def test_oversize_metadata_and_deep_nesting_are_line_errors() -> None:
 def test_session_scope_needs_a_session_id() -> None:
     _, errors = logic.parse_import(_line(scope="session"), NOW)
     assert [e.line for e in errors] == [1] and "session_id" in errors[0].error
+
+
+def test_session_and_agent_ids_are_checked_as_every_request_checks_them() -> None:
+    bad = [
+        _line(agent_id="a\nforged line"),
+        _line(agent_id="a\x1b[2J"),
+        _line(session_id="s\x85"),
+        _line(agent_id="a" * 257),
+        _line(session_id=""),
+        _line(agent_id=7),
+    ]
+    good = [_line(agent_id="a" * 256, session_id="βοηθός 🤖")]
+    records, errors = logic.parse_import("\n".join(bad + good), NOW)
+    assert [n for n, _ in records] == [7]
+    assert [(e.line, e.error.rsplit(" - at ", 1)[1]) for e in errors] == [
+        (1, "`$.agent_id`"),
+        (2, "`$.agent_id`"),
+        (3, "`$.session_id`"),
+        (4, "`$.agent_id`"),
+        (5, "`$.session_id`"),
+        (6, "`$.agent_id`"),
+    ]
+    assert errors[3].error.startswith("Expected `str` of length <= 256")
