@@ -114,10 +114,14 @@ class Exchange(msgspec.Struct, kw_only=True):
 
 def header_session(request: Request, header: str = SESSION_HEADER) -> str | None:
     """The session the ``x-memory-session`` header names (or the agent ``x-memory-agent`` names:
-    checked alike); ``ValidationFailed`` before anything is forwarded when no event could carry it
-    (the exchange would be answered and then not remembered)."""
+    checked alike, as UTF-8); ``ValidationFailed`` before anything is forwarded when no event could carry
+    it (the exchange would be answered and then not remembered)."""
     value = request.headers.get(header) or None
     if value is not None:
+        try:  # the server reads header bytes as latin-1: the name the client sent is their UTF-8
+            value = value.encode("latin-1").decode("utf-8")
+        except UnicodeError as exc:
+            raise ValidationFailed(f"the {header} header is not UTF-8 text") from exc
         try:
             msgspec.convert(value, AgentId if header == AGENT_HEADER else SessionId)
         except msgspec.ValidationError as exc:
