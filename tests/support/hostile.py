@@ -315,6 +315,16 @@ _MSG = [{"role": "user", "content": "hi"}]
 _PROXY_KEEPS = {"chat": "ok", "responses": "ok"}
 _NATS_OP = {"nats": "forbidden"}
 _DROPS = {"mcp-stdio": "dropped"}
+#: The operations that take an agent id; the proxy takes it from a header, where a number is its
+#: text and an empty header is no header: there a create is remembered as a chat turn.
+_AGENT_OPS = ("create", "search", "list", "clear", "event")
+_HEADER_KEEPS = {"chat": "ok", "responses": "ok"}
+
+
+def _agent_args(op: str, name: str) -> dict[str, Any]:
+    """The arguments of ``op`` beside the agent id (a content of its own: the proxy may keep it)."""
+    args = {"create": {"content": f"an agent id that is {name}"}, "search": {"query": "x"}, "event": {"messages": _MSG}}
+    return args.get(op, {})
 
 
 @dataclass(frozen=True)
@@ -377,6 +387,40 @@ DOOR_CASES: tuple[DoorCase, ...] = (
     # the proxy forwards a chat turn as it came and remembers its text without the NUL
     DoorCase("content-nul", "ids", "create", {"content": "a\x00b"}, "validation", doors=_PROXY_KEEPS),
     DoorCase("event-content-nul", "ids", "event", {"messages": [{"role": "user", "content": "a\x00b"}]}, "validation"),
+    # the agent and session dimensions: stored as text and matched exactly, so 1..256 characters with no
+    # control character, and a string (the proxy takes them from headers: a control character cannot be
+    # sent there, a number is its text, and an empty header is no header)
+    *(
+        DoorCase(f"agent-id-{name}-{op}", "agents", op, {**args, "agent_id": value}, "validation", doors=doors)
+        for name, value, ops, doors in (
+            ("nul", "a\x00b", _AGENT_OPS, {}),
+            ("escape", "a\x1b[2J", _AGENT_OPS, {}),
+            ("newline", "a\nb", _AGENT_OPS, {}),
+            ("c1", "a\x85b", _AGENT_OPS, {}),
+            ("huge", "a" * 257, _AGENT_OPS, {}),
+            ("empty", "", ("create", "list", "clear", "event"), _HEADER_KEEPS),
+            ("number", 7, ("create", "clear", "event"), _HEADER_KEEPS),  # a query string's 7 is text
+        )
+        for op in ops
+        for args in [_agent_args(op, name)]
+    ),
+    DoorCase(
+        "agent-id-list",
+        "agents",
+        "create",
+        _agent_args("create", "a list") | {"agent_id": ["a"]},
+        "validation",
+        doors=_HEADER_KEEPS,
+    ),
+    DoorCase("agent-id-at-limit", "agents", "create", {"content": "an agent at the limit", "agent_id": "a" * 256}),
+    DoorCase("agent-id-unicode", "agents", "create", {"content": "an agent named in Greek", "agent_id": "βοηθός 🤖"}),
+    DoorCase("session-id-nul-search", "agents", "search", {"query": "x", "session_id": "s\x00"}, "validation"),
+    DoorCase("session-id-nul-list", "agents", "list", {"session_id": "s\x00"}, "validation"),
+    DoorCase("session-id-nul-event", "agents", "event", {"messages": _MSG, "session_id": "s\x00"}, "validation"),
+    DoorCase("session-id-escape", "agents", "create", {"content": "x", "session_id": "s\x1b[2J"}, "validation"),
+    DoorCase("session-id-huge-search", "agents", "search", {"query": "x", "session_id": "s" * 257}, "validation"),
+    DoorCase("session-id-empty", "agents", "list", {"session_id": ""}, "validation"),
+    DoorCase("session-id-number", "agents", "event", {"messages": _MSG, "session_id": 7}, "validation"),
     # negative and huge pagination and numbers
     DoorCase("offset-negative", "pagination", "list", {"offset": -1}, "validation"),
     DoorCase("offset-huge", "pagination", "list", {"offset": 10**20}, "validation"),

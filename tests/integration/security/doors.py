@@ -179,11 +179,11 @@ async def rest_door(case: DoorCase, args: dict[str, Any], c: Callers) -> str | N
 # --- MCP ----------------------------------------------------------------------------------------
 #: op -> (tool, the arguments it takes)
 TOOLS = {
-    "search": ("memory_search", {"query", "limit", "session_id", "max_tokens"}),
-    "create": ("memory_add", {"content", "memory_type", "session_id", "key", "metadata"}),
-    "list": ("memory_list", {"memory_type", "q", "limit", "offset"}),
+    "search": ("memory_search", {"query", "limit", "session_id", "agent_id", "max_tokens"}),
+    "create": ("memory_add", {"content", "memory_type", "session_id", "agent_id", "key", "metadata"}),
+    "list": ("memory_list", {"memory_type", "q", "limit", "offset", "agent_id"}),
     "delete": ("memory_delete", {"id"}),
-    "clear": ("memory_clear", {"memory_type", "older_than_days"}),
+    "clear": ("memory_clear", {"memory_type", "older_than_days", "agent_id"}),
 }
 TOOL_ERROR = re.compile(r"(?:Error executing tool \w+: )?(\w+): ")
 
@@ -288,18 +288,18 @@ class StdioRaw:
 
 
 # --- the proxy ----------------------------------------------------------------------------------
-PROXY_HEADERS = {"owner": "x-memory-owner", "session_id": "x-memory-session"}
+PROXY_HEADERS = {"owner": "x-memory-owner", "session_id": "x-memory-session", "agent_id": "x-memory-agent"}
 
 
 def _proxy_turn(case: DoorCase, args: dict[str, Any]) -> tuple[str, dict[str, str]] | None:
     """The user turn a case becomes on the proxy (a search's query, a create's content) and its
-    headers (the owner and the session the proxy takes from headers)."""
+    headers (the owner, the session and the agent the proxy takes from headers)."""
     headers = {name: str(args.pop(arg)) for arg, name in PROXY_HEADERS.items() if arg in args}
     text = args.pop({"search": "query", "create": "content"}.get(case.op, ""), None)
     if not isinstance(text, str) or args:
         return None  # the proxy forwards content parts as the upstream defines them
-    if not all(value.isprintable() for value in headers.values()):
-        return None  # no HTTP client sends a control character in a header
+    if not all(value.isprintable() and value.isascii() for value in headers.values()):
+        return None  # no HTTP client sends a control character in a header; the SDK sends ASCII only
     return text, headers
 
 

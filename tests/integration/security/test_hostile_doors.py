@@ -25,9 +25,12 @@ from typing import Any
 
 import asyncpg
 import httpx
+import httpx2
+import openai
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 from memoryd.client import MemoryClient
 from memoryd.subjects import EMBED_CONSUMER, EVENTS_STREAM, EXTRACT_CONSUMER, INGEST_CONSUMER, JOBS_STREAM
@@ -300,3 +303,169 @@ async def test_graph_routes_refuse_hostile_queries(world: World, path: str, para
     assert reply.status_code == 400, reply.text[:300]
     assert reply.headers["content-type"] == PROBLEM and reply.json()["err_code"] == "validation"
     assert await _alice_rows(world) == before
+
+
+# --- one agent id, two owners -------------------------------------------------------------------
+async def _via_nats(w: World, agent: str, query: str) -> dict[str, Any]:
+    bob = w.callers.nats_bob  # bound to bob, and claims alice too: it still names bob here
+    found = await bob.retrieve(w.callers.bob, query, agent_id=agent)
+    listed = await bob.list(w.callers.bob, agent_id=agent)
+    exported = await bob.export(w.callers.bob)
+    cleared = await bob.clear(w.callers.bob, agent_id=agent)
+    return {
+        "search": [m.content for m in found.memories],
+        "list": [m.content for m in listed.memories],
+        "export": [json.loads(line)["content"] for line in exported.split("\n") if line],
+        "clear": cleared.count,
+    }
+
+
+async def _via_rest(w: World, agent: str, query: str) -> dict[str, Any]:
+    headers = {"authorization": f"Bearer {w.callers.bob_key}"}
+    async with httpx.AsyncClient(base_url=w.callers.url, timeout=60, headers=headers) as http:
+        found = (await http.post("/v1/search", json={"query": query, "agent_id": agent})).raise_for_status()
+        listed = (await http.get("/v1/memories", params={"agent_id": agent})).raise_for_status()
+        exported = (await http.get("/v1/export")).raise_for_status()
+        cleared = (await http.post("/v1/memories/clear", json={"agent_id": agent})).raise_for_status()
+    return {
+        "search": [m["content"] for m in found.json()["memories"]],
+        "list": [m["content"] for m in listed.json()["memories"]],
+        "export": [json.loads(line)["content"] for line in exported.text.split("\n") if line],
+        "clear": cleared.json()["count"],
+    }
+
+
+async def _via_mcp(w: World, agent: str, query: str) -> dict[str, Any]:
+    headers = {"authorization": f"Bearer {w.callers.bob_key}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=60) as http,
+        streamable_http_client(f"{w.callers.url}/mcp", http_client=http) as streams,
+        ClientSession(streams[0], streams[1]) as session,
+    ):
+        await session.initialize()
+
+        async def tool(name: str, args: dict[str, Any]) -> Any:
+            result = await session.call_tool(name, args)
+            assert not result.is_error, result.content
+            return json.loads(result.content[0].text)  # type: ignore[union-attr]
+
+        found = await tool("memory_search", {"query": query, "agent_id": agent})
+        listed = await tool("memory_list", {"agent_id": agent})
+        cleared = await tool("memory_clear", {"agent_id": agent})
+    return {
+        "search": [m["content"] for m in found["memories"]],
+        "list": [m["content"] for m in listed["memories"]],
+        "clear": cleared["count"],
+    }
+
+
+async def _via_proxy(w: World, agent: str, query: str) -> dict[str, Any]:
+    w.llm.reply_text("Noted.")
+    sdk = openai.AsyncOpenAI(base_url=f"{w.callers.url}/v1", api_key=w.callers.bob_key, max_retries=0, timeout=60)
+    await sdk.chat.completions.create(
+        model="m",
+        messages=[{"role": "user", "content": query}],
+        extra_headers={"x-memory-agent": agent},
+    )
+    return {"injected": json.dumps(w.llm.requests[-1]["messages"][:-1], ensure_ascii=False)}
+
+
+SAME_AGENT = {"nats": _via_nats, "rest": _via_rest, "mcp-http": _via_mcp, "chat": _via_proxy}
+
+
+@pytest.mark.parametrize("door", list(SAME_AGENT))
+async def test_the_same_agent_id_reaches_only_its_own_owner(world: World, door: str) -> None:
+    """Alice and bob both talk to an agent of one name: bob's search, list, export and clear by
+    that agent (and the memory his proxied turn is given) hold his memory, never hers."""
+    tag = uuid.uuid4().hex[:8]
+    agent = f"helper-{tag}"
+    hers = f"alice told the helper her locker code is {tag}1"
+    his = f"bob told the helper his locker code is {tag}2"
+    await world.app.create(world.alice, hers, agent_id=agent)
+    await world.app.create(world.callers.bob, his, agent_id=agent)
+    alice_before = await _alice_rows(world)
+
+    seen = await SAME_AGENT[door](world, agent, f"locker code {tag}1 {tag}2")
+
+    if door == "chat":
+        assert his in seen["injected"] and hers not in seen["injected"], seen
+    else:
+        assert his in seen["search"] and hers not in seen["search"], seen
+        assert seen["list"] == [his]
+        assert seen["clear"] == 1
+        assert hers not in seen.get("export", [])
+        if door != "mcp-http":  # MCP has no export tool
+            assert his in seen["export"]
+        listed = await world.app.list(world.callers.bob, agent_id=agent)
+        assert listed.memories == []
+    assert await _alice_rows(world) == alice_before
+    listed = await world.app.list(world.alice, agent_id=agent)
+    assert [m.content for m in listed.memories] == [hers]
+
+
+async def _raw_chat(url: str, key: str, header: bytes) -> tuple[int, str, bytes]:
+    """POST a chat completion with one raw ``x-memory-agent`` header line (bytes no HTTP client
+    sends): the status, the content type and the body."""
+    address = httpx.URL(url)
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "raw header turn"}]}).encode()
+    head = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nhost: memoryd\r\nconnection: close\r\n"
+        b"authorization: Bearer " + key.encode() + b"\r\ncontent-type: application/json\r\n"
+        b"content-length: " + str(len(body)).encode() + b"\r\nx-memory-agent: " + header + b"\r\n\r\n"
+    )
+    reader, writer = await asyncio.open_connection(address.host, address.port)
+    try:
+        writer.write(head + body)
+        await writer.drain()
+        reply = await asyncio.wait_for(reader.read(), 60)
+    finally:
+        writer.close()
+    status_line, _, rest = reply.partition(b"\r\n")
+    headers, _, payload = rest.partition(b"\r\n\r\n")
+    kind = b""
+    for line in headers.split(b"\r\n"):
+        name, _, value = line.partition(b":")
+        kind = value.strip() if name.lower() == b"content-type" else kind
+    return int(status_line.split()[1]), kind.decode(), payload
+
+
+#: Agent headers the proxy refuses before anything is forwarded or remembered; the HTTP server
+#: itself refuses a NUL or a bare CR in a header (a plain 400, before the gateway sees it).
+BAD_AGENT_HEADERS = [
+    (b"a\x00b", None),
+    (b"a\rb", None),
+    (b"a\x01b", None),
+    (b"a\x7fb", None),
+    (b"\xff\xfe", PROBLEM),  # not UTF-8
+    (b"\xc3\x28", PROBLEM),  # not UTF-8
+    ("βοηθός\u0085".encode(), PROBLEM),  # UTF-8 of a C1 control character
+    (b"a" * 257, PROBLEM),
+]
+
+
+@pytest.mark.parametrize(("value", "media"), BAD_AGENT_HEADERS)
+async def test_proxy_refuses_a_hostile_agent_header(world: World, value: bytes, media: str | None) -> None:
+    await eventually(lambda: consumers_idle(world.callers.nats_operator.nc, PIPELINE), "the pipeline to be idle")
+    before, forwarded = await digest(world.pool, world.digest_sql), len(world.llm.requests)
+    status, kind, payload = await _raw_chat(world.callers.url, world.callers.bob_key, value)
+    assert status == 400, payload[:300]
+    if media is not None:
+        assert kind == media and json.loads(payload)["err_code"] == "validation", payload[:300]
+        assert b"x-memory-agent" in payload
+    assert len(world.llm.requests) == forwarded
+    await eventually(lambda: consumers_idle(world.callers.nats_operator.nc, PIPELINE), "the pipeline to be idle")
+    assert changed_tables(before, await digest(world.pool, world.digest_sql)) == []
+
+
+async def test_proxy_reads_the_agent_header_as_utf8(world: World) -> None:
+    """A UTF-8 agent name in the header is the agent the remembered turn carries (not its bytes read as latin-1)."""
+    agent = f"βοηθός-{uuid.uuid4().hex[:6]}"
+    world.llm.reply_text("Noted.")
+    status, _, payload = await _raw_chat(world.callers.url, world.callers.bob_key, agent.encode())
+    assert status == 200, payload[:300]
+
+    async def remembered() -> bool:
+        listed = await world.app.list(world.callers.bob, agent_id=agent)
+        return "raw header turn" in [m.content for m in listed.memories]
+
+    await eventually(remembered, "the turn to be remembered under the UTF-8 agent name", timeout=30)
