@@ -23,6 +23,7 @@ import pytest
 from nats.aio.client import Client
 from nats.js import JetStreamContext
 from nats.js.errors import APIError, NotFoundError
+from prometheus_client import REGISTRY
 
 from memoryd.codec import decode, encode
 from memoryd.local.nats import EmbeddedNats
@@ -280,8 +281,13 @@ async def test_ingest_keeps_an_event_unacked_while_the_jobs_stream_is_full(
 
     # extract catches up first: its facts' embed jobs meet the full stream and are retried too
     await top_up(nc, owner)  # no room left for any job extract could publish
+    naks = _extract_retries()
     await resume(nc, EXTRACT_CONSUMER)
-    await eventually(lambda: _extract_hit_the_limit(nc, pool, owner), "extract to meet the full jobs stream")
+    await eventually(
+        lambda: _extract_hit_the_limit(nc, pool, owner, naks),
+        "extract to meet the full jobs stream",
+        state=lambda: _extract_state(nc, pool, owner, naks),
+    )
     assert (await js.stream_info(DLQ_STREAM)).state.messages == 0
     await resume(nc, EMBED_CONSUMER)
 
@@ -352,12 +358,42 @@ async def _jobs_refused(nc: Client, pool: asyncpg.Pool, owner: str, sent: int) -
     return await published(pool, owner) < sent and info.num_redelivered >= 1
 
 
-async def _extract_hit_the_limit(nc: Client, pool: asyncpg.Pool, owner: str) -> bool:
-    """Extract committed a job's facts and then failed to publish their embed jobs (retried or dead-lettered)."""
+def _extract_retries() -> float:
+    """How many messages the extract stage (in this process) has handed back for a retry after a
+    transient failure, such as a publish the full jobs stream refused."""
+    return REGISTRY.get_sample_value("memoryd_jobs_total", {"stage": "extract", "outcome": "retry_transient"}) or 0.0
+
+
+async def _extract_hit_the_limit(nc: Client, pool: asyncpg.Pool, owner: str, naks_before: float) -> bool:
+    """Extract committed a job's facts and then failed to publish their embed jobs: the job went
+    back for a retry (or to the DLQ). Seen when extract naks it, not only once it is redelivered:
+    a redelivery also waits for the nak's delay and for the worker to finish its whole batch."""
     js = nc.jetstream()
     runs = await scalar(pool, "SELECT count(*) FROM extract_runs WHERE owner = $1", owner)
-    retried = (await js.consumer_info(JOBS_STREAM, EXTRACT_CONSUMER)).num_redelivered
-    return runs > 0 and (retried >= 1 or (await js.stream_info(DLQ_STREAM)).state.messages > 0)
+    if runs == 0:
+        return False
+    if _extract_retries() > naks_before or (await js.consumer_info(JOBS_STREAM, EXTRACT_CONSUMER)).num_redelivered:
+        return True
+    return (await js.stream_info(DLQ_STREAM)).state.messages > 0
+
+
+async def _extract_state(nc: Client, pool: asyncpg.Pool, owner: str, naks_before: float) -> dict[str, object]:
+    """What the extract stage has done since it was resumed (said when the wait for it times out)."""
+    js = nc.jetstream()
+    info = await js.consumer_info(JOBS_STREAM, EXTRACT_CONSUMER)
+    jobs = (await js.stream_info(JOBS_STREAM)).state
+    return {
+        "extract_runs": await scalar(pool, "SELECT count(*) FROM extract_runs WHERE owner = $1", owner),
+        "extract_naks": _extract_retries() - naks_before,
+        "paused": getattr(info, "paused", None),
+        "delivered": info.delivered.stream_seq,
+        "ack_pending": info.num_ack_pending,
+        "redelivered": info.num_redelivered,
+        "waiting_pulls": info.num_waiting,
+        "undelivered": info.num_pending,
+        "jobs": (jobs.messages, jobs.bytes),
+        "dead_letters": await dead_letters(js),
+    }
 
 
 async def _outcome_known(nc: Client, pool: asyncpg.Pool, owner: str, sent: int) -> bool:
