@@ -5,7 +5,7 @@
 ``KeywordIndexes.search`` reads the question's lexemes and the owner's version in one statement;
 an index at that version ranks at once, one behind first re-reads the memories logged since its
 version (read-your-writes for anything committed before the search began); a deletion keeps no
-id in the log, so an index behind one is rebuilt. An owner not held yet with at most ``inline_rows``
+id in the log, so an index behind one is rebuilt (inline too when small). An owner not held yet with at most ``inline_rows``
 memories is built by its first search (it reads them once instead of ranking its matches); a larger
 one is built in the background while the statement answers, as it answers questions with a phrase
 or a negation, metadata filters, and any global memory of another owner (counted by reason).
@@ -38,8 +38,9 @@ KEPT_VERSIONS = 4096
 COMPACT_SHARE = 0.05
 #: seconds an owner whose index alone exceeds the budget is left to the statement before a new try
 OVER_BUDGET_S = 600.0
-#: an owner with at most this many visible memories is built by its first search, which waits
-INLINE_ROWS = 5000
+#: an owner with at most this many visible memories is built by its first search, which waits (a
+#: build costs several statement searches: above this the wait would be felt; the statement answers)
+INLINE_ROWS = 250
 
 
 QUESTION_SQL = (
@@ -85,6 +86,7 @@ class _Held:
     index: OwnerIndex
     version: int
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    size: int = 0  # ``nbytes()`` when last measured (after the build and each catch-up)
 
     def nbytes(self) -> int:
         return sum(self.index.nbytes().values()) + 100 * len(self.index.vocab)  # the dict, roughly
@@ -118,6 +120,7 @@ class KeywordIndexes:
         self._builds: dict[str, asyncio.Task[None]] = {}
         self._inline: set[str] = set()  # owners whose build under way is one a search waits for
         self._large: set[str] = set()  # owners found over ``inline_rows``: built in the background
+        self._bytes = 0  # the held indexes' ``size``, summed
         self._too_large: dict[str, float] = {}  # owner -> when its index last exceeded the budget
         self._slots = asyncio.Semaphore(builds)
         # a thread of its own: the default executor may be taken by other waits of the process
@@ -144,13 +147,19 @@ class KeywordIndexes:
             if held is None:
                 return self._fallback("building")
         self._held.move_to_end(ask.owner)
+        view = View(int(row["now_us"]), int(row["after_us"]), ask.types, ask.session_id, ask.agent_id)
         async with held.lock:
-            if held.version < row["v"] and not await self._catch_up(ask.owner, held):
-                self._held.pop(ask.owner, None)
-                self._build_later(ask.owner)
+            current = held.version >= row["v"] or await self._catch_up(ask.owner, held)
+            if current:
+                hits, occurrences = held.index.search(lexemes, ask.limit, view)
+            else:
+                self._drop(ask.owner, held)
+        if not current:  # rebuilt now, from a newer snapshot, when the owner is small
+            rebuilt = await self._first(ask.owner)
+            if rebuilt is None:
                 return self._fallback("rebuilding")
-            view = View(int(row["now_us"]), int(row["after_us"]), ask.types, ask.session_id, ask.agent_id)
-            hits, occurrences = held.index.search(lexemes, ask.limit, view)
+            async with rebuilt.lock:
+                hits, occurrences = rebuilt.index.search(lexemes, ask.limit, view)
         self.counts["memory"] += 1
         RETRIEVE_KEYWORD_TIER.labels("memory", "").inc()
         return KeywordRanking([(h.id, h.score) for h in hits], cover_of(occurrences))
@@ -177,7 +186,15 @@ class KeywordIndexes:
         if index.dirty() > max(64, COMPACT_SHARE * index.size):
             index.compact()
         held.version = version
+        if self._held.get(owner) is held:  # not evicted meanwhile
+            size, held.size = held.size, held.nbytes()
+            self._bytes += held.size - size
         return True
+
+    def _drop(self, owner: str, held: _Held) -> None:
+        if self._held.get(owner) is held:
+            del self._held[owner]
+            self._bytes -= held.size
 
     async def _first(self, owner: str) -> _Held | None:
         """The owner's index built now when it is small (searches of it meanwhile wait for the same
@@ -210,12 +227,16 @@ class KeywordIndexes:
                 self._large.add(owner)
                 return
             held = found
-            if held.nbytes() > self.budget_bytes:
-                log.warning("retrieve.keyword_index_over_budget", owner=owner, bytes=held.nbytes())
+            held.size = held.nbytes()
+            if held.size > self.budget_bytes:
+                log.warning("retrieve.keyword_index_over_budget", owner=owner, bytes=held.size)
                 self._too_large[owner] = time.monotonic()
                 return
             self._too_large.pop(owner, None)
+            if (stale := self._held.get(owner)) is not None:
+                self._drop(owner, stale)
             self._held[owner] = held
+            self._bytes += held.size
             self._evict()
         except Exception as exc:  # the statement keeps answering; the next search tries again
             log.warning("retrieve.keyword_index_build_failed", owner=owner, error=str(exc))
@@ -244,10 +265,9 @@ class KeywordIndexes:
         return _Held(index, version)
 
     def _evict(self) -> None:
-        total = sum(h.nbytes() for h in self._held.values())
-        while total > self.budget_bytes and len(self._held) > 1:
+        while self._bytes > self.budget_bytes and len(self._held) > 1:
             _, gone = self._held.popitem(last=False)
-            total -= gone.nbytes()
+            self._bytes -= gone.size
 
     async def settle(self) -> None:
         """Wait for the builds under way (tests, shutdown)."""
@@ -259,11 +279,12 @@ class KeywordIndexes:
             task.cancel()
         await asyncio.gather(*list(self._builds.values()), return_exceptions=True)
         self._held.clear()
+        self._bytes = 0
         self._builder.shutdown(wait=False, cancel_futures=True)
 
     def status(self) -> str:
         """One line for ``engine.status``: what is held and who answered the searches."""
-        size = sum(h.nbytes() for h in self._held.values()) / 1e6
+        size = self._bytes / 1e6
         served = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items())) or "no searches yet"
         return f"in-memory index: {len(self._held)} owners held ({size:.1f} MB), {len(self._builds)} building; {served}"
 

@@ -16,7 +16,7 @@ import uuid
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -35,10 +35,10 @@ NEVER = np.iinfo(np.int64).max
 _NULL, _UNSEEN = -1, -2
 
 
-@dataclass(frozen=True)
-class Doc:
+class Doc(NamedTuple):
     """One memory as the index takes it: its id, ``created_at`` in µs since the epoch, each
-    lexeme of its ``tsv`` with its number of positions, and the columns visibility reads."""
+    lexeme of its ``tsv`` with its number of positions, and the columns visibility reads (a
+    tuple: a build makes one per memory, several times faster than a frozen dataclass)."""
 
     id: uuid.UUID
     created_us: int

@@ -19,7 +19,7 @@ from memoryd.rpc import call
 from memoryd.schemas.ops import EngineStatusRequest, EngineStatusResult
 from memoryd.schemas.retrieval import RetrieveRequest, RetrieveResult
 from services.retrieve.adapters import postgres as tiers
-from services.retrieve.adapters.keyword_memory import KeywordIndexes
+from services.retrieve.adapters.keyword_memory import INLINE_ROWS, KeywordIndexes
 from services.retrieve.logic.bm25 import KeywordRanking
 from services.retrieve.logic.keyword_index import tsvector_entries
 from shared.db.memories import content_hash
@@ -149,7 +149,7 @@ async def test_same_ids_and_scores_as_the_statement_through_writes_and_a_restart
 
 
 async def _writes_and_restart(pool: asyncpg.Pool, owner: str, ids: list[uuid.UUID], rnd: random.Random) -> None:
-    index = KeywordIndexes(pool)
+    index = KeywordIndexes(pool, inline_rows=1000)
     await _ready(pool, index, owner)
     await _compare(pool, index, owner, rnd, 60)
 
@@ -175,21 +175,22 @@ async def _writes_and_restart(pool: asyncpg.Pool, owner: str, ids: list[uuid.UUI
     )
     assert index.held_ids(owner) == {r[0] for r in visible}
 
-    # deletes keep no id in the change log: the next search is the statement's while the index is rebuilt
+    # deletes keep no id in the change log: the small owner's next search rebuilds it inline
     gone = rnd.sample(new, 10)
     await pool.execute("DELETE FROM memories WHERE id = ANY($1::uuid[])", gone)
     assert await pool.fetchval("SELECT count(*) FROM keyword_changes WHERE memory_id = ANY($1::uuid[])", gone) == 0
     vis = tiers.Visibility(owner, None, None, 365)
     want = await tiers.keyword_search(pool, vis, "apple", 1000, None, match_budget=0)
-    assert await tiers.keyword_search(pool, vis, "apple", 1000, None, match_budget=0, memory=index) == want
-    assert index.counts["statement_fallback:rebuilding"] == 1
+    served = index.counts["memory"]
+    _same(await tiers.keyword_search(pool, vis, "apple", 1000, None, match_budget=0, memory=index), want, 1000)
+    assert index.counts["memory"] == served + 1 and index.counts["statement_fallback:rebuilding"] == 0
     await index.settle()
     await _compare(pool, index, owner, rnd, 30)
     assert not set(gone) & index.held_ids(owner)  # type: ignore[operator]
 
     # a restart: a new process builds the owner again from PostgreSQL
     await index.close()
-    fresh = KeywordIndexes(pool)
+    fresh = KeywordIndexes(pool, inline_rows=1000)
     await _ready(pool, fresh, owner)
     await _compare(pool, fresh, owner, rnd, 30)
     await fresh.close()
@@ -202,7 +203,7 @@ async def test_a_small_owner_is_built_by_its_first_searches_once(
     memory, with the statement's ids and scores."""
     rnd = random.Random(31)
     owner = f"kwm-{uuid.uuid4().hex[:8]}"
-    await _seed(pool, owner, 300, rnd)
+    await _seed(pool, owner, 200, rnd)
     index = KeywordIndexes(pool)
     builds: list[int | None] = []
     build = index.build
@@ -281,27 +282,34 @@ async def test_a_write_committed_before_the_search_is_seen(pool: asyncpg.Pool) -
     await pool.execute("UPDATE memories SET content = 'no such instrument' WHERE id = $1", mid)
     got = await tiers.keyword_search(pool, vis, "xylophone", 10, None, match_budget=0, memory=index)
     assert got.ranked == [] and index.counts["memory"] == 2
-    await pool.execute("DELETE FROM memories WHERE id = $1", mid)  # seen too, through the statement
+    await pool.execute("DELETE FROM memories WHERE id = $1", mid)  # seen too, the small owner rebuilt inline
     got = await tiers.keyword_search(pool, vis, "instrument", 10, None, match_budget=0, memory=index)
-    assert got.ranked == [] and index.counts["statement_fallback:rebuilding"] == 1
+    assert got.ranked == [] and index.counts == {"memory": 3}
     await index.close()
 
 
-async def test_a_log_that_no_longer_reaches_back_rebuilds(pool: asyncpg.Pool) -> None:
+@pytest.mark.parametrize("inline_rows", [INLINE_ROWS, 0])
+async def test_a_log_that_no_longer_reaches_back_rebuilds(pool: asyncpg.Pool, inline_rows: int) -> None:
+    """A small owner is rebuilt by the search that finds its index too far behind; a larger one
+    in the background while the statement answers."""
     rnd = random.Random(13)
     owner = f"kwm-{uuid.uuid4().hex[:8]}"
     await _seed(pool, owner, 30, rnd)
-    index = KeywordIndexes(pool)
+    index = KeywordIndexes(pool, inline_rows=inline_rows)
     await _ready(pool, index, owner)
     await pool.execute("UPDATE keyword_versions SET version = version + 5000 WHERE owner = $1", owner)
     vis = tiers.Visibility(owner, None, None, 365)
     want = await tiers.keyword_search(pool, vis, "apple river", 10, None, match_budget=0)
     got = await tiers.keyword_search(pool, vis, "apple river", 10, None, match_budget=0, memory=index)
-    assert got == want and index.counts["statement_fallback:rebuilding"] == 1
+    if inline_rows:
+        _same(got, want, 10)
+        assert index.counts == {"memory": 1}
+    else:
+        assert got == want and index.counts == {"statement_fallback:rebuilding": 1}
     await index.settle()
     got = await tiers.keyword_search(pool, vis, "apple river", 10, None, match_budget=0, memory=index)
     _same(got, want, 10)
-    assert index.counts["memory"] == 1
+    assert index.counts["memory"] == (2 if inline_rows else 1)
     await index.close()
 
 
@@ -396,7 +404,7 @@ async def test_the_least_recently_searched_owner_goes_over_the_budget(pool: asyn
     await _seed(pool, first, 300, rnd)
     await _seed(pool, second, 300, rnd)
     probe = KeywordIndexes(pool)
-    one = (await probe.build(first)).nbytes()
+    one = (await probe.build(first)).nbytes()  # type: ignore[union-attr]
     index = KeywordIndexes(pool, budget_bytes=int(1.5 * one))  # room for one owner, not two
     await _ready(pool, index, first)
     await _ready(pool, index, second)
@@ -411,4 +419,28 @@ async def test_the_least_recently_searched_owner_goes_over_the_budget(pool: asyn
     assert small.held_ids(first) is None  # built once, then left to the statement for a while
     assert small.counts["statement_fallback:building"] == 1 and small.counts["statement_fallback:over_budget"] == 1
     for x in (probe, index, small):
+        await x.close()
+
+
+async def test_many_small_owners_over_the_budget_are_evicted_and_rebuilt_inline(pool: asyncpg.Pool) -> None:
+    """Six owners, room for three: the least recently searched go, and a search of an evicted
+    owner builds it again inline, with the statement's answer."""
+    rnd = random.Random(41)
+    owners = [f"kwm-{uuid.uuid4().hex[:8]}" for _ in range(6)]
+    for owner in owners:
+        await _seed(pool, owner, 100, rnd)
+    probe = KeywordIndexes(pool)
+    one = max([(await probe.build(o)).nbytes() for o in owners])  # type: ignore[union-attr]
+    index = KeywordIndexes(pool, budget_bytes=int(3.5 * one))
+    for owner in owners * 2:
+        vis = tiers.Visibility(owner, None, None, 365)
+        want = await tiers.keyword_search(pool, vis, "apple river", 10, None, match_budget=0)
+        got = await tiers.keyword_search(pool, vis, "apple river", 10, None, match_budget=0, memory=index)
+        _same(got, want, 10)
+        assert index.held_ids(owner) is not None
+    assert index.counts == {"memory": 12}
+    held = [o for o in owners if index.held_ids(o) is not None]
+    assert held == owners[-3:]  # the last three searched
+    assert "3 owners held" in index.status()
+    for x in (probe, index):
         await x.close()
