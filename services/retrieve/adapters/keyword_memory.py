@@ -5,10 +5,10 @@
 ``KeywordIndexes.search`` reads the question's lexemes and the owner's version in one statement;
 an index at that version ranks at once, one behind first re-reads the memories logged since its
 version (read-your-writes for anything committed before the search began); a deletion keeps no
-id in the log, so an index behind one is rebuilt (inline too when small). An owner not held yet with at most ``inline_rows``
-memories is built by its first search (it reads them once instead of ranking its matches); a larger
-one is built in the background while the statement answers, as it answers questions with a phrase
-or a negation, metadata filters, and any global memory of another owner (counted by reason).
+id in the log, so an index behind one is rebuilt. An owner not held yet (or to be rebuilt) with at
+most ``inline_rows`` memories is built by the search that meets it; a larger one is built in the
+background while the statement answers, as it answers questions with a phrase or a negation,
+metadata filters, and any global memory of another owner (counted by reason).
 """
 
 from __future__ import annotations
