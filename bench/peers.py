@@ -30,6 +30,7 @@ from bench.peers_mem0 import DATABASE, UNROUTABLE_URL, Mem0Peer, database_dsn, i
 from bench.report import environment, markdown_table
 from memoryd.client import MemoryClient
 from memoryd.rpc import call
+from memoryd.schemas.ops import EngineStatusRequest, EngineStatusResult
 from memoryd.schemas.retrieval import RetrieveRequest, RetrieveResult
 
 ENGINES = ("memoryd", "mem0")
@@ -215,8 +216,11 @@ async def run_size(
         log(f"{engine}: hit rate {per[engine]['hit_rate']} over {len(indices)} keyword queries")
     figures = {e: _figures(per[e], rows, e, concurrency) for e in ENGINES}
     ratios = compare(figures["memoryd"], figures["mem0"])
+    status: EngineStatusResult = await call(eng.stack.nc, "engine.status", EngineStatusRequest(owner=owner), timeout=30)
     return {
         "memories": size,
+        # which keyword tier answered memoryd's searches (the default's), by reason
+        "memoryd_keyword_tier": status.keyword_tier.split("; ", 1)[-1],
         "add": {e: per[e]["add"] for e in ENGINES},
         "rows": rows,
         "hit_queries": len(indices),
@@ -312,6 +316,7 @@ def render(report: dict[str, Any]) -> str:
             f"**{res['memories']:,} memories of one owner** (hit rate over {res['hit_queries']} keyword queries; "
             f"mem0 LLM calls: {res['mem0_llm_calls']}):",
             "",
+            *([f"memoryd's keyword tier: {res['memoryd_keyword_tier']}.", ""] if "memoryd_keyword_tier" in res else []),
             markdown_table(["figure", "memoryd", "mem0", "memoryd / mem0"], table, digits=3),
             "",
             markdown_table(

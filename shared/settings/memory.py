@@ -73,11 +73,11 @@ class MemorySettings(msgspec.Struct, frozen=True, kw_only=True, rename="camel", 
     #: keyword tier: a pruned match that finds fewer than this is widened step by step (0 = never): more recall
     #: for large owners, more work for their searches
     keyword_widen_below: Annotated[int, msgspec.Meta(ge=0, le=10_000)] = 20
-    #: keyword tier: where BM25 ranks: `statement` (one PostgreSQL statement per search) or `memory` (an index
-    #: of the owner's lexemes held by the retrieve process, kept in step with every write; exact, as the
-    #: statement with `keywordMaxCandidates` and `keywordMatchBudget` 0; phrases, negations, metadata filters,
-    #: other owners' global memories and owners still being indexed are answered by the statement)
-    keyword_index: Literal["statement", "memory"] = "statement"
+    #: keyword tier: where BM25 ranks: `memory` (an index of the owner's lexemes held by the retrieve process,
+    #: kept in step with every write; exact: it ignores `keywordMaxCandidates` and `keywordMatchBudget`, as the
+    #: statement does with both 0; phrases, negations, metadata filters, other owners' global memories and
+    #: owners still being indexed are answered by the statement) or `statement` (one PostgreSQL statement)
+    keyword_index: Literal["statement", "memory"] = "memory"
     #: score fusion: weight of the full-text list
     fts_weight: Share = 0.6
     #: score fusion: weight of the vector list

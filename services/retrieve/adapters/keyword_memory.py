@@ -5,9 +5,10 @@
 ``KeywordIndexes.search`` reads the question's lexemes and the owner's version in one statement;
 an index at that version ranks at once, one behind first re-reads the memories logged since its
 version (read-your-writes for anything committed before the search began); a deletion keeps no
-id in the log, so an index behind one is rebuilt. An owner not held yet is built in the background
-while the statement answers; so do questions with a phrase or a negation, metadata filters, and any
-global memory of another owner (counted by reason).
+id in the log, so an index behind one is rebuilt. An owner not held yet (or to be rebuilt) with at
+most ``inline_rows`` memories is built by the search that meets it; a larger one is built in the
+background while the statement answers, as it answers questions with a phrase or a negation,
+metadata filters, and any global memory of another owner (counted by reason).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 import asyncpg
 
 from services.retrieve.logic.bm25 import KeywordRanking, cover_of
-from services.retrieve.logic.keyword_index import NEVER, Doc, OwnerIndex, View
+from services.retrieve.logic.keyword_index import NEVER, Doc, OwnerIndex, View, tsvector_entries
 from services.retrieve.logic.lexemes import TS_CONFIG, plain_lexemes
 from shared.observability.logging import get_logger
 from shared.observability.metrics import RETRIEVE_KEYWORD_TIER
@@ -37,6 +38,9 @@ KEPT_VERSIONS = 4096
 COMPACT_SHARE = 0.05
 #: seconds an owner whose index alone exceeds the budget is left to the statement before a new try
 OVER_BUDGET_S = 600.0
+#: an owner with at most this many visible memories is built by its first search, which waits (a
+#: build costs several statement searches: above this the wait would be felt; the statement answers)
+INLINE_ROWS = 250
 
 
 QUESTION_SQL = (
@@ -53,14 +57,14 @@ _DOC = (
     "SELECT m.id, (extract(epoch FROM m.created_at) * 1000000)::int8 AS created,"
     f" CASE WHEN m.expires_at IS NULL OR m.expires_at = 'infinity' THEN {int(NEVER)}"
     " ELSE (extract(epoch FROM m.expires_at) * 1000000)::int8 END AS expires,"
-    " m.type, m.session_id, m.agent_id, m.scope = 'global' AS glob, u.l, u.c FROM memories m"
-    " CROSS JOIN LATERAL (SELECT array_agg(x.lexeme) AS l, array_agg(cardinality(x.positions)) AS c"
-    "  FROM unnest(m.tsv) x) u"
+    " m.type, m.session_id, m.agent_id, m.scope = 'global' AS glob, m.tsv::text AS l FROM memories m"
     " WHERE m.owner = $1 AND m.state = 'active' AND (m.expires_at IS NULL OR m.expires_at > now())"
 )
-_DOC_COLUMNS = "d.id, d.created, d.expires, d.type, d.session_id, d.agent_id, d.glob, d.l, d.c"
+_DOC_COLUMNS = "d.id, d.created, d.expires, d.type, d.session_id, d.agent_id, d.glob, d.l"
 #: every visible memory of the owner (a row with a NULL id when it has none)
 DOCS_SQL = f"WITH v AS ({_VERSION}) SELECT v.v, {_DOC_COLUMNS} FROM v LEFT JOIN ({_DOC}) d ON true"
+#: the same, at most $2 memories (an owner small enough to be built inline reads them all)
+SOME_DOCS_SQL = f"WITH v AS ({_VERSION}) SELECT v.v, {_DOC_COLUMNS} FROM v LEFT JOIN ({_DOC} LIMIT $2) d ON true"
 #: the memories logged since version $2: the changed id, and its row unless it is gone or invisible;
 #: ``deleted``: memories were deleted meanwhile (their ids are not kept: the index is rebuilt)
 CHANGED_SQL = (
@@ -73,7 +77,8 @@ CHANGED_SQL = (
 
 def doc_of(r: Sequence[Any]) -> Doc:
     """A ``Doc`` from ``_DOC_COLUMNS`` (at ``r[0]`` onwards)."""
-    return Doc(r[0], int(r[1]), r[7] or (), r[8] or (), int(r[2]), r[3], r[4], r[5], bool(r[6]))
+    lexemes, counts = tsvector_entries(r[7] or "")
+    return Doc(r[0], int(r[1]), lexemes, counts, int(r[2]), r[3], r[4], r[5], bool(r[6]))
 
 
 @dataclass
@@ -81,6 +86,7 @@ class _Held:
     index: OwnerIndex
     version: int
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    size: int = 0  # ``nbytes()`` when last measured (after the build and each catch-up)
 
     def nbytes(self) -> int:
         return sum(self.index.nbytes().values()) + 100 * len(self.index.vocab)  # the dict, roughly
@@ -104,11 +110,17 @@ class Ask:
 class KeywordIndexes:
     """The owners' indexes this process holds, their background builds, and what served."""
 
-    def __init__(self, pool: asyncpg.Pool, *, budget_bytes: int = 256 << 20, builds: int = 2) -> None:
+    def __init__(
+        self, pool: asyncpg.Pool, *, budget_bytes: int = 256 << 20, builds: int = 2, inline_rows: int = INLINE_ROWS
+    ) -> None:
         self.pool = pool
         self.budget_bytes = budget_bytes
+        self.inline_rows = inline_rows
         self._held: OrderedDict[str, _Held] = OrderedDict()  # least recently searched first
         self._builds: dict[str, asyncio.Task[None]] = {}
+        self._inline: set[str] = set()  # owners whose build under way is one a search waits for
+        self._large: set[str] = set()  # owners found over ``inline_rows``: built in the background
+        self._bytes = 0  # the held indexes' ``size``, summed
         self._too_large: dict[str, float] = {}  # owner -> when its index last exceeded the budget
         self._slots = asyncio.Semaphore(builds)
         # a thread of its own: the default executor may be taken by other waits of the process
@@ -131,19 +143,26 @@ class KeywordIndexes:
         if held is None:
             if time.monotonic() - self._too_large.get(ask.owner, -OVER_BUDGET_S) < OVER_BUDGET_S:
                 return self._fallback("over_budget")
-            self._build_later(ask.owner)
-            return self._fallback("building")
+            held = await self._first(ask.owner)
+            if held is None:
+                return self._fallback("building")
         self._held.move_to_end(ask.owner)
+        view = View(int(row["now_us"]), int(row["after_us"]), ask.types, ask.session_id, ask.agent_id)
         async with held.lock:
-            if held.version < row["v"] and not await self._catch_up(ask.owner, held):
-                self._held.pop(ask.owner, None)
-                self._build_later(ask.owner)
+            current = held.version >= row["v"] or await self._catch_up(ask.owner, held)
+            if current:
+                hits, occurrences = held.index.search(lexemes, ask.limit, view)
+            else:
+                self._drop(ask.owner, held)
+        if not current:  # rebuilt now, from a newer snapshot, when the owner is small
+            rebuilt = await self._first(ask.owner)
+            if rebuilt is None:
                 return self._fallback("rebuilding")
-            view = View(int(row["now_us"]), int(row["after_us"]), ask.types, ask.session_id, ask.agent_id)
-            hits, occurrences = held.index.search(lexemes, ask.limit, view)
+            async with rebuilt.lock:
+                hits, occurrences = rebuilt.index.search(lexemes, ask.limit, view)
         self.counts["memory"] += 1
         RETRIEVE_KEYWORD_TIER.labels("memory", "").inc()
-        return KeywordRanking([(str(h.id), h.score) for h in hits], cover_of(occurrences))
+        return KeywordRanking([(h.id, h.score) for h in hits], cover_of(occurrences))
 
     def _fallback(self, reason: str) -> KeywordRanking | None:
         self.counts[f"statement_fallback:{reason}"] += 1
@@ -167,42 +186,88 @@ class KeywordIndexes:
         if index.dirty() > max(64, COMPACT_SHARE * index.size):
             index.compact()
         held.version = version
+        if self._held.get(owner) is held:  # not evicted meanwhile
+            size, held.size = held.size, held.nbytes()
+            self._bytes += held.size - size
         return True
 
-    def _build_later(self, owner: str) -> None:
-        if owner not in self._builds:
-            self._builds[owner] = asyncio.create_task(self._build(owner), name=f"keyword-index-{owner}")
+    def _drop(self, owner: str, held: _Held) -> None:
+        if self._held.get(owner) is held:
+            del self._held[owner]
+            self._bytes -= held.size
 
-    async def _build(self, owner: str) -> None:
+    async def _first(self, owner: str) -> _Held | None:
+        """The owner's index built now when it is small (searches of it meanwhile wait for the same
+        build); None when it is built in the background."""
+        if owner not in self._builds:
+            if owner in self._large:
+                self._build_later(owner)
+                return None
+            self._inline.add(owner)
+            self._build_later(owner, inline=True)
+        if owner not in self._inline:
+            return None
+        await asyncio.shield(self._builds[owner])
+        return self._held.get(owner)
+
+    def _build_later(self, owner: str, *, inline: bool = False) -> None:
+        if owner not in self._builds:
+            self._builds[owner] = asyncio.create_task(self._build(owner, inline), name=f"keyword-index-{owner}")
+
+    async def _build(self, owner: str, inline: bool = False) -> None:
+        larger = False
         try:
-            async with self._slots:
-                held = await self.build(owner)
-            if held.nbytes() > self.budget_bytes:
-                log.warning("retrieve.keyword_index_over_budget", owner=owner, bytes=held.nbytes())
+            if inline:  # no slot: a small build does not queue behind a large one
+                found = await self.build(owner, self.inline_rows)
+            else:
+                async with self._slots:
+                    found = await self.build(owner)
+            if found is None:
+                larger = True
+                self._large.add(owner)
+                return
+            held = found
+            held.size = held.nbytes()
+            if held.size > self.budget_bytes:
+                log.warning("retrieve.keyword_index_over_budget", owner=owner, bytes=held.size)
                 self._too_large[owner] = time.monotonic()
                 return
             self._too_large.pop(owner, None)
+            if (stale := self._held.get(owner)) is not None:
+                self._drop(owner, stale)
             self._held[owner] = held
+            self._bytes += held.size
             self._evict()
         except Exception as exc:  # the statement keeps answering; the next search tries again
             log.warning("retrieve.keyword_index_build_failed", owner=owner, error=str(exc))
         finally:
             self._builds.pop(owner, None)
+            self._inline.discard(owner)
+            if larger:
+                self._build_later(owner)
 
-    async def build(self, owner: str) -> _Held:
-        """The owner's index read from PostgreSQL at one version (one snapshot)."""
-        rows = await self.pool.fetch(DOCS_SQL, owner)
+    async def build(self, owner: str, most: int | None = None) -> _Held | None:
+        """The owner's index read from PostgreSQL at one version (one snapshot); None when ``most``
+        is given and the owner has more visible memories (then built here, in the event loop: a
+        small index builds in about the time of a thread hand-off)."""
+        if most is None:
+            rows = await self.pool.fetch(DOCS_SQL, owner)
+        else:
+            rows = await self.pool.fetch(SOME_DOCS_SQL, owner, most + 1)
+            if len(rows) > most:
+                return None
         version = rows[0]["v"]
         docs = [doc_of(r[1:]) for r in rows if r["id"] is not None]
         del rows
+        if most is not None:
+            return _Held(OwnerIndex(docs), version)
         index = await asyncio.get_running_loop().run_in_executor(self._builder, OwnerIndex, docs)
         return _Held(index, version)
 
     def _evict(self) -> None:
-        total = sum(h.nbytes() for h in self._held.values())
-        while total > self.budget_bytes and len(self._held) > 1:
+        while self._bytes > self.budget_bytes and len(self._held) > 1:
             _, gone = self._held.popitem(last=False)
-            total -= gone.nbytes()
+            self._bytes -= gone.size
 
     async def settle(self) -> None:
         """Wait for the builds under way (tests, shutdown)."""
@@ -214,11 +279,12 @@ class KeywordIndexes:
             task.cancel()
         await asyncio.gather(*list(self._builds.values()), return_exceptions=True)
         self._held.clear()
+        self._bytes = 0
         self._builder.shutdown(wait=False, cancel_futures=True)
 
     def status(self) -> str:
         """One line for ``engine.status``: what is held and who answered the searches."""
-        size = sum(h.nbytes() for h in self._held.values()) / 1e6
+        size = self._bytes / 1e6
         served = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items())) or "no searches yet"
         return f"in-memory index: {len(self._held)} owners held ({size:.1f} MB), {len(self._builds)} building; {served}"
 

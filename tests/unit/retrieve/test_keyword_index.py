@@ -42,7 +42,7 @@ def test_scores_and_tie_order_by_hand() -> None:
     n, k1 = 6, 1.2
     pair = idf(n, 4) + idf(n, 3)  # cat in 4 memories, sat in 3; tf 1 weighs idf exactly
     two = idf(n, 4) * 2 * (k1 + 1) / (2 + k1)
-    assert [h.id for h in hits] == [_id(4), _id(5), _id(1), _id(2)]
+    assert [h.id for h in hits] == [str(_id(4)), str(_id(5)), str(_id(1)), str(_id(2))]
     assert [h.score for h in hits] == pytest.approx([pair, pair, pair, two], rel=1e-12)
     assert occurrences == 2
     _same(hits, brute_force(CORPUS, ["cat", "sat", "fish"], 10))
@@ -50,9 +50,9 @@ def test_scores_and_tie_order_by_hand() -> None:
 
 def test_limit_cuts_inside_a_tie_group_by_date_then_id() -> None:
     hits, _ = OwnerIndex(CORPUS).search(["cat", "sat"], 2)
-    assert [h.id for h in hits] == [_id(4), _id(5)]
+    assert [h.id for h in hits] == [str(_id(4)), str(_id(5))]
     hits, _ = OwnerIndex(CORPUS).search(["cat", "sat"], 1)
-    assert [h.id for h in hits] == [_id(4)]
+    assert [h.id for h in hits] == [str(_id(4))]
 
 
 def test_no_match_and_unknown_lexemes() -> None:
@@ -65,7 +65,7 @@ def test_ids_sort_as_uuids_across_both_halves() -> None:
     # same score and date: PostgreSQL orders uuids bytewise, so the high half decides first
     docs = [Doc(uuid.UUID(int=(1 << 64) + 0), 5, ["a"], [1]), Doc(uuid.UUID(int=(0 << 64) + 9), 5, ["a"], [1])]
     hits, _ = OwnerIndex(docs).search(["a"], 2)
-    assert [h.id.int for h in hits] == [9, 1 << 64]
+    assert [uuid.UUID(h.id).int for h in hits] == [9, 1 << 64]
 
 
 def _random_corpus(rnd: random.Random, n: int) -> list[Doc]:
@@ -122,7 +122,7 @@ def test_occurrences_are_the_most_question_lexemes_any_match_holds() -> None:
     index = OwnerIndex(CORPUS)
     index.search(["mat", "cat"], 10)
     hits, occurrences = index.search(["dog"], 10)
-    assert occurrences == 1 and [h.id for h in hits] == [_id(3)]
+    assert occurrences == 1 and [h.id for h in hits] == [str(_id(3))]
     assert hits[0].score == pytest.approx(idf(6, 1))
 
 
@@ -168,7 +168,7 @@ def _reference(docs: list[Doc], view: View, lexemes: list[str], limit: int) -> l
         tf = dict(zip(d.lexemes, d.counts, strict=True))
         if held := [x for x in question if x in tf]:
             s = score(n, [df[x] for x in held], [tf[x] for x in held])
-            ranked.append((-s, -d.created_us, d.id.bytes, Hit(d.id, s)))
+            ranked.append((-s, -d.created_us, d.id.bytes, Hit(str(d.id), s)))
     ranked.sort(key=lambda r: r[:3])
     return [r[3] for r in ranked[:limit]]
 
@@ -218,7 +218,7 @@ def test_a_full_room_grows_and_keeps_every_column() -> None:
     for d in docs:
         index.append(d)
     hits, _ = index.search(["w"], 500, View(10_000, -1, session_id="s"))
-    assert {h.id for h in hits} == {d.id for d in docs if d.session_id == "s"}
+    assert {h.id for h in hits} == {str(d.id) for d in docs if d.session_id == "s"}
     index.compact()
     hits, _ = index.search(["w"], 1, View(10_000, -1, session_id="s"))
-    assert [h.id for h in hits] == [_id(200)]  # the newest
+    assert [h.id for h in hits] == [str(_id(200))]  # the newest
