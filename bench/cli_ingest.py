@@ -59,8 +59,15 @@ def paraphrase(memories: int, questions: int, seed: int, json_path: str | None) 
     "--conversations", type=click.IntRange(min=1), default=6, show_default=True, help="generated conversations"
 )
 @click.option("--seed", type=int, default=23, show_default=True)
+@click.option(
+    "--publish",
+    type=click.Choice(("prefixed", "plain")),
+    default="prefixed",
+    show_default=True,
+    help="turns as '[<date>] <speaker>: <text>' or plain text with name and occurred_at (bench quality --publish)",
+)
 @json_option
-def temporal(conversations: int, seed: int, json_path: str | None) -> int:
+def temporal(conversations: int, seed: int, publish: str, json_path: str | None) -> int:
     """Questions about when, on generated dated conversations: R@k per question kind and temporal setting."""
     from bench.harness import ServiceStack, embedded_servers
     from bench.temporal import render, run_temporal
@@ -70,7 +77,7 @@ def temporal(conversations: int, seed: int, json_path: str | None) -> int:
             embedded_servers() as servers,
             ServiceStack(servers.nats_url, servers.pg_dsn, servers=servers) as stack,
         ):
-            return await run_temporal(stack, conversations, seed=seed, log=log)
+            return await run_temporal(stack, conversations, seed=seed, log=log, publish=publish)  # type: ignore[arg-type]
 
     with running("temporal") as log:
         report = asyncio.run(go(log))
