@@ -10,11 +10,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import click
 
 from bench.cli import emit, json_option, locomo_data, running
+from bench.quality import PUBLISH_MODES, Publish
 from memoryd.cli.common import CONTEXT_SETTINGS
 
 
@@ -61,7 +62,7 @@ def paraphrase(memories: int, questions: int, seed: int, json_path: str | None) 
 @click.option("--seed", type=int, default=23, show_default=True)
 @click.option(
     "--publish",
-    type=click.Choice(("prefixed", "plain")),
+    type=click.Choice(PUBLISH_MODES),
     default="prefixed",
     show_default=True,
     help="turns as '[<date>] <speaker>: <text>' or plain text with name and occurred_at (bench quality --publish)",
@@ -77,7 +78,7 @@ def temporal(conversations: int, seed: int, publish: str, json_path: str | None)
             embedded_servers() as servers,
             ServiceStack(servers.nats_url, servers.pg_dsn, servers=servers) as stack,
         ):
-            return await run_temporal(stack, conversations, seed=seed, log=log, publish=publish)  # type: ignore[arg-type]
+            return await run_temporal(stack, conversations, seed=seed, log=log, publish=cast(Publish, publish))
 
     with running("temporal") as log:
         report = asyncio.run(go(log))
