@@ -1,4 +1,4 @@
-"""The text a stored chat turn is embedded as: the day it was said, who said it, what was said.
+"""The text a stored chat turn is embedded as: when it was said, who said it, what was said.
 
 A turn is stored as the application sent it (the bare text); its speaker and time live in
 metadata and ``created_at``. Embedded alone, "I went there last week" carries neither who nor
@@ -23,9 +23,10 @@ _PREFIXED = re.compile(r"^\s*\[(?=[^\]\n]{0,79}\d)[^\]\n]{1,80}\] +[^\s:\[\]][^:
 
 
 def said_on(when: datetime) -> str:
-    """The day ``when`` falls on (UTC; a naive time is taken as UTC), e.g. ``"8 May 2023"``."""
-    day = when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
-    return f"{day.day} {day:%B %Y}"
+    """When a turn was said (UTC; a naive time is taken as UTC): ``"1:56 pm on 8 May, 2023"``
+    (with the time of day and this spelling it measured best of the forms tried)."""
+    t = when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    return f"{t.hour % 12 or 12}:{t.minute:02d} {'am' if t.hour < 12 else 'pm'} on {t.day} {t:%B}, {t.year}"
 
 
 def has_context(text: str) -> bool:
@@ -43,7 +44,7 @@ def speaker_label(speaker: str | None, role: str | None) -> str | None:
 
 
 def turn_context_text(text: str, said_at: datetime | None, speaker: str | None, role: str | None = None) -> str:
-    """``"[8 May 2023] Caroline: <text>"``: the turn with the day it was said and its speaker
+    """``"[1:56 pm on 8 May, 2023] Caroline: <text>"``: the turn with when it was said and its speaker
     (parts that are unknown are left out); ``text`` unchanged when it carries its context already."""
     if has_context(text):
         return text

@@ -1,5 +1,5 @@
 """Chat turns through ingest and embed (real NATS + Postgres, services in-process): a stored turn's
-vector is its context text's ("[8 May 2023] Caroline: <text>"), a direct memory's its content's."""
+vector is its context text's ("[1:56 pm on 8 May, 2023] Caroline: <text>"), a direct memory's its content's."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ async def test_turns_embed_their_context_and_direct_memories_their_content(
     owner = "ctx-owner"
     messages = [
         ChatMessage(role="user", content="I went to a LGBTQ support group yesterday.", name="Caroline"),
-        ChatMessage(role="assistant", content="That sounds like a meaningful step."),
+        ChatMessage(role="assistant", content="That sounds like a meaningful step"),
         ChatMessage(role="user", content=PREFIXED, name="Melanie"),
     ]
     direct = await add_memories(pool, owner, ["Caroline went to a LGBTQ support group."])
@@ -58,9 +58,9 @@ async def test_turns_embed_their_context_and_direct_memories_their_content(
     stored = await vectors_of(pool, [i for i, _s in by_content.values()], SIG)
     expected = {
         "I went to a LGBTQ support group yesterday.": (
-            "[8 May 2023] Caroline: I went to a LGBTQ support group yesterday."
+            "[1:56 pm on 8 May, 2023] Caroline: I went to a LGBTQ support group yesterday."
         ),
-        "That sounds like a meaningful step.": "[8 May 2023] Assistant: That sounds like a meaningful step.",
+        "That sounds like a meaningful step": "[1:56 pm on 8 May, 2023] Assistant: That sounds like a meaningful step",
         PREFIXED: PREFIXED,  # already prefixed: embedded as it is, not twice
         "Caroline went to a LGBTQ support group.": "Caroline went to a LGBTQ support group.",
     }
@@ -123,7 +123,7 @@ async def test_vectors_of_bare_turns_are_reindexed_to_context_vectors(
 
         await eventually(reindexed, what="the reindex to the turn-context signature")
     stored = await vectors_of(pool, [turn.id, fact.id], SIG)
-    context, plain = embedder.embed(["[8 May 2023] Ann: I adopted a beagle named Rex.", fact.content])
+    context, plain = embedder.embed(["[1:56 pm on 8 May, 2023] Ann: I adopted a beagle named Rex.", fact.content])
     assert cosine(stored[turn.id], context) > 0.9999
     assert cosine(stored[fact.id], plain) > 0.9999 and cosine(stored[fact.id], bare[1]) > 0.9999
     assert cosine(stored[turn.id], bare[0]) < 0.99
