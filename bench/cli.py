@@ -19,7 +19,7 @@ from typing import Any
 import click
 
 from bench.latency import STRATEGIES as LATENCY_STRATEGIES
-from bench.quality import BUILTIN_VARIANTS, STRATEGIES
+from bench.quality import BUILTIN_VARIANTS, PUBLISH_MODES, STRATEGIES
 from memoryd.cli.common import CONTEXT_SETTINGS, activity
 from memoryd.errors import ConfigError, ValidationFailed
 
@@ -103,6 +103,13 @@ log_dir_option = click.option("--log-dir", type=click.Path(path_type=Path), help
     show_default=True,
     help="also the LLM rerank against a scripted model on loopback (its latency and token cost)",
 )
+@click.option(
+    "--publish",
+    type=click.Choice(PUBLISH_MODES),
+    default="prefixed",
+    show_default=True,
+    help="turns as '[<date>] <speaker>: <text>' (the LoCoMo protocol) or plain text with name and occurred_at",
+)
 @log_dir_option
 def quality(**o: Any) -> int:
     """LoCoMo retrieval quality through the services (R@k, All@k)."""
@@ -136,6 +143,7 @@ def quality(**o: Any) -> int:
                 log=log,
                 with_protocol=o["protocol"],
                 rerank_llm=llm if o["scripted_rerank"] else None,
+                publish=o["publish"],
             )
 
     with running("quality") as log:

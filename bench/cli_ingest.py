@@ -10,11 +10,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import click
 
 from bench.cli import emit, json_option, locomo_data, running
+from bench.quality import PUBLISH_MODES, Publish
 from memoryd.cli.common import CONTEXT_SETTINGS
 
 
@@ -59,8 +60,15 @@ def paraphrase(memories: int, questions: int, seed: int, json_path: str | None) 
     "--conversations", type=click.IntRange(min=1), default=6, show_default=True, help="generated conversations"
 )
 @click.option("--seed", type=int, default=23, show_default=True)
+@click.option(
+    "--publish",
+    type=click.Choice(PUBLISH_MODES),
+    default="prefixed",
+    show_default=True,
+    help="turns as '[<date>] <speaker>: <text>' or plain text with name and occurred_at (bench quality --publish)",
+)
 @json_option
-def temporal(conversations: int, seed: int, json_path: str | None) -> int:
+def temporal(conversations: int, seed: int, publish: str, json_path: str | None) -> int:
     """Questions about when, on generated dated conversations: R@k per question kind and temporal setting."""
     from bench.harness import ServiceStack, embedded_servers
     from bench.temporal import render, run_temporal
@@ -70,7 +78,7 @@ def temporal(conversations: int, seed: int, json_path: str | None) -> int:
             embedded_servers() as servers,
             ServiceStack(servers.nats_url, servers.pg_dsn, servers=servers) as stack,
         ):
-            return await run_temporal(stack, conversations, seed=seed, log=log)
+            return await run_temporal(stack, conversations, seed=seed, log=log, publish=cast(Publish, publish))
 
     with running("temporal") as log:
         report = asyncio.run(go(log))

@@ -45,6 +45,11 @@ class Turn:
     def content(self) -> str:
         return format_turn(self.date_text, self.speaker, self.text, self.caption)
 
+    @property
+    def plain(self) -> str:
+        """The turn as an application sends it: its text and the shared photo, no date or speaker."""
+        return plain_turn(self.text, self.caption)
+
 
 @dataclass(frozen=True)
 class QA:
@@ -77,7 +82,12 @@ def parse_date(text: str) -> datetime:
 
 def format_turn(date_text: str, speaker: str, text: str, caption: str | None = None) -> str:
     """The memory text of one turn: ``"[<date>] <speaker>: <text>"`` plus the shared photo."""
-    out = f"[{date_text}] {speaker}: {text.strip()}"
+    return f"[{date_text}] {speaker}: {plain_turn(text, caption)}"
+
+
+def plain_turn(text: str, caption: str | None = None) -> str:
+    """``text`` plus ``" [shares a photo: <caption>]"`` when the turn shared one."""
+    out = text.strip()
     if caption and caption.strip():
         out += f" [shares a photo: {caption.strip()}]"
     return out

@@ -1,12 +1,14 @@
 """``python -m bench quality``: LoCoMo retrieval quality through the real services.
 
 Each conversation is one owner and each turn one ``ChatEvent`` published in session order (one
-LoCoMo session = one ``session_id``; content ``"[<date>] <speaker>: <text>"``). Once ingest,
-extraction and embedding are done, every category 1-4 question is asked through
-``mem.v1.rpc.retrieve`` (limit 20, a budget that never cuts it) per strategy and variant, results
-are mapped back to turns by their ``event_id`` metadata and scored R@k / All@k. ``occurred_at``
-is shifted so each conversation's last session is yesterday (inside ``retentionDays``); the text
-keeps its dates. Variants turn the engine's own knobs: runtime settings put globally, or the
+LoCoMo session = one ``session_id``). ``publish`` says how: ``prefixed`` writes
+``"[<date>] <speaker>: <text>"`` into the content and shifts ``occurred_at`` so the last session
+is yesterday (the text keeps its dates; the shift keeps every turn inside ``retentionDays``);
+``plain`` sends what an application sends: the text, the speaker as the message's ``name`` and
+the session's true date-time as ``occurred_at``, with ``retentionDays`` raised to cover them.
+Once ingest, extraction and embedding are done, every category 1-4 question is asked through
+``mem.v1.rpc.retrieve`` (limit 20) per strategy and variant, results mapped back to turns by their
+``event_id`` metadata and scored R@k / All@k. Variants turn the engine's runtime settings or the
 retrieve service's ``MEMORYD_RETRIEVE_*`` environment (the service restarted with it).
 """
 
@@ -21,7 +23,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 from bench import locomo
 from bench.harness import ServiceStack, wait_until
@@ -32,7 +34,7 @@ from memoryd.schemas.events import ChatEvent, ChatMessage
 from memoryd.schemas.retrieval import RetrieveRequest, RetrieveResult
 from memoryd.subjects import EXTRACT_CONSUMER, JOBS_STREAM
 from shared.settings.cache import announce_change
-from shared.settings.memory import GLOBAL_OWNER, MemorySettings
+from shared.settings.memory import GLOBAL_OWNER, RETENTION_DAYS_MAX, MemorySettings
 from shared.settings.store import put_values
 from shared.tokens import estimate_tokens
 
@@ -202,16 +204,24 @@ def event_id_of(conv: locomo.Conversation, turn: locomo.Turn) -> str:
     return f"locomo-{conv.sample_id}-{turn.dia_id}"
 
 
-def build_events(conv: locomo.Conversation, now: datetime) -> list[ChatEvent]:
-    """One event per turn, in order, dates shifted so the last session is yesterday."""
+#: how turns are published (module docstring): ``prefixed`` is the LoCoMo protocol's text,
+#: ``plain`` what an application sends
+Publish = Literal["prefixed", "plain"]
+PUBLISH_MODES: tuple[str, ...] = get_args(Publish)
+
+
+def build_events(conv: locomo.Conversation, now: datetime, publish: Publish = "prefixed") -> list[ChatEvent]:
+    """One event per turn, in order: ``prefixed`` with dates shifted so the last session is
+    yesterday, ``plain`` with the bare text at the session's own date-time."""
+    plain = publish == "plain"
     last = max(t.occurred_at for t in conv.turns)
-    shift = timedelta(days=(now - timedelta(days=1) - last).days)
+    shift = timedelta(0) if plain else timedelta(days=(now - timedelta(days=1) - last).days)
     return [
         ChatEvent(
             event_id=event_id_of(conv, t),
             owner=owner_of(conv),
             session_id=f"{conv.sample_id}:s{t.session}",
-            messages=[ChatMessage(role="user", content=t.content, name=t.speaker)],
+            messages=[ChatMessage(role="user", content=t.plain if plain else t.content, name=t.speaker)],
             occurred_at=t.occurred_at + shift,
             metadata={"dia_id": t.dia_id, "locomo_session": t.session, "turn": t.index},
         )
@@ -219,12 +229,30 @@ def build_events(conv: locomo.Conversation, now: datetime) -> list[ChatEvent]:
     ]
 
 
-async def ingest(stack: ServiceStack, convs: Sequence[locomo.Conversation], timeout: float = 900.0) -> dict[str, Any]:
-    """Publish every turn and wait until all is stored, extracted and embedded."""
+def retention_days(events: Sequence[ChatEvent], now: datetime) -> int:
+    """A ``retentionDays`` that keeps every event's turns searchable (a day to spare)."""
+    oldest = min(e.occurred_at for e in events)
+    days = (now - oldest).days + 2
+    if days > RETENTION_DAYS_MAX:
+        raise ValueError(f"turns from {oldest:%Y-%m-%d} are older than retentionDays can keep ({RETENTION_DAYS_MAX})")
+    return max(days, MemorySettings().retention_days)
+
+
+async def ingest(
+    stack: ServiceStack,
+    convs: Sequence[locomo.Conversation],
+    timeout: float = 900.0,
+    publish: Publish = "prefixed",
+) -> dict[str, Any]:
+    """Publish every turn and wait until all is stored, extracted and embedded (``plain``: the
+    global ``retentionDays`` raised first, so turns at their true dates stay searchable)."""
     js = stack.nc.jetstream()
     client = MemoryClient(stack.nc, timeout=30)
     now = datetime.now(UTC)
-    events = [e for c in convs for e in build_events(c, now)]
+    events = [e for c in convs for e in build_events(c, now, publish)]
+    if publish == "plain" and events:
+        await put_values(stack.pool, None, {"retentionDays": retention_days(events, now)})
+        await announce_change(stack.nc, GLOBAL_OWNER)
     owners = sorted({e.owner for e in events})
     started = time.perf_counter()
     for e in events:
@@ -260,6 +288,7 @@ async def ingest(stack: ServiceStack, convs: Sequence[locomo.Conversation], time
         "SELECT source, type, count(*) AS n FROM memories WHERE owner = ANY($1) GROUP BY 1, 2 ORDER BY 1, 2", owners
     )
     return {
+        "publish": publish,
         "events": len(events),
         "published_s": round(published_s, 2),
         "searchable_after_s": round(time.perf_counter() - started, 1),
@@ -376,6 +405,7 @@ async def run_quality(
     after_ingest: Callable[[], Awaitable[None]] | None = None,
     with_protocol: bool = True,
     rerank_llm: ScriptedLlm | None = None,
+    publish: Publish = "prefixed",
 ) -> dict[str, Any]:
     """Ingest once, then score every (variant, strategy); returns the JSON report.
 
@@ -383,13 +413,14 @@ async def run_quality(
     ``with_protocol``: also the leave-one-conversation-out protocol (``bench.protocol``), run
     before any variant changes a setting, so it sees the defaults. ``rerank_llm``: also the
     ``rerank_variant`` against this scripted model (answering ``keep_order``), with its cost.
+    ``publish``: how turns are published (``build_events``).
     """
     if rerank_llm is not None:
         variants = [*variants, rerank_variant(rerank_llm.base_url)]
     plans = [STRATEGIES[s] for s in strategies]
     plans.sort(key=lambda p: p.embed_down)  # runs with the embed service down go last
-    log(f"ingesting {sum(len(c.turns) for c in convs)} turns of {len(convs)} conversation(s) ...")
-    ingest_info = await ingest(stack, convs)
+    log(f"ingesting {sum(len(c.turns) for c in convs)} turns of {len(convs)} conversation(s), {publish} ...")
+    ingest_info = await ingest(stack, convs, publish=publish)
     log(f"searchable after {ingest_info['searchable_after_s']} s: {ingest_info['memories']}")
     if after_ingest is not None:
         await after_ingest()
@@ -447,6 +478,7 @@ async def run_quality(
         "benchmark": "quality",
         "data": data_name,  # the file name only: a report carries no path of the machine it ran on
         "conversations": [c.sample_id for c in convs],
+        "publish": publish,
         "questions": sum(len(c.qas) for c in convs),
         "dropped_questions": sum(c.dropped_qas for c in convs),
         "limit": LIMIT,
@@ -462,7 +494,8 @@ def render(report: Mapping[str, Any]) -> str:
     """The protocol table per (variant, strategy), then one summary line per run."""
     out = [
         f"LoCoMo retrieval through the services: {report['questions']} questions "
-        f"({', '.join(report['conversations'])}), limit {report['limit']}",
+        f"({', '.join(report['conversations'])}), limit {report['limit']}, turns published"
+        f" {report.get('publish', 'prefixed')}",
         "",
     ]
     summary = []

@@ -3,7 +3,7 @@
 ``temporal_data`` generates dated conversations (fixed seed) and their questions ("When did
 X ...?", "What did X do in May 2023?", "the week before ...", "before or after ..."), each with
 its evidence turns. Every conversation is one owner and every turn one ``ChatEvent`` through
-the real ingest, extract and embed services (``quality.ingest``, the LoCoMo protocol); each
+the real ingest, extract and embed services (``quality.ingest``, turns ``prefixed`` or ``plain``); each
 question is asked through ``mem.v1.rpc.retrieve`` (hybrid, limit 20) with the defaults and with
 the temporal settings turned off and on one by one, and scored R@k per question kind.
 """
@@ -40,13 +40,15 @@ def by_kind(outcomes: Sequence[locomo.QAOutcome], kinds: Sequence[str]) -> dict[
     return out
 
 
-async def run_temporal(stack: Any, conversations: int = 6, *, seed: int = 23, log: Any = print) -> dict[str, Any]:
+async def run_temporal(
+    stack: Any, conversations: int = 6, *, seed: int = 23, log: Any = print, publish: quality.Publish = "prefixed"
+) -> dict[str, Any]:
     """Ingest the generated conversations once, then ask every question per variant."""
     generated = temporal_data.generate(conversations, seed)
     convs = [g.conversation for g in generated]
     kinds = [k for g in generated for k in g.kinds]
     log(f"ingesting {sum(len(c.turns) for c in convs)} turns of {len(convs)} generated conversations ...")
-    ingest_info = await quality.ingest(stack, convs)
+    ingest_info = await quality.ingest(stack, convs, publish=publish)
     plan = quality.STRATEGIES["hybrid"]
     results: dict[str, Any] = {}
     previous: quality.Variant | None = None
@@ -63,6 +65,7 @@ async def run_temporal(stack: Any, conversations: int = 6, *, seed: int = 23, lo
     return {
         "benchmark": "temporal",
         "conversations": len(convs),
+        "publish": publish,
         "turns": sum(len(c.turns) for c in convs),
         "questions": len(kinds),
         "seed": seed,
@@ -88,7 +91,7 @@ def render(report: Mapping[str, Any]) -> str:
         f"Temporal check: {report['conversations']} generated conversations ({report['turns']:,} turns, seed "
         f"{report['seed']}), {report['questions']} questions about when ("
         + ", ".join(f"{k} {v}" for k, v in n.items())
-        + "); hybrid through the services, limit 20",
+        + f"); hybrid through the services, limit 20, turns published {report.get('publish', 'prefixed')}",
         "",
         markdown_table(head, rows),
         "",

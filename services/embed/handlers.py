@@ -2,15 +2,15 @@
 
 `Jobs.handle` hands its job to a `MicroBatcher` and returns when the batch holding it is written,
 so the consumer acks only after the write. A batch (`Jobs.flush`) reads the memories as they are
-now, embeds those needing it in one inference call, writes every configured store, then
-`mark_embedded`, and notes its owners for `OwnerIndexes` (large owners' own HNSW indexes). A
-memory deleted meanwhile is acked and counted; one changed while embedded is flagged and
-requeued. During a signature change a batch also writes vectors of the signature retrieval still
-searches (`Searched`, `logic.searched_too`), so memories created or edited meanwhile are found by
-vector search before the switch. `Queries.embed` serves `mem.v1.rpc.embed`: cache first
-(`{signature}:{sha256(text)}`), then the misses, batched while every inference slot is busy. A
-batch keeps the source and stores it started with (`SwapGate`): an engine change swaps them
-between batches, never inside one.
+now, embeds those needing it (a chat turn with its day and speaker) in one inference call,
+writes every configured store, then `mark_embedded`, and notes its owners for `OwnerIndexes`
+(large owners' own HNSW indexes). A memory deleted meanwhile is acked and counted; one changed
+while embedded is flagged and requeued. During a signature change a batch also writes vectors of
+the signature retrieval still searches (`Searched`, `logic.searched_too`), so memories created or
+edited meanwhile are found by vector search before the switch. `Queries.embed` serves
+`mem.v1.rpc.embed`: cache first (`{signature}:{sha256(text)}`), then the misses, batched while
+every inference slot is busy. A batch keeps the source and stores it started with (`SwapGate`):
+an engine change swaps them between batches, never inside one.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from shared.vectors.port import VectorItem, VectorStore
 
 from .batcher import MicroBatcher
 from .gate import SwapGate
-from .logic import JobOutcome, cache_key, same_vectors, searched_too, triage, unique_by_id
+from .logic import JobOutcome, cache_key, embed_text, same_vectors, searched_too, triage, unique_by_id
 from .owner_index import OwnerIndexes
 from .sources import EmbedSource
 
@@ -119,7 +119,7 @@ class Jobs:
         fresh: set[str] | None = None,
     ) -> None:
         sig = source.signature
-        vectors = await source.embed([s.content for s in states])
+        vectors = await source.embed([_text(rows[s.memory_id], sig) for s in states])
         items = [_item(rows[s.memory_id], vectors[i]) for i, s in enumerate(states)]
         writes = [(sig, store, items) for store in stores]
         if searched is not None and searched.stores:
@@ -169,8 +169,13 @@ async def _searched_items(
     chosen = searched_too(states, fresh)
     if not chosen or same_vectors(searched.signature, sig):
         return [items[i] for i in chosen]
-    vectors = await searched.embed([states[i].content for i in chosen])
+    vectors = await searched.embed([_text(rows[states[i].memory_id], searched.signature) for i in chosen])
     return [_item(rows[states[i].memory_id], vectors[n]) for n, i in enumerate(chosen)]
+
+
+def _text(row: db.MemoryRow, sig: str) -> str:
+    """What ``row`` is embedded as under ``sig`` (a chat turn with its context, ``logic.embed_text``)."""
+    return embed_text(row.state.content, row.source, sig, row.created_at, row.speaker, row.role)
 
 
 def _item(row: db.MemoryRow, vector: Vector) -> VectorItem:

@@ -10,10 +10,18 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal
 
 from shared.digest import text_digest
-from shared.vectors.signature import HALF_TAG, VectorQuantization, vector_quantization
+from shared.turn_context import turn_context_text
+from shared.vectors.signature import (
+    HALF_TAG,
+    VectorQuantization,
+    turn_context,
+    vector_quantization,
+    without_turn_context,
+)
 
 SourceKind = Literal["local", "remote"]
 
@@ -33,6 +41,7 @@ class SignatureParts:
     dim: int
     quantization: str | None = None
     storage: VectorQuantization = "none"  # how pgvector stores them (`:half`)
+    turn_context: bool = False  # chat turns embedded with their context (`:turn1`)
 
 
 def parse_signature(sig: str) -> SignatureParts | None:
@@ -40,10 +49,11 @@ def parse_signature(sig: str) -> SignatureParts | None:
 
     Model names may contain ':' (e.g. Ollama's `nomic-embed-text:latest`), so the dimension
     is found as the last all-digit field that has a source before it. A trailing `:half` is the
-    storage, not the model's quantization.
+    storage and a `:turn1` before it the turn context, not the model's quantization.
     """
     storage = vector_quantization(sig)
-    parts = sig.removesuffix(f":{HALF_TAG}").split(":")
+    context = turn_context(sig)
+    parts = without_turn_context(sig).removesuffix(f":{HALF_TAG}").split(":")
     if len(parts) < 3 or parts[0] not in ("local", "remote"):
         return None
     for i in range(len(parts) - 1, 1, -1):
@@ -52,7 +62,7 @@ def parse_signature(sig: str) -> SignatureParts | None:
             model = ":".join(parts[1:i])
             if not model:
                 return None
-            return SignatureParts(parts[0], model, int(parts[i]), quant, storage)
+            return SignatureParts(parts[0], model, int(parts[i]), quant, storage, context)
     return None
 
 
@@ -139,6 +149,15 @@ def triage(row: MemoryState | None, sig: str) -> JobOutcome:
     if not row.needs_reindex and row.embedding_signature == sig:
         return "unchanged"
     return "embed"
+
+
+def embed_text(content: str, source: str, sig: str, said_at: datetime, speaker: str | None, role: str | None) -> str:
+    """What a memory is embedded as under ``sig``: a raw chat turn (``source=chat_turn``) with its
+    day, speaker and text when ``sig`` names the turn context (``shared.turn_context``); any other
+    memory (extracted facts, memories added directly) as stored."""
+    if source == "chat_turn" and turn_context(sig):
+        return turn_context_text(content, said_at, speaker, role)
+    return content
 
 
 def same_vectors(a: str, b: str) -> bool:

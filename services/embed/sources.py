@@ -29,7 +29,7 @@ import numpy.typing as npt
 from memoryd.errors import ConfigError, DependencyDown, MemorydError
 from shared.observability.logging import get_logger
 from shared.observability.metrics import EMBED_BATCH, EMBED_SECONDS
-from shared.vectors.signature import VectorQuantization, stored_signature
+from shared.vectors.signature import VectorQuantization, stored_signature, with_turn_context, without_turn_context
 
 from .adapters import DIM, DYNAMIC_INT8, MODEL_NAME, LocalEmbedder
 from .logic import (
@@ -341,10 +341,12 @@ def build_source(
     return stored_as(source, storage)
 
 
-def stored_as(source: EmbedSource, storage: VectorQuantization) -> EmbedSource:
-    """``source`` with a signature naming ``storage``: the same vectors, stored (and so signed)
-    as full precision or halfvec."""
-    source.signature = stored_signature(source.signature, storage)
+def stored_as(source: EmbedSource, storage: VectorQuantization, turn_context: bool = True) -> EmbedSource:
+    """``source`` with a signature naming ``storage`` (the same vectors, stored as full precision
+    or halfvec) and whether chat turns embed their context (``shared.turn_context``; on for every
+    source built now, off only to keep serving an older signature)."""
+    tagged = with_turn_context if turn_context else without_turn_context
+    source.signature = stored_signature(tagged(source.signature), storage)
     return source
 
 
@@ -365,7 +367,7 @@ def source_for_signature(
             log.warning("embed.legacy_source_unavailable", signature=sig, error=exc.description)
             return None
         local = LocalSource(embedder, inference, settings.batch_max, reason, settings.batch_max_tokens)
-        return stored_as(local, parts.storage)
+        return stored_as(local, parts.storage, parts.turn_context)
     if parts.source == "remote" and settings.remote_url and parts.quantization is None:
-        return stored_as(RemoteSource(settings, parts.model, parts.dim, reason), parts.storage)
+        return stored_as(RemoteSource(settings, parts.model, parts.dim, reason), parts.storage, parts.turn_context)
     return None

@@ -26,6 +26,10 @@ GLOBAL_OWNER = "*"
 Share = Annotated[float, msgspec.Meta(ge=0, le=10)]
 
 
+#: the longest ``retentionDays``: a century, so an owner can keep memories for good
+RETENTION_DAYS_MAX = 36_500
+
+
 class MemorySettings(msgspec.Struct, frozen=True, kw_only=True, rename="camel", forbid_unknown_fields=True):
     """The memory behaviour a user can change at run time (camelCase on the wire)."""
 
@@ -36,7 +40,7 @@ class MemorySettings(msgspec.Struct, frozen=True, kw_only=True, rename="camel", 
     #: token budget of one retrieval's results: a request may ask for less, never more (0: nothing is retrieved)
     max_tokens: MaxTokens = 2000
     #: memories older than this are not retrieved and are removed by the retention cleanup
-    retention_days: Annotated[int, msgspec.Meta(ge=1, le=365)] = 365
+    retention_days: Annotated[int, msgspec.Meta(ge=1, le=RETENTION_DAYS_MAX)] = 365
     #: keep each chat turn as an episodic memory (extraction runs either way)
     store_turns: bool = True
     #: extract facts and preferences from assistant messages too, not only the user's

@@ -42,6 +42,7 @@ PURE_SHARED = (
     "shared.llm.reply",
     "shared.llm.errors",
     "shared.vectors.signature",
+    "shared.turn_context",
 )
 SERVER_ONLY = (
     "asyncpg",

@@ -16,7 +16,7 @@ from tests.integration.bench.test_quality_smoke import TINY
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-SIG = "local:all-MiniLM-L6-v2:384"
+SIG = "local:all-MiniLM-L6-v2:384:turn1"
 
 
 async def test_vector_quantization_benchmark_end_to_end(tmp_path: Path, nats_server: EmbeddedNats, pg_dsn: str) -> None:

@@ -22,8 +22,8 @@ from memoryd.schemas import EmbedJob, MemoryRecord
 from memoryd.subjects import EMBED_CONSUMER, EMBED_JOBS, JOBS_STREAM
 from shared.db import memories
 
-SIG = "local:all-MiniLM-L6-v2:384"
-SIG_INT8 = "local:all-MiniLM-L6-v2:384:dynamic-int8"
+SIG = "local:all-MiniLM-L6-v2:384:turn1"  # chat turns embedded with their context (shared.turn_context)
+SIG_INT8 = "local:all-MiniLM-L6-v2:384:dynamic-int8:turn1"
 ROOT = Path(__file__).resolve().parents[3]
 
 

@@ -20,7 +20,7 @@ from tests.support.stack import run_services
 
 from .helpers import add_memories, cosine, embedded_count, job_of, publish, queue_drained, vectors_of
 
-REMOTE_SIG = "remote:fake-embed:384"
+REMOTE_SIG = "remote:fake-embed:384:turn1"
 
 
 async def test_remote_source_for_queries_and_jobs(

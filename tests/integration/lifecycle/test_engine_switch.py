@@ -44,8 +44,8 @@ from tests.support.stack import run_services, service_config
 
 from ..embed.helpers import add_memories, embedded_count, job_of, publish
 
-SIG1 = "remote:m1:384"
-SIG2 = "remote:m2:384"
+SIG1 = "remote:m1:384:turn1"
+SIG2 = "remote:m2:384:turn1"
 TEXTS = [f"Gus keeps note {i}: the heron nests by the {w}." for i, w in enumerate(["mill", "weir", "ford", "dam"])]
 
 

@@ -44,6 +44,25 @@ def test_build_events_one_per_turn_dates_shifted_into_retention() -> None:
     assert events[2].occurred_at - events[0].occurred_at == conv.turns[2].occurred_at - conv.turns[0].occurred_at
 
 
+def test_build_events_plain_sends_the_text_with_name_and_the_true_date() -> None:
+    conv = parse_sample(SAMPLE)
+    now = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+    events = quality.build_events(conv, now, "plain")
+    prefixed = quality.build_events(conv, now)
+    assert [e.event_id for e in events] == [e.event_id for e in prefixed]
+    msg = events[1].messages[0]
+    assert (msg.role, msg.name, msg.content) == ("user", "Bob", "Cute! [shares a photo: a photo of a dog]")
+    # the session's own date-time, not shifted: a question naming "May 2023" meets the turn's date
+    assert events[1].occurred_at == datetime(2023, 5, 8, 13, 56, 1, tzinfo=UTC)
+    assert [e.occurred_at for e in events] == [t.occurred_at for t in conv.turns]
+    # retentionDays must reach back to the first turn (a day to spare), never below the default
+    assert quality.retention_days(events, now) == (now - events[0].occurred_at).days + 2 == 1302
+    assert quality.retention_days(prefixed, now) == 365
+    assert validate({"retentionDays": quality.retention_days(events, now)}).retention_days == 1302
+    with pytest.raises(ValueError, match="older than retentionDays can keep"):
+        quality.retention_days(events, datetime(2200, 1, 1, tzinfo=UTC))
+
+
 def test_dia_of_prefers_metadata_then_event_id() -> None:
     by_event = quality.dia_map([parse_sample(SAMPLE)])
     assert quality.dia_of({"dia_id": "D9:9", "event_id": "locomo-conv-x-D1:1"}, by_event) == "D9:9"
