@@ -41,6 +41,11 @@ def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("embed-models")
 
 
+#: The first start with dynamic-int8 quantizes the model in a child process before it is ready:
+#: CPU-bound, about 10 s on an idle machine and over 30 s on a busy 2-core one.
+INT8_BUILD_READY_S = 120.0
+
+
 async def test_signature_change_then_reindex(
     nats_server: EmbeddedNats,
     nc: Client,
@@ -63,7 +68,7 @@ async def test_signature_change_then_reindex(
         await eventually(lambda: queue_drained(js), what="jobs acked")
 
     monkeypatch.setenv("MEMORYD_EMBED_QUANTIZATION", "dynamic-int8")
-    async with run_services(["embed"], config):
+    async with run_services(["embed"], config, timeout=INT8_BUILD_READY_S):
         meta = await pool.fetchrow("SELECT * FROM memory_vec_meta WHERE store = 'pgvector'")
         assert (meta["embedding_signature"], meta["pending_signature"]) == (SIG, SIG_INT8)
         assert await pool.fetchval("SELECT count(*) FROM memories WHERE needs_reindex") == len(mems)
