@@ -70,7 +70,11 @@ Bounds = Mapping[str, tuple[float, float]]  # source -> (min, max) of its finite
 
 
 def _canonical(items: Iterable[Fused]) -> list[Fused]:
-    keyed = [((-f.score, f.best_rank, f.memory_id), f) for f in items]
+    keyed = []
+    for f in items:  # ``best_rank`` inlined: no property call per candidate
+        fts, vec = f.fts_rank, f.vec_rank
+        best = (_UNRANKED if vec is None else vec) if fts is None else fts if vec is None or fts < vec else vec
+        keyed.append(((-f.score, best, f.memory_id), f))
     keyed.sort(key=_first)  # the keys built in one pass: no key function called per comparison
     return [f for _key, f in keyed]
 
@@ -134,16 +138,23 @@ def rrf_fuse(lists: Mapping[str, RankedList], k: int = DEFAULT_RRF_K, depth: int
     if k < 0:
         raise ValueError(f"k must be >= 0, got {k}")
 
-    def score(hit: Hit) -> float:
-        fts = () if hit[0] is None else (1.0 / (k + hit[0]),)
-        vec = () if hit[2] is None else (1.0 / (k + hit[2]),)
-        return math.fsum(fts + vec)
+    def score(hit: Hit) -> float:  # math.fsum of at most two terms: their plain sum (see ``_sum2``)
+        fts, vec = hit[0], hit[2]
+        if fts is None:
+            return 0.0 if vec is None else 1.0 / (k + vec)
+        return 1.0 / (k + fts) if vec is None else 1.0 / (k + fts) + 1.0 / (k + vec)
 
     return _fuse(lists, depth, lambda _bounds: score)
 
 
 def _minmax(raw: float, lo: float, hi: float) -> float:
     return 0.0 if not math.isfinite(raw) else 1.0 if hi == lo else (raw - lo) / (hi - lo)
+
+
+def _sum2(a: float, b: float) -> float:
+    """``math.fsum((a, b))`` without the call: the sum of two floats is already correctly rounded,
+    and adding to 0.0 first turns a -0.0 into 0.0 as ``fsum`` does."""
+    return 0.0 + a + b
 
 
 def score_fuse(
@@ -174,9 +185,10 @@ def score_fuse(
         (fts_lo, fts_hi), (vec_lo, vec_hi) = bounds.get("fts", (0.0, 0.0)), bounds.get("vec", (0.0, 0.0))
 
         def score(hit: Hit) -> float:
-            fts = () if hit[0] is None else (fts_weight * _minmax(hit[1], fts_lo, fts_hi),)
-            vec = () if hit[2] is None else (vec_weight * _minmax(hit[3], vec_lo, vec_hi),)
-            return math.fsum(fts + vec)
+            fts = 0.0 if hit[0] is None else fts_weight * _minmax(hit[1], fts_lo, fts_hi)
+            if hit[2] is None:
+                return fts + 0.0  # as fsum: never -0.0
+            return _sum2(fts, vec_weight * _minmax(hit[3], vec_lo, vec_hi))
 
         return score
 
@@ -279,6 +291,18 @@ def neighbour_gains(
                 top = turns.get(index, -math.inf)
                 turns[index] = score if score > top else top
                 placed.append((memory_id, turns, index))
+        if len(distance_weights) == 2:  # the default: fsum of two terms is their plain sum (``_sum2``)
+            near, far = distance_weights
+            for memory_id, turns, index in placed:
+                get = turns.get
+                yield (
+                    memory_id,
+                    _sum2(
+                        near * (get(index - 1, 0.0) + get(index + 1, 0.0)),
+                        far * (get(index - 2, 0.0) + get(index + 2, 0.0)),
+                    ),
+                )
+            return
         weights = list(enumerate(distance_weights, start=1))
         for memory_id, turns, index in placed:
             yield (
