@@ -3,10 +3,12 @@
 A turn is stored as the application sent it (the bare text); its speaker and time live in
 metadata and ``created_at``. Embedded alone, "I went there last week" carries neither who nor
 when, so the embed service embeds ``turn_context_text`` for raw turns (``source=chat_turn``) and
-every other memory as stored. A text already opening with ``"[<date>] <speaker>:"`` is kept as
-it is (no second prefix). ``TURN_CONTEXT_TAG`` names this format in the embedding signature
-(``shared.vectors.signature``): a change of format is a signature change and reindexes.
-Pure: the embed service and the benchmarks use the same function.
+every other memory as stored. Ingest stores the head alone (``turn_context_head``) in
+``memories.context``, which the full-text vector indexes with the content. A text already
+opening with ``"[<date>] <speaker>:"`` is kept as it is (no second prefix). ``TURN_CONTEXT_TAG``
+names this format in the embedding signature (``shared.vectors.signature``): a change of format
+is a signature change and reindexes.
+Pure: ingest, the embed service and the benchmarks use the same functions.
 """
 
 from __future__ import annotations
@@ -43,11 +45,19 @@ def speaker_label(speaker: str | None, role: str | None) -> str | None:
     return label or None
 
 
-def turn_context_text(text: str, said_at: datetime | None, speaker: str | None, role: str | None = None) -> str:
-    """``"[1:56 pm on 8 May, 2023] Caroline: <text>"``: the turn with when it was said and its speaker
-    (parts that are unknown are left out); ``text`` unchanged when it carries its context already."""
+def turn_context_head(text: str, said_at: datetime | None, speaker: str | None, role: str | None = None) -> str | None:
+    """``"[1:56 pm on 8 May, 2023] Caroline:"``: when a turn was said and who said it (parts that are
+    unknown are left out); None when ``text`` carries its context already or nothing is known.
+    Ingest stores it in ``memories.context`` (indexed for keyword search with the content)."""
     if has_context(text):
-        return text
+        return None
     who = speaker_label(speaker, role)
     head = " ".join(part for part in (f"[{said_on(said_at)}]" if said_at else "", f"{who}:" if who else "") if part)
+    return head or None
+
+
+def turn_context_text(text: str, said_at: datetime | None, speaker: str | None, role: str | None = None) -> str:
+    """``"[1:56 pm on 8 May, 2023] Caroline: <text>"``: the turn with ``turn_context_head``;
+    ``text`` unchanged when it carries its context already."""
+    head = turn_context_head(text, said_at, speaker, role)
     return f"{head} {text}" if head else text

@@ -31,6 +31,7 @@ from services.ingest.logic.chat import (
     header_no_memory,
     plan_turns,
     session_key,
+    turn_context,
     turn_metadata,
 )
 from shared.bus.consumer import JobContext
@@ -110,6 +111,7 @@ class ChatIngestor:
             if mid is None:  # the owner's storeTurns is off: extraction only
                 out.turns.append(Turn(role=t.role, content=t.extract_text, speaker=t.speaker))
                 continue
+            meta = turn_metadata(event, t)
             rec = await memories.insert(
                 conn,
                 owner=owner,
@@ -118,9 +120,10 @@ class ChatIngestor:
                 source="chat_turn",
                 session_id=event.session_id,
                 agent_id=event.agent_id,
-                metadata=turn_metadata(event, t),
+                metadata=meta,
                 created_at=t.created_at,
                 memory_id=mid,
+                context=turn_context(t, meta),
             )
             out.turns.append(Turn(role=t.role, content=t.extract_text, memory_id=rec.id, speaker=t.speaker))
             out.embeds.append(Embed(memory_id=rec.id, owner=owner, content_hash=rec.content_hash))

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 from nats.aio.client import Client
 
+from memoryd.client import MemoryClient
 from memoryd.codec import decode
 from memoryd.schemas import Activity, ChatEvent, ChatMessage
 from memoryd.subjects import ACTIVITY_BUCKET, activity_key, activity_subject
@@ -177,3 +178,45 @@ async def test_owner_settings_disable_or_skip_raw_turns(
         ("noturns", [("I prefer Kotlin.", None)])
     ]
     assert tap.embed == []
+
+
+async def test_a_raw_turn_stores_its_context_for_keyword_search(
+    ingest: ServiceContext, nc: Client, pool: asyncpg.Pool, owner: str
+) -> None:
+    """A plain turn's head (when, who) is stored in ``context`` and found by a search for the
+    speaker or the month; a turn carrying its own prefix and a memory added directly get none."""
+    said = datetime(2023, 5, 8, 13, 56, 7, tzinfo=UTC)
+    event = ChatEvent(
+        event_id="ev-ctx",
+        owner=owner,
+        occurred_at=said,
+        messages=[
+            ChatMessage(role="user", content="I went to the adoption meeting", name="Caroline"),
+            ChatMessage(role="assistant", content="How did the adoption meeting go?"),
+            ChatMessage(role="user", content="[2:00 pm on 1 June, 2023] Mel: adoption papers are signed"),
+        ],
+    )
+    await publish(nc, event, "ev-ctx")
+    await wait_event(pool, owner, "ev-ctx")
+    await MemoryClient(nc).create(owner, "Caroline prefers tea in May")
+    rows = await pool.fetch("SELECT content, context FROM memories WHERE owner = $1 ORDER BY created_at", owner)
+    contexts = {r["content"]: r["context"] for r in rows}
+    assert contexts == {
+        "I went to the adoption meeting": "[1:56 pm on 8 May, 2023] Caroline:",
+        "How did the adoption meeting go?": "[1:56 pm on 8 May, 2023] Assistant:",
+        "[2:00 pm on 1 June, 2023] Mel: adoption papers are signed": None,
+        "Caroline prefers tea in May": None,
+    }
+
+    async def found(question: str) -> set[str]:
+        hits = await pool.fetch(
+            "SELECT content FROM memories WHERE owner = $1 AND tsv @@ websearch_to_tsquery('english', $2)",
+            owner,
+            question,
+        )
+        return {r["content"] for r in hits}
+
+    assert await found("Caroline adoption") == {"I went to the adoption meeting"}
+    assert await found("May adoption") == {"I went to the adoption meeting", "How did the adoption meeting go?"}
+    assert await found("June Mel") == {"[2:00 pm on 1 June, 2023] Mel: adoption papers are signed"}
+    assert await found("Caroline May") == {"I went to the adoption meeting", "Caroline prefers tea in May"}

@@ -242,6 +242,48 @@ async def test_an_owner_over_the_inline_size_is_built_in_the_background(pool: as
     await index.close()
 
 
+async def test_raw_turns_context_is_ranked_alike_and_its_changes_followed(pool: asyncpg.Pool) -> None:
+    """Raw turns whose speaker and date live in ``context``: both tiers find them by name and month
+    with the same ids and scores, and a changed context reaches the held index through the log."""
+    rnd = random.Random(11)
+    owner = f"kwm-{uuid.uuid4().hex[:8]}"
+    speakers, months = ["Caroline", "Melanie", "Jon"], ["January", "May", "October"]
+    rows = []
+    for i in range(120):
+        mid, text = uuid.uuid4(), _text(rnd)
+        created = datetime(2023, rnd.randrange(1, 13), rnd.randrange(1, 29), 13, 56, tzinfo=UTC)
+        context = None if i % 5 == 0 else f"[1:56 pm on {created.day} {created:%B}, 2023] {rnd.choice(speakers)}:"
+        rows.append((mid, owner, "episodic", text, "chat_turn", created, created, content_hash(text), context))
+    async with pool.acquire() as conn:
+        await conn.copy_records_to_table(
+            "memories",
+            records=rows,
+            columns=["id", "owner", "type", "content", "source", "created_at", "updated_at", "content_hash", "context"],
+        )
+    try:
+        index = KeywordIndexes(pool, inline_rows=1000)
+        await _ready(pool, index, owner)
+        vis = tiers.Visibility(owner, None, None, 36500)
+        questions = [f"{s} {rnd.choice(WORDS)}" for s in speakers] + [f"{m} {s}" for m in months for s in speakers]
+        for question in questions:
+            want = await tiers.keyword_search(pool, vis, question, 1000, None, match_budget=0)
+            _same(await tiers.keyword_search(pool, vis, question, 1000, None, match_budget=0, memory=index), want, 1000)
+        caroline = await tiers.keyword_search(pool, vis, "Caroline", 1000, None, match_budget=0, memory=index)
+        assert {uuid.UUID(m) for m, _ in caroline.ranked} == {r[0] for r in rows if r[8] and "Caroline" in r[8]}
+
+        # a context written later (as the migration's backfill does) is followed, not rebuilt
+        plain = [r[0] for r in rows if r[8] is None]
+        await pool.execute("UPDATE memories SET context = '[9:00 am on 1 March, 2023] Zelda:' WHERE id = ANY($1)",
+                           plain)  # fmt: skip
+        zelda = await tiers.keyword_search(pool, vis, "Zelda", 1000, None, match_budget=0, memory=index)
+        assert {uuid.UUID(m) for m, _ in zelda.ranked} == set(plain)
+        assert index.counts["statement_fallback:rebuilding"] == 0
+        _same(zelda, await tiers.keyword_search(pool, vis, "Zelda", 1000, None, match_budget=0), 1000)
+        await index.close()
+    finally:
+        await pool.execute("DELETE FROM memories WHERE owner = $1", owner)
+
+
 async def test_lexemes_read_from_the_vector_text_are_postgresql_s(pool: asyncpg.Pool) -> None:
     """``tsv::text`` read back gives every lexeme and its number of positions, quotes and
     backslashes included."""

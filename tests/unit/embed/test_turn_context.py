@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 from memoryd.schemas.base import MAX_CONTENT_CHARS
 from services.embed.logic import embed_text, parse_signature
-from shared.turn_context import TURN_CONTEXT_TAG, has_context, said_on, turn_context_text
+from shared.turn_context import TURN_CONTEXT_TAG, has_context, said_on, turn_context_head, turn_context_text
 from shared.vectors.signature import stored_signature, turn_context, with_turn_context, without_turn_context
 
 MAY_8 = datetime(2023, 5, 8, 13, 56, 1, tzinfo=UTC)
@@ -17,6 +17,17 @@ def test_a_turn_reads_day_speaker_text() -> None:
     assert turn_context_text("I went to a support group.", MAY_8, "Caroline", "user") == (
         "[1:56 pm on 8 May, 2023] Caroline: I went to a support group."
     )
+
+
+def test_the_head_alone_is_what_the_text_opens_with() -> None:
+    """What ingest stores in ``memories.context``: the head, None for a text carrying it already."""
+    assert turn_context_head("I went.", MAY_8, "Caroline", "user") == "[1:56 pm on 8 May, 2023] Caroline:"
+    assert turn_context_head("I went.", MAY_8, None, "assistant") == "[1:56 pm on 8 May, 2023] Assistant:"
+    assert turn_context_head("I went.", None, None, None) is None
+    assert turn_context_head("[1:56 pm on 8 May, 2023] Caroline: I went.", MAY_8, "Caroline", "user") is None
+    for text, speaker, role in [("I went.", "Mel", "user"), ("ok", None, "assistant"), ("[x] y", None, None)]:
+        head = turn_context_head(text, MAY_8, speaker, role)
+        assert turn_context_text(text, MAY_8, speaker, role) == (f"{head} {text}" if head else text)
 
 
 def test_the_time_is_utc_in_twelve_hours_without_leading_zeros() -> None:
