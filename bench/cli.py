@@ -106,7 +106,7 @@ log_dir_option = click.option("--log-dir", type=click.Path(path_type=Path), help
 @click.option(
     "--publish",
     type=click.Choice(PUBLISH_MODES),
-    default="prefixed",
+    default="plain",
     show_default=True,
     help="turns as '[<date>] <speaker>: <text>' (the LoCoMo protocol) or plain text with name and occurred_at",
 )

@@ -63,7 +63,7 @@ def paraphrase(memories: int, questions: int, seed: int, json_path: str | None) 
 @click.option(
     "--publish",
     type=click.Choice(PUBLISH_MODES),
-    default="prefixed",
+    default="plain",
     show_default=True,
     help="turns as '[<date>] <speaker>: <text>' or plain text with name and occurred_at (bench quality --publish)",
 )
