@@ -151,6 +151,15 @@ def _minmax(raw: float, lo: float, hi: float) -> float:
     return 0.0 if not math.isfinite(raw) else 1.0 if hi == lo else (raw - lo) / (hi - lo)
 
 
+def _minmax_similarity(raw: float, lo: float, hi: float) -> float:
+    """``_minmax`` for a similarity in -1..1 (the vector tier's cosine), except that a list whose
+    scores are all equal (one hit, typically) keeps its own similarity clamped to 0..1: such a list
+    ranks nothing, and a full 1.0 would let one unrelated vector hit tie a keyword match."""
+    if hi == lo and math.isfinite(raw):
+        return min(1.0, max(0.0, raw))
+    return _minmax(raw, lo, hi)
+
+
 def _sum2(a: float, b: float) -> float:
     """``math.fsum((a, b))`` without the call: the sum of two floats is already correctly rounded,
     and adding to 0.0 first turns a -0.0 into 0.0 as ``fsum`` does."""
@@ -166,7 +175,8 @@ def score_fuse(
 
     Each list is min-max normalised over its own top ``depth`` (None: the whole list) to
     0..1; a memory missing from a list, or with a non-finite score (NaN from a zero vector),
-    counts 0 for it; a list whose finite scores are all equal normalises them to 1.0.
+    counts 0 for it; a keyword list whose finite scores are all equal normalises them to 1.0, a
+    vector list keeps their similarity (clamped to 0..1: ``_minmax_similarity``).
     ``weights`` default to 0.5/0.5 and must name every source given. Scores must be
     "higher is better". Output order and tie-break as for ``rrf_fuse``.
     """
@@ -188,7 +198,7 @@ def score_fuse(
             fts = 0.0 if hit[0] is None else fts_weight * _minmax(hit[1], fts_lo, fts_hi)
             if hit[2] is None:
                 return fts + 0.0  # as fsum: never -0.0
-            return _sum2(fts, vec_weight * _minmax(hit[3], vec_lo, vec_hi))
+            return _sum2(fts, vec_weight * _minmax_similarity(hit[3], vec_lo, vec_hi))
 
         return score
 

@@ -172,11 +172,23 @@ def test_score_fuse_weights() -> None:
     assert {f.memory_id: f.score for f in fused} == pytest.approx({"a": 0.3, "b": 0.7})
 
 
-def test_score_fuse_all_equal_scores_normalise_to_one() -> None:
+def test_score_fuse_all_equal_scores_normalise_to_one_for_keywords_not_for_vectors() -> None:
     fused = score_fuse({"fts": [("a", 3.0), ("b", 3.0)], "vec": [("c", 0.2)]})
-    assert {f.memory_id: f.score for f in fused} == {"a": 0.5, "b": 0.5, "c": 0.5}
-    # equal scores: best rank then id; a and c both rank 1
-    assert ids(fused) == ["a", "c", "b"]
+    # equal keyword scores rank nothing: 1.0 each; one vector hit keeps its similarity
+    assert {f.memory_id: f.score for f in fused} == pytest.approx({"a": 0.5, "b": 0.5, "c": 0.1})
+    assert ids(fused) == ["a", "b", "c"]
+    equal = score_fuse({"vec": [("x", 0.3), ("y", 0.3)]})
+    assert {f.memory_id: f.score for f in equal} == pytest.approx({"x": 0.15, "y": 0.15})
+    clamped = score_fuse({"vec": [("x", -0.4)]}, weights={"fts": 0.5, "vec": 1.0})
+    assert [(f.memory_id, f.score) for f in clamped] == [("x", 0.0)]
+
+
+def test_score_fuse_one_unrelated_vector_hit_does_not_tie_a_keyword_match() -> None:
+    # a memory not embedded yet is found by its words alone, and the only vector hit is another,
+    # barely similar memory: with a full 1.0 for a one-hit list the two tied at 0.4 each
+    fused = score_fuse({"fts": [("diet", 2.1)], "vec": [("seat", 0.12)]}, weights={"fts": 0.4, "vec": 0.4})
+    assert ids(fused) == ["diet", "seat"]
+    assert {f.memory_id: f.score for f in fused} == pytest.approx({"diet": 0.4, "seat": 0.048})
 
 
 def test_score_fuse_negative_scores_and_missing_counts_zero() -> None:

@@ -66,8 +66,12 @@ def ref_rrf(lists: Mapping[str, RankedList], k: int, depth: int) -> list[Fused]:
     return _fuse(lists, depth, lambda hits, _: math.fsum(1.0 / (k + r) for r, _ in hits.values()))
 
 
-def _minmax(raw: float, lo: float, hi: float) -> float:
-    return 0.0 if not math.isfinite(raw) else 1.0 if hi == lo else (raw - lo) / (hi - lo)
+def _minmax(source: str, raw: float, lo: float, hi: float) -> float:
+    if not math.isfinite(raw):
+        return 0.0
+    if hi == lo:  # a list that ranks nothing: keyword 1.0, a vector similarity its own (0..1)
+        return 1.0 if source == "fts" else min(1.0, max(0.0, raw))
+    return (raw - lo) / (hi - lo)
 
 
 def ref_score(lists: Mapping[str, RankedList], weights: Mapping[str, float], depth: int | None) -> list[Fused]:
@@ -75,7 +79,7 @@ def ref_score(lists: Mapping[str, RankedList], weights: Mapping[str, float], dep
         lists,
         depth,
         lambda hits, bounds: math.fsum(
-            weights[s] * _minmax(raw, *bounds.get(s, (0.0, 0.0))) for s, (_, raw) in hits.items()
+            weights[s] * _minmax(s, raw, *bounds.get(s, (0.0, 0.0))) for s, (_, raw) in hits.items()
         ),
     )
 
