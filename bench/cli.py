@@ -77,6 +77,14 @@ def emit(text: str, report: dict[str, Any], json_path: str | None) -> None:
 
 json_option = click.option("--json", "json_path", metavar="FILE", help="also write the report as JSON to this file")
 log_dir_option = click.option("--log-dir", type=click.Path(path_type=Path), help="keep the services' logs here")
+#: how the benchmarks publish chat turns (``bench.quality.build_events``)
+publish_option = click.option(
+    "--publish",
+    type=click.Choice(PUBLISH_MODES),
+    default="plain",
+    show_default=True,
+    help="turns as '[<date>] <speaker>: <text>' (the LoCoMo protocol) or plain text with name and occurred_at",
+)
 
 
 @click.command("quality", context_settings=CONTEXT_SETTINGS)
@@ -103,13 +111,7 @@ log_dir_option = click.option("--log-dir", type=click.Path(path_type=Path), help
     show_default=True,
     help="also the LLM rerank against a scripted model on loopback (its latency and token cost)",
 )
-@click.option(
-    "--publish",
-    type=click.Choice(PUBLISH_MODES),
-    default="plain",
-    show_default=True,
-    help="turns as '[<date>] <speaker>: <text>' (the LoCoMo protocol) or plain text with name and occurred_at",
-)
+@publish_option
 @log_dir_option
 def quality(**o: Any) -> int:
     """LoCoMo retrieval quality through the services (R@k, All@k)."""

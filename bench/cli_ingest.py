@@ -14,8 +14,8 @@ from typing import Any, cast
 
 import click
 
-from bench.cli import emit, json_option, locomo_data, running
-from bench.quality import PUBLISH_MODES, Publish
+from bench.cli import emit, json_option, locomo_data, publish_option, running
+from bench.quality import Publish
 from memoryd.cli.common import CONTEXT_SETTINGS
 
 
@@ -60,13 +60,7 @@ def paraphrase(memories: int, questions: int, seed: int, json_path: str | None) 
     "--conversations", type=click.IntRange(min=1), default=6, show_default=True, help="generated conversations"
 )
 @click.option("--seed", type=int, default=23, show_default=True)
-@click.option(
-    "--publish",
-    type=click.Choice(PUBLISH_MODES),
-    default="plain",
-    show_default=True,
-    help="turns as '[<date>] <speaker>: <text>' or plain text with name and occurred_at (bench quality --publish)",
-)
+@publish_option
 @json_option
 def temporal(conversations: int, seed: int, publish: str, json_path: str | None) -> int:
     """Questions about when, on generated dated conversations: R@k per question kind and temporal setting."""
