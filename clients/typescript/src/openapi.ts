@@ -553,6 +553,16 @@ export interface MemoryUpdateResult {
 }
 
 /**
+ * An error as OpenAI's API writes it (the `error` member of its error bodies).
+ */
+export interface OpenAIError {
+  message: string;
+  type: string;
+  param: string | null;
+  code: string;
+}
+
+/**
  * An error as `application/problem+json` (RFC 9457) with the RPC error's fields.
  */
 export interface Problem {
@@ -569,6 +579,10 @@ export interface Problem {
    * @default null
    */
   error_id?: string | null;
+  /**
+   * @default null
+   */
+  error?: OpenAIError | null;
 }
 
 export interface RetrievedMemory {

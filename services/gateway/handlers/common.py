@@ -38,14 +38,15 @@ def json_response(value: Any, status: int = 200, headers: dict[str, str] | None 
     return Response(_encoder.encode(value), status_code=status, media_type="application/json", headers=headers)
 
 
-def problem_response(exc: BaseException) -> Response:
+def problem_response(exc: BaseException, *, openai: bool = False) -> Response:
+    """``exc`` as a problem response (``openai``: with OpenAI's error envelope too)."""
     if isinstance(exc, MemorydError) and exc.code != 500:
         field = exc.field if isinstance(exc, ValidationFailed) else None
-        body = problem(exc.code, exc.err_code, exc.description, field=field)
+        body = problem(exc.code, exc.err_code, exc.description, field=field, openai=openai)
     else:
         error_id = uuid.uuid4().hex[:12]
         log.error("gateway.internal_error", error_id=error_id, exc_info=exc)
-        body = problem(500, "internal", "internal error", error_id)
+        body = problem(500, "internal", "internal error", error_id, openai=openai)
     headers = {"www-authenticate": "Bearer"} if body.status == 401 else {}
     retry_after_s = getattr(exc, "retry_after_s", None)
     if body.status == 429 and isinstance(retry_after_s, int | float):
@@ -53,15 +54,22 @@ def problem_response(exc: BaseException) -> Response:
     return Response(_encoder.encode(body), status_code=body.status, media_type=PROBLEM_MEDIA, headers=headers)
 
 
-def guarded(fn: Endpoint) -> Endpoint:
+def guarded(fn: Endpoint, *, openai: bool = False) -> Endpoint:
+    """``fn`` with every error turned into a problem response (``openai``: the OpenAI-compatible routes)."""
+
     @functools.wraps(fn)
     async def endpoint(request: Request) -> Response:
         try:
             return await fn(request)
         except Exception as exc:
-            return problem_response(exc)
+            return problem_response(exc, openai=openai)
 
     return endpoint
+
+
+def openai_guarded(fn: Endpoint) -> Endpoint:
+    """``guarded`` for the OpenAI-compatible routes: errors carry OpenAI's envelope as well."""
+    return guarded(fn, openai=True)
 
 
 async def authenticate(gw: Gateway, request: Request) -> ApiKeyRecord:

@@ -13,14 +13,14 @@ from starlette.responses import Response
 from memoryd.errors import DependencyDown
 
 from ..context import Gateway
-from .common import Endpoint, authenticate, guarded
+from .common import Endpoint, authenticate, openai_guarded
 from .proxy import open_upstream, read_through, unreachable
 
 MODELS_PATH = "models"
 
 
 def models_endpoint(gw: Gateway) -> Endpoint:
-    @guarded
+    @openai_guarded
     async def endpoint(request: Request) -> Response:
         key = await authenticate(gw, request)
         try:

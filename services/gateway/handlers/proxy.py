@@ -42,7 +42,7 @@ from ..logic.auth import acting_owner
 from ..logic.chat import SseData, SseText, apply_memory, last_user_text, reply_text, truthy, turns
 from ..logic.exposure import pass_headers
 from ..logic.problem import PROBLEM_MEDIA, problem
-from .common import Endpoint, authenticate, guarded, json_object, named_owners, read_body
+from .common import Endpoint, authenticate, json_object, named_owners, openai_guarded, read_body
 from .proxy_limits import ProxyGrant, admit_proxy
 from .special import publish_event
 
@@ -230,7 +230,7 @@ async def open_upstream(
 
 def unreachable(exc: DependencyDown, headers: dict[str, str] | None = None) -> Response:
     """The 502 a caller gets when the upstream cannot be reached."""
-    body = problem(502, "upstream_unreachable", exc.description)
+    body = problem(502, "upstream_unreachable", exc.description, openai=True)
     return Response(msgspec.json.encode(body), 502, media_type=PROBLEM_MEDIA, headers=headers)
 
 
@@ -306,7 +306,7 @@ async def forward(
 
 
 def chat_endpoint(gw: Gateway) -> Endpoint:
-    @guarded
+    @openai_guarded
     async def endpoint(request: Request) -> Response:
         key = await authenticate(gw, request)
         body = json_object(await read_body(gw, request))

@@ -13,7 +13,7 @@ from starlette.responses import Response
 
 from ..context import Gateway
 from ..logic.responses import OutputTextDeltas, checked_instructions, inject, input_messages, output_text
-from .common import Endpoint, authenticate, guarded, json_object, read_body
+from .common import Endpoint, authenticate, json_object, openai_guarded, read_body
 from .proxy import Api, forward, open_exchange, recall
 from .proxy_limits import admit_proxy
 
@@ -21,7 +21,7 @@ RESPONSES = Api("responses", output_text, OutputTextDeltas, ask_usage=False)  # 
 
 
 def responses_endpoint(gw: Gateway) -> Endpoint:
-    @guarded
+    @openai_guarded
     async def endpoint(request: Request) -> Response:
         key = await authenticate(gw, request)
         body = json_object(await read_body(gw, request))

@@ -1,8 +1,22 @@
-"""Errors as ``application/problem+json``: the RPC code, ``err_code`` and the offending field's path."""
+"""Errors as ``application/problem+json``: the RPC code, ``err_code`` and the offending field's path.
+
+On the OpenAI-compatible routes the same document also carries OpenAI's error envelope
+(``error.message``/``type``/``param``/``code``): OpenAI SDKs and the tools built on them read the
+message from there, and without it a caller saw only "Error code: 502".
+"""
 
 from __future__ import annotations
 
 import msgspec
+
+
+class OpenAIError(msgspec.Struct, frozen=True):
+    """An error as OpenAI's API writes it (the ``error`` member of its error bodies)."""
+
+    message: str
+    type: str
+    param: str | None
+    code: str
 
 
 class Problem(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
@@ -15,6 +29,7 @@ class Problem(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     err_code: str
     field: str | None = None  # the JSON path of the offending field, e.g. ``$.content``
     error_id: str | None = None  # 500s: the log entry with the full error
+    error: OpenAIError | None = None  # the OpenAI-compatible routes: the same error as OpenAI writes it
 
 
 PROBLEM_MEDIA = "application/problem+json"
@@ -33,7 +48,29 @@ _TITLES = {
 }
 
 
-def problem(code: int, err_code: str, detail: str, error_id: str | None = None, field: str | None = None) -> Problem:
+#: OpenAI's error ``type`` for an HTTP status (its SDKs pick the exception class by status alone)
+_OPENAI_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    409: "conflict_error",
+    413: "invalid_request_error",
+    429: "rate_limit_error",
+}
+
+
+def problem(
+    code: int,
+    err_code: str,
+    detail: str,
+    error_id: str | None = None,
+    field: str | None = None,
+    *,
+    openai: bool = False,
+) -> Problem:
+    """The problem document; ``openai``: with OpenAI's error envelope too (the proxy's routes)."""
+    envelope = OpenAIError(detail, _OPENAI_TYPES.get(code, "api_error"), field, err_code) if openai else None
     return Problem(
         type=f"urn:memoryd:error:{err_code}",
         title=_TITLES.get(code, "Error"),
@@ -42,4 +79,5 @@ def problem(code: int, err_code: str, detail: str, error_id: str | None = None, 
         err_code=err_code,
         field=field,
         error_id=error_id,
+        error=envelope,
     )

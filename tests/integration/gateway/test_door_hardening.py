@@ -249,6 +249,7 @@ async def test_an_unreachable_upstream_is_a_502_that_names_no_address(stack: Sta
     text = err.value.response.text
     assert err.value.response.headers["content-type"] == PROBLEM
     assert json.loads(text)["err_code"] == "upstream_unreachable"
+    assert err.value.message.startswith("Error code: 502 - ") and err.value.code == "upstream_unreachable"
     assert "127.0.0.1" not in text and str(port) not in text
 
 

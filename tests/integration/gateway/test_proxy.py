@@ -139,8 +139,20 @@ async def test_upstream_errors_keep_their_status_and_body(stack: Stack) -> None:
 
 
 async def test_proxy_needs_a_key_and_a_list_of_messages(stack: Stack) -> None:
-    with pytest.raises(openai.AuthenticationError):
+    with pytest.raises(openai.AuthenticationError) as denied:
         await _sdk(stack, "wrong").chat.completions.create(model="fake", messages=[{"role": "user", "content": "x"}])
+    # memoryd's own errors carry OpenAI's envelope too, so the SDK's message says what went wrong
+    assert denied.value.message == "Error code: 401 - unknown or revoked API key"
+    assert (denied.value.type, denied.value.code) == ("authentication_error", "unauthorized")
     async with httpx.AsyncClient(headers={"authorization": f"Bearer {stack.alice_key}"}) as http:
         bad = await http.post(f"{stack.url}/v1/chat/completions", json={"model": "fake", "messages": "hi"})
     assert bad.status_code == 400 and bad.json()["field"] == "$.messages"
+    assert bad.json()["error"] == {
+        "message": "Expected a non-empty `array` of messages - at `$.messages`",
+        "type": "invalid_request_error",
+        "param": "$.messages",
+        "code": "validation",
+    }
+    with pytest.raises(openai.BadRequestError) as invalid:
+        await _sdk(stack, stack.alice_key).responses.create(model="fake", input=5)  # type: ignore[call-overload]
+    assert invalid.value.message.startswith("Error code: 400 - ") and invalid.value.param == "$.input"
