@@ -174,8 +174,8 @@ async def _searched_items(
 
 
 def _text(row: db.MemoryRow, sig: str) -> str:
-    """What ``row`` is embedded as under ``sig`` (a chat turn with its context, ``logic.embed_text``)."""
-    return embed_text(row.state.content, row.source, sig, row.created_at, row.speaker, row.role)
+    """What ``row`` is embedded as under ``sig`` (a chat turn with its stored context, ``logic.embed_text``)."""
+    return embed_text(row.state.content, row.context, sig)
 
 
 def _item(row: db.MemoryRow, vector: Vector) -> VectorItem:

@@ -1,5 +1,5 @@
-"""The embed service's SQL: memories as a worker reads them (with what a chat turn's context
-text needs), `memory_vec_meta`, reindex scans.
+"""The embed service's SQL: memories as a worker reads them (with a chat turn's stored context
+head), `memory_vec_meta`, reindex scans.
 
 Vectors themselves are written only through the vector-store port (`shared.vectors`); this
 module touches `memories` (read content, flag a memory whose content changed while it was being
@@ -36,15 +36,12 @@ class MemoryRow:
     memory_type: str
     created_at: datetime
     expires_at: datetime | None
-    source: str = "api"  # memories.source: `chat_turn` for a raw turn
-    speaker: str | None = None  # metadata.speaker (the chat message's name)
-    role: str | None = None  # metadata.role of a turn
+    context: str | None = None  # memories.context: a raw chat turn's head (shared.turn_context)
 
 
 _FETCH = """
 SELECT m.id, m.owner, m.content, m.content_hash, m.embedding_signature, m.needs_reindex,
-       m.session_id, m.agent_id, m.scope, m.state, m.type, m.created_at, m.expires_at, m.source,
-       m.metadata->>'speaker' AS speaker, m.metadata->>'role' AS role
+       m.session_id, m.agent_id, m.scope, m.state, m.type, m.created_at, m.expires_at, m.context
 FROM memories m
 JOIN (SELECT DISTINCT * FROM unnest($1::uuid[], $2::text[])) AS j(id, owner)
   ON m.id = j.id AND m.owner = j.owner
@@ -75,9 +72,7 @@ async def fetch_rows(conn: Conn, jobs: Sequence[EmbedJob]) -> dict[tuple[str, st
             memory_type=r["type"],
             created_at=r["created_at"],
             expires_at=r["expires_at"],
-            source=r["source"],
-            speaker=r["speaker"],
-            role=r["role"],
+            context=r["context"],
         )
     return out
 
