@@ -129,10 +129,11 @@ class Jobs:
         if self.owner_indexes is not None:
             self.owner_indexes.note(stores, sig, (s.owner for s in states))
         embedded = [(s.memory_id, s.content_hash) for s in states]
-        marked = await mark_embedded(self.pool, embedded, sig)
+        contexts = [rows[s.memory_id].context for s in states]  # a turn's head is part of its text
+        marked = await mark_embedded(self.pool, embedded, sig, contexts)
         EMBED_TEXTS.labels("job").inc(len(states))
         if marked < len(embedded):  # deleted meanwhile, or edited while we embedded
-            await self._requeue(await db.flag_changed(self.pool, embedded))
+            await self._requeue(await db.flag_changed(self.pool, embedded, contexts))
 
     async def _requeue(self, changed: list[tuple[str, str, str]]) -> None:
         # no dedupe id: a job for this content may have run already, before the vector was overwritten

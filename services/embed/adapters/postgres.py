@@ -82,8 +82,11 @@ def job_key(job: EmbedJob) -> tuple[str, str]:
     return str(uuid.UUID(job.memory_id)), job.owner
 
 
-async def flag_changed(conn: Conn, embedded: Sequence[tuple[str, str]]) -> list[tuple[str, str, str]]:
-    """Memories whose content changed after it was read for embedding: mark them for reindex.
+async def flag_changed(
+    conn: Conn, embedded: Sequence[tuple[str, str]], contexts: Sequence[str | None]
+) -> list[tuple[str, str, str]]:
+    """Memories whose text changed after it was read for embedding (its content, or a chat turn's
+    context head, in the order of ``embedded``): mark them for reindex.
 
     The vector just written may have replaced a newer one (two workers, two versions), so the
     memory must be embedded again. Returns `(memory_id, owner, current_hash)` to requeue.
@@ -92,11 +95,12 @@ async def flag_changed(conn: Conn, embedded: Sequence[tuple[str, str]]) -> list[
         return []
     rows = await conn.fetch(
         "UPDATE memories m SET needs_reindex = true"
-        " FROM unnest($1::uuid[], $2::text[]) AS e(id, hash)"
-        " WHERE m.id = e.id AND m.content_hash <> e.hash"
+        " FROM unnest($1::uuid[], $2::text[], $3::text[]) AS e(id, hash, context)"
+        " WHERE m.id = e.id AND (m.content_hash <> e.hash OR m.context IS DISTINCT FROM e.context)"
         " RETURNING m.id, m.owner, m.content_hash",
         [uuid.UUID(m) for m, _h in embedded],
         [h for _m, h in embedded],
+        list(contexts),
     )
     return [(str(r["id"]), r["owner"], r["content_hash"]) for r in rows]
 

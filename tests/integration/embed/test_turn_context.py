@@ -4,9 +4,11 @@ vector is its context text's ("[1:56 pm on 8 May, 2023] Caroline: <text>"), a di
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
 
 import asyncpg
+import numpy as np
 import pytest
 from nats.aio.client import Client
 
@@ -17,6 +19,7 @@ from memoryd.schemas.memory import MemoryUpdateRequest, MemoryUpdateResult
 from memoryd.schemas.ops import ReindexRequest, ReindexResult
 from memoryd.schemas.retrieval import EmbedRequest, EmbedResult, RetrievedMemory, RetrieveRequest, RetrieveResult
 from services.embed.adapters import LocalEmbedder
+from services.embed.handlers import Jobs
 from shared.db import memories
 from shared.db.memories import content_hash
 from shared.settings.env import ServiceConfig
@@ -200,3 +203,59 @@ async def test_a_turn_an_older_ingest_wrote_without_context_is_found_by_both_sid
         assert next(iter(new_name)) == turn.id and new_name[turn.id].fts_rank == 1
         old_name = await _search(nc, owner, "Annika", "hybrid")
         assert turn.id not in old_name or old_name[turn.id].fts_rank is None
+
+
+class _EditedWhileEmbedding:
+    """A local source whose first call lets ``edit`` land while the batch is being embedded."""
+
+    kind, model, dim, quantization, signature, resolution = "local", "all-MiniLM-L6-v2", 384, None, SIG, "test"
+
+    def __init__(self, embedder: LocalEmbedder, edit: Callable[[], Awaitable[None]]) -> None:
+        self.embedder, self.edit, self.texts = embedder, edit, list[str]()
+
+    async def embed(self, texts: Sequence[str], *, urgent: bool = False) -> np.ndarray:
+        await self.edit()
+        self.edit = _nothing
+        self.texts.extend(texts)
+        return self.embedder.embed(list(texts))
+
+    def health(self) -> str:
+        return "ok"
+
+    async def close(self) -> None:
+        return None
+
+
+async def _nothing() -> None:
+    return None
+
+
+async def test_a_speaker_edited_while_the_turn_is_embedded_is_embedded_again(
+    nc: Client, pool: asyncpg.Pool, config: ServiceConfig
+) -> None:
+    """A batch reads a turn, its speaker is edited meanwhile: the vector just written carries the
+    old head, so the turn stays marked for re-embedding and is queued again (as for a content edit)."""
+    owner = "ctx-race"
+    turn = await memories.insert(
+        pool, owner=owner, memory_type="episodic", content="I adopted a beagle named Rex.", source="chat_turn",
+        metadata={"speaker": "Ann", "role": "user"}, created_at=SAID,
+    )  # fmt: skip
+    store = PgVectorStore(pool)
+    await store.ensure(SIG, 384)
+    embedder = LocalEmbedder.default()
+
+    async def edit() -> None:
+        await pool.execute('UPDATE memories SET metadata = metadata || \'{"speaker": "Bea"}\' WHERE id = $1', turn.id)
+
+    source = _EditedWhileEmbedding(embedder, edit)
+    async with run_services(["embed"], config):  # serves the job queued again
+        jobs = Jobs(pool, nc.jetstream(), [store], source, batch_max=8, batch_wait_s=0.01, pipeline=1)  # type: ignore[arg-type]
+        assert await jobs.flush([job_of(turn)]) == ["embed"]
+        assert source.texts == [f"[1:56 pm on 8 May, 2023] Ann: {turn.content}"]  # read before the edit
+        (bea,) = embedder.embed([f"[1:56 pm on 8 May, 2023] Bea: {turn.content}"])
+
+        async def re_embedded() -> bool:
+            got = (await vectors_of(pool, [turn.id])).get(turn.id)
+            return got is not None and cosine(got, bea) > 0.9999 and await embedded_count(pool, [turn.id]) == 1
+
+        await eventually(re_embedded, what="the turn embedded again with its new speaker")
