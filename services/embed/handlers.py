@@ -129,10 +129,11 @@ class Jobs:
         if self.owner_indexes is not None:
             self.owner_indexes.note(stores, sig, (s.owner for s in states))
         embedded = [(s.memory_id, s.content_hash) for s in states]
-        marked = await mark_embedded(self.pool, embedded, sig)
+        contexts = [rows[s.memory_id].context for s in states]  # a turn's head is part of its text
+        marked = await mark_embedded(self.pool, embedded, sig, contexts)
         EMBED_TEXTS.labels("job").inc(len(states))
         if marked < len(embedded):  # deleted meanwhile, or edited while we embedded
-            await self._requeue(await db.flag_changed(self.pool, embedded))
+            await self._requeue(await db.flag_changed(self.pool, embedded, contexts))
 
     async def _requeue(self, changed: list[tuple[str, str, str]]) -> None:
         # no dedupe id: a job for this content may have run already, before the vector was overwritten
@@ -174,8 +175,8 @@ async def _searched_items(
 
 
 def _text(row: db.MemoryRow, sig: str) -> str:
-    """What ``row`` is embedded as under ``sig`` (a chat turn with its context, ``logic.embed_text``)."""
-    return embed_text(row.state.content, row.source, sig, row.created_at, row.speaker, row.role)
+    """What ``row`` is embedded as under ``sig`` (a chat turn with its stored context, ``logic.embed_text``)."""
+    return embed_text(row.state.content, row.context, sig)
 
 
 def _item(row: db.MemoryRow, vector: Vector) -> VectorItem:

@@ -10,11 +10,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Literal
 
 from shared.digest import text_digest
-from shared.turn_context import turn_context_text
+from shared.turn_context import context_text
 from shared.vectors.signature import (
     HALF_TAG,
     VectorQuantization,
@@ -151,13 +150,11 @@ def triage(row: MemoryState | None, sig: str) -> JobOutcome:
     return "embed"
 
 
-def embed_text(content: str, source: str, sig: str, said_at: datetime, speaker: str | None, role: str | None) -> str:
-    """What a memory is embedded as under ``sig``: a raw chat turn (``source=chat_turn``) with its
-    day, speaker and text when ``sig`` names the turn context (``shared.turn_context``); any other
-    memory (extracted facts, memories added directly) as stored."""
-    if source == "chat_turn" and turn_context(sig):
-        return turn_context_text(content, said_at, speaker, role)
-    return content
+def embed_text(content: str, context: str | None, sig: str) -> str:
+    """What a memory is embedded as under ``sig``: with its context head (``memories.context``: a
+    raw chat turn's day and speaker, ``shared.turn_context``) when ``sig`` names the turn context,
+    the text the keyword side indexes; else (no head, or an older signature) as stored."""
+    return context_text(content, context) if turn_context(sig) else content
 
 
 def same_vectors(a: str, b: str) -> bool:

@@ -5,18 +5,22 @@ from ``--credentials FILE``, else ``$MEMORYD_NATS_CREDENTIALS`` / ``$MEMORYD_NAT
 ``memoryd up``'s ``client.json`` (``memoryd/credentials.py``); a password never comes from argv,
 where every user of the machine can read it. With an owner-bound user NATS itself refuses any
 other owner, and every tool names the refusal as ``forbidden``. Logs go to stderr; stdout
-carries only MCP messages.
+carries only MCP messages. A request nested too deep to parse gets its error (``stdio_lines``).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import sys
 from collections.abc import Sequence
 from typing import Any
 
+import anyio
 import msgspec
+from mcp.server.mcpserver import MCPServer
+from mcp.server.stdio import stdio_server
 
 from memoryd.access import Access, PermissionWatch
 from memoryd.connect import NatsEndpoint, connect
@@ -28,6 +32,7 @@ from shared.observability.logging import configure
 from shared.settings.env import LogConfig
 
 from .handlers.mcp import build_mcp
+from .stdio_lines import Lines
 
 
 def credentials(nats_url: str | None, credentials_file: str | None) -> ClientCredentials:
@@ -61,9 +66,18 @@ async def run(owner: str, creds: ClientCredentials) -> None:
         return owner
 
     try:
-        await build_mcp(rpc, owner_of).run_stdio_async()
+        await _serve_stdio(build_mcp(rpc, owner_of))
     finally:
         await nc.drain()
+
+
+async def _serve_stdio(mcp: MCPServer) -> None:
+    """``run_stdio_async``, with the lines too deep to parse answered (``stdio_lines``)."""
+    lines = Lines(anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")))
+    async with stdio_server(stdin=lines) as (read, write):  # type: ignore[arg-type]
+        lines.answer = write.send
+        server = mcp._lowlevel_server
+        await server.run(read, write, server.create_initialization_options())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

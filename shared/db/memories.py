@@ -85,15 +85,13 @@ async def insert(
     created_at: datetime | None = None,
     memory_id: uuid.UUID | None = None,
     agent_id: str | None = None,
-    context: str | None = None,
 ) -> MemoryRecord:
-    """Insert a new memory (no key conflict handling: use ``upsert_by_key`` for keyed ones).
-    ``context``: a raw chat turn's head (``shared.turn_context.turn_context_head``), keyword-indexed
-    with the content."""
+    """Insert a new memory (no key conflict handling: use ``upsert_by_key`` for keyed ones). A raw
+    chat turn's ``context`` is set by the database (``shared.turn_context``)."""
     row = await conn.fetchrow(
         f"INSERT INTO memories (id, owner, session_id, type, key, content, metadata, source, scope, expires_at,"
-        f" content_hash, created_at, updated_at, agent_id, context)"
-        f" VALUES ($1,$2,$3,$4,$5,$6,$7::jsonb,$8,$9,$10,$11, coalesce($12, now()), coalesce($12, now()), $13, $14)"
+        f" content_hash, created_at, updated_at, agent_id)"
+        f" VALUES ($1,$2,$3,$4,$5,$6,$7::jsonb,$8,$9,$10,$11, coalesce($12, now()), coalesce($12, now()), $13)"
         f" RETURNING {COLUMNS}",
         memory_id or new_id(),
         owner,
@@ -108,7 +106,6 @@ async def insert(
         content_hash(content),
         created_at,
         agent_id,
-        context,
     )
     assert row is not None
     return to_record(row)

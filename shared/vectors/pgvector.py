@@ -521,20 +521,24 @@ class _Acquire:
 
 
 async def mark_embedded(
-    conn: asyncpg.Connection | asyncpg.Pool, embedded: Sequence[tuple[str, str]], signature: str
+    conn: asyncpg.Connection | asyncpg.Pool,
+    embedded: Sequence[tuple[str, str]],
+    signature: str,
+    contexts: Sequence[str | None] | None = None,
 ) -> int:
     """Record that these ``(memory_id, content_hash)`` were embedded under ``signature``.
 
     Sets ``embedding_signature`` and clears ``needs_reindex`` only where the memory's
-    ``content_hash`` is still the embedded one, so an edit made while embedding keeps its
-    ``needs_reindex``. Returns how many memories were marked.
+    ``content_hash`` (and, when given, its ``context`` head, in the same order) is still the
+    embedded one, so an edit made while embedding keeps its ``needs_reindex``. Returns how
+    many memories were marked.
     """
     check_signature(signature)
     if not embedded:
         return 0
     ids = [as_uuid(m) for m, _h in embedded]
     hashes = [h for _m, h in embedded]
-    status = await conn.execute(sql.MARK_EMBEDDED, ids, hashes, signature)
+    status = await conn.execute(sql.MARK_EMBEDDED, ids, hashes, signature, None if contexts is None else list(contexts))
     return _rowcount(status)
 
 

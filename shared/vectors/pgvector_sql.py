@@ -169,8 +169,8 @@ STATUS = "SELECT count(*) AS n, min(dim) AS lo, max(dim) AS hi FROM memory_embed
 DELETE = "DELETE FROM memory_embeddings WHERE owner = $1 AND memory_id = ANY($2::uuid[])"
 MARK_EMBEDDED = """
 UPDATE memories m SET embedding_signature = $3, needs_reindex = false
-FROM unnest($1::uuid[], $2::text[]) AS u(id, hash)
-WHERE m.id = u.id AND m.content_hash = u.hash
+FROM unnest($1::uuid[], $2::text[], $4::text[]) AS u(id, hash, context)
+WHERE m.id = u.id AND m.content_hash = u.hash AND ($4::text[] IS NULL OR m.context IS NOT DISTINCT FROM u.context)
 """
 _ALIVE = "m.state = 'active' AND (m.expires_at IS NULL OR m.expires_at > now())"
 #: The sleep pool: alive and the owner's own (imported memories are never consolidated).

@@ -312,6 +312,20 @@ ALICE, ALICE_ID, ALICE_EVENT, FRESH_UUID = "{alice}", "{alice_id}", "{alice_even
 _DEEP_BODY = deep_nesting(100_000)
 _HUGE_BODY = b'{"content":"' + b"a" * (5 * 1_048_576) + b'"}'
 _MSG = [{"role": "user", "content": "hi"}]
+#: A metadata or filters value nested 10,000 objects deep, where each door takes one.
+_DEEP_VALUE = deep_objects(10_000)
+
+
+def _tool_call(tool: str, arguments: bytes) -> bytes:
+    """A JSON-RPC ``tools/call`` line of an MCP client, its arguments as given."""
+    return b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"%s","arguments":%s}}' % (
+        tool.encode(),
+        arguments,
+    )
+
+
+_DEEP_METADATA = b'{"content":"x","metadata":' + _DEEP_VALUE + b"}"
+_DEEP_FILTERS = b'{"query":"x","filters":' + _DEEP_VALUE + b"}"
 _PROXY_KEEPS = {"chat": "ok", "responses": "ok"}
 _NATS_OP = {"nats": "forbidden"}
 _DROPS = {"mcp-stdio": "dropped"}
@@ -335,7 +349,9 @@ class DoorCase:
     that operation's body. ``refusal`` is the ``err_code`` every door must answer with (None:
     valid data the door must accept and keep). ``owner`` in ``args`` is the owner the caller
     names (a spoof when it is not its own); ``operator`` makes the caller an operator.
-    ``doors`` names the doors whose answer differs by design (door -> ``err_code`` or ``ok``)."""
+    ``doors`` names the doors whose answer differs by design (door -> ``err_code`` or ``ok``).
+    ``raws``: a body of each door's own shape (door -> bytes, in place of ``raw``); a door it does
+    not name has no form for the case."""
 
     name: str
     group: str
@@ -345,9 +361,18 @@ class DoorCase:
     raw: bytes | None = None
     operator: bool = False
     doors: Mapping[str, str] = dataclass_field(default_factory=dict)
+    raws: Mapping[str, bytes] = dataclass_field(default_factory=dict)
 
     def expected(self, door: str) -> str:
         return self.doors.get(door, self.refusal or "ok")
+
+    def says(self, door: str) -> bool:
+        """Whether the case has a form at ``door``."""
+        return not self.raws or door in self.raws
+
+    def raw_for(self, door: str) -> bytes | None:
+        """The raw body ``door`` sends (None: the case's arguments)."""
+        return self.raws.get(door, self.raw)
 
 
 DOOR_CASES: tuple[DoorCase, ...] = (
@@ -377,6 +402,52 @@ DOOR_CASES: tuple[DoorCase, ...] = (
     DoorCase("invalid-utf8", "json", "search", raw=b'{"query":"\xff\xfe"}', refusal="validation", doors=_DROPS),
     DoorCase("nan", "json", "search", raw=b'{"query":"x","limit":NaN}', refusal="validation", doors=_DROPS),
     DoorCase("wrong-type", "json", "search", {"query": ["x"]}, "validation"),
+    # a value nested 10,000 deep where a door takes free JSON: metadata (of a memory, an event, a
+    # chat request) and retrieval filters, each door's own body
+    DoorCase(
+        "deep-metadata",
+        "json",
+        "create",
+        refusal="validation",
+        raws={
+            "nats": _DEEP_METADATA,
+            "rest": _DEEP_METADATA,
+            "mcp-http": _tool_call("memory_add", _DEEP_METADATA),
+            "mcp-stdio": _tool_call("memory_add", _DEEP_METADATA),
+            "chat": b'{"model":"m","messages":[{"role":"user","content":"hi"}],"metadata":' + _DEEP_VALUE + b"}",
+            "responses": b'{"model":"m","input":"hi","metadata":' + _DEEP_VALUE + b"}",
+        },
+    ),
+    DoorCase(
+        "deep-metadata-update",
+        "json",
+        "update",
+        {"id": FRESH_UUID},
+        "validation",
+        raws={
+            "nats": b'{"id":"00000000-0000-4000-8000-000000000000","metadata":' + _DEEP_VALUE + b"}",
+            "rest": b'{"metadata":' + _DEEP_VALUE + b"}",
+        },
+    ),
+    DoorCase(
+        "deep-metadata-event",
+        "json",
+        "event",
+        refusal="validation",
+        raws={"rest": b'{"messages":[{"role":"user","content":"hi"}],"metadata":' + _DEEP_VALUE + b"}"},
+    ),
+    DoorCase(
+        "deep-filters",
+        "json",
+        "search",
+        refusal="validation",
+        raws={
+            "nats": _DEEP_FILTERS,
+            "rest": _DEEP_FILTERS,
+            "mcp-http": _tool_call("memory_search", _DEEP_FILTERS),
+            "mcp-stdio": _tool_call("memory_search", _DEEP_FILTERS),
+        },
+    ),
     # newlines and control characters in ids
     DoorCase("event-id-newline", "ids", "event", {"event_id": "e-1\n", "messages": _MSG}, "validation"),
     DoorCase("event-id-escape", "ids", "event", {"event_id": "e\x1b[2J", "messages": _MSG}, "validation"),

@@ -1,5 +1,5 @@
-"""The embed service's SQL: memories as a worker reads them (with what a chat turn's context
-text needs), `memory_vec_meta`, reindex scans.
+"""The embed service's SQL: memories as a worker reads them (with a chat turn's stored context
+head), `memory_vec_meta`, reindex scans.
 
 Vectors themselves are written only through the vector-store port (`shared.vectors`); this
 module touches `memories` (read content, flag a memory whose content changed while it was being
@@ -36,15 +36,12 @@ class MemoryRow:
     memory_type: str
     created_at: datetime
     expires_at: datetime | None
-    source: str = "api"  # memories.source: `chat_turn` for a raw turn
-    speaker: str | None = None  # metadata.speaker (the chat message's name)
-    role: str | None = None  # metadata.role of a turn
+    context: str | None = None  # memories.context: a raw chat turn's head (shared.turn_context)
 
 
 _FETCH = """
 SELECT m.id, m.owner, m.content, m.content_hash, m.embedding_signature, m.needs_reindex,
-       m.session_id, m.agent_id, m.scope, m.state, m.type, m.created_at, m.expires_at, m.source,
-       m.metadata->>'speaker' AS speaker, m.metadata->>'role' AS role
+       m.session_id, m.agent_id, m.scope, m.state, m.type, m.created_at, m.expires_at, m.context
 FROM memories m
 JOIN (SELECT DISTINCT * FROM unnest($1::uuid[], $2::text[])) AS j(id, owner)
   ON m.id = j.id AND m.owner = j.owner
@@ -75,9 +72,7 @@ async def fetch_rows(conn: Conn, jobs: Sequence[EmbedJob]) -> dict[tuple[str, st
             memory_type=r["type"],
             created_at=r["created_at"],
             expires_at=r["expires_at"],
-            source=r["source"],
-            speaker=r["speaker"],
-            role=r["role"],
+            context=r["context"],
         )
     return out
 
@@ -87,8 +82,11 @@ def job_key(job: EmbedJob) -> tuple[str, str]:
     return str(uuid.UUID(job.memory_id)), job.owner
 
 
-async def flag_changed(conn: Conn, embedded: Sequence[tuple[str, str]]) -> list[tuple[str, str, str]]:
-    """Memories whose content changed after it was read for embedding: mark them for reindex.
+async def flag_changed(
+    conn: Conn, embedded: Sequence[tuple[str, str]], contexts: Sequence[str | None]
+) -> list[tuple[str, str, str]]:
+    """Memories whose text changed after it was read for embedding (its content, or a chat turn's
+    context head, in the order of ``embedded``): mark them for reindex.
 
     The vector just written may have replaced a newer one (two workers, two versions), so the
     memory must be embedded again. Returns `(memory_id, owner, current_hash)` to requeue.
@@ -97,11 +95,12 @@ async def flag_changed(conn: Conn, embedded: Sequence[tuple[str, str]]) -> list[
         return []
     rows = await conn.fetch(
         "UPDATE memories m SET needs_reindex = true"
-        " FROM unnest($1::uuid[], $2::text[]) AS e(id, hash)"
-        " WHERE m.id = e.id AND m.content_hash <> e.hash"
+        " FROM unnest($1::uuid[], $2::text[], $3::text[]) AS e(id, hash, context)"
+        " WHERE m.id = e.id AND (m.content_hash <> e.hash OR m.context IS DISTINCT FROM e.context)"
         " RETURNING m.id, m.owner, m.content_hash",
         [uuid.UUID(m) for m, _h in embedded],
         [h for _m, h in embedded],
+        list(contexts),
     )
     return [(str(r["id"]), r["owner"], r["content_hash"]) for r in rows]
 

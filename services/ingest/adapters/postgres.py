@@ -151,14 +151,16 @@ async def update_memory(
     session_id: str | None,
     operator: bool = False,
 ) -> tuple[MemoryRecord, bool] | None:
-    """Change the given fields; ``(record, content_changed)`` or None when absent.
+    """Change the given fields; ``(record, reembed)`` or None when absent.
 
     A content change keeps the old text in ``content_history``, sets ``needs_reindex``
     and makes a demoted memory active again. A global memory changes only for an ``operator``.
+    ``reembed``: the text the memory is embedded as changed, its content or (a chat turn whose
+    text or speaker changed) the context head the database derives (``shared.turn_context``).
     """
     async with conn.transaction():
         current = await conn.fetchrow(
-            "SELECT content, content_hash, scope FROM memories WHERE owner = $1 AND id = $2 FOR UPDATE",
+            "SELECT content, content_hash, scope, context FROM memories WHERE owner = $1 AND id = $2 FOR UPDATE",
             owner,
             uuid.UUID(memory_id),
         )
@@ -189,7 +191,7 @@ async def update_memory(
                 full_content = CASE WHEN $9 THEN NULL ELSE full_content END,
                 updated_at = now()
             WHERE owner = $1 AND id = $2
-            RETURNING {COLUMNS}
+            RETURNING {COLUMNS}, context
             """,
             owner,
             uuid.UUID(memory_id),
@@ -202,7 +204,7 @@ async def update_memory(
             changed,
         )
     assert row is not None
-    return to_record(row), changed
+    return to_record(row), changed or row["context"] != current["context"]
 
 
 # --- clear / export --------------------------------------------------------------------------

@@ -31,7 +31,6 @@ from services.ingest.logic.chat import (
     header_no_memory,
     plan_turns,
     session_key,
-    turn_context,
     turn_metadata,
 )
 from shared.bus.consumer import JobContext
@@ -123,7 +122,6 @@ class ChatIngestor:
                 metadata=meta,
                 created_at=t.created_at,
                 memory_id=mid,
-                context=turn_context(t, meta),
             )
             out.turns.append(Turn(role=t.role, content=t.extract_text, memory_id=rec.id, speaker=t.speaker))
             out.embeds.append(Embed(memory_id=rec.id, owner=owner, content_hash=rec.content_hash))

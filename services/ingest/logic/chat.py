@@ -9,7 +9,6 @@ so it is tested without NATS or Postgres.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -22,7 +21,6 @@ from memoryd.schemas.base import MAX_CONTENT_CHARS, Role
 from memoryd.schemas.events import ChatEvent, ExtractJob, Turn, other_parts
 from memoryd.schemas.text import nul_path
 from memoryd.subjects import CHAT_EVENTS, NO_MEMORY_HEADER
-from shared.turn_context import turn_context_head
 
 #: Header values that opt a request out of memory (case-insensitive).
 NO_MEMORY_VALUES = frozenset({"true", "1", "yes"})
@@ -190,20 +188,6 @@ def plan_turns(event: ChatEvent, now: datetime | None = None) -> list[PlannedTur
             )
         )
     return out
-
-
-def turn_context(turn: PlannedTurn, metadata: dict[str, Any]) -> str | None:
-    """``memories.context`` of a stored raw turn: its ``turn_context_head`` from the speaker and role
-    its ``metadata`` holds (what the embed service reads) and when it was said; None for a turn
-    whose text carries its context already."""
-    return turn_context_head(
-        turn.content, turn.created_at, _as_text(metadata.get("speaker")), _as_text(metadata.get("role"))
-    )
-
-
-def _as_text(value: Any) -> str | None:
-    """A metadata value as PostgreSQL's ``->>`` reads it: a string as is, other JSON as JSON text."""
-    return value if value is None or isinstance(value, str) else json.dumps(value)
 
 
 def turn_metadata(event: ChatEvent, turn: PlannedTurn) -> dict[str, Any]:

@@ -116,7 +116,8 @@ async def nats_door(case: DoorCase, args: dict[str, Any], c: Callers) -> str | N
             owner, fields = None, args
         else:
             fields = {"owner": owner, **args}
-        data = case.raw if case.raw is not None else msgspec.json.encode(spec.request(**fields))
+        raw = case.raw_for("nats")
+        data = raw if raw is not None else msgspec.json.encode(spec.request(**fields))
         await client.access.send(spec.name, owner, partial(_request, client.nc, spec, data))
     except MemorydError as exc:
         return _typed(exc.code, exc.err_code)
@@ -165,8 +166,8 @@ async def rest_door(case: DoorCase, args: dict[str, Any], c: Callers) -> str | N
     kw: dict[str, Any] = {}
     if case.op == "search" and "owner" in args:
         headers["x-memory-owner"] = args.pop("owner")
-    if case.raw is not None:
-        kw = {"content": case.raw, "headers": {**headers, "content-type": "application/json"}}
+    if (raw := case.raw_for("rest")) is not None:
+        kw = {"content": raw, "headers": {**headers, "content-type": "application/json"}}
     elif method == "GET":
         kw = {"params": {k: str(v) for k, v in args.items()}, "headers": headers}
     else:
@@ -211,10 +212,10 @@ async def mcp_http_door(case: DoorCase, args: dict[str, Any], c: Callers) -> str
         if not str(args["owner"]).isprintable():
             return None  # MCP names the owner in a header, and no HTTP client sends a control character there
         headers["x-memory-owner"] = args.pop("owner")
-    if case.raw is not None:  # a JSON-RPC body that is not one
+    if (raw := case.raw_for("mcp-http")) is not None:  # a JSON-RPC body that is not one, or a deep one
         raw_headers = {**headers, "content-type": "application/json", "accept": "application/json, text/event-stream"}
         async with httpx.AsyncClient(base_url=c.url, timeout=60) as http:
-            reply = await http.post("/mcp", content=case.raw, headers=raw_headers)
+            reply = await http.post("/mcp", content=raw, headers=raw_headers)
         if not 400 <= reply.status_code < 500:
             raise Broken(f"{reply.status_code}: {reply.text[:200]}")
         return {400: "validation", 413: "too_large"}.get(reply.status_code, str(reply.status_code))
@@ -233,9 +234,9 @@ async def mcp_http_door(case: DoorCase, args: dict[str, Any], c: Callers) -> str
 async def mcp_stdio_door(case: DoorCase, args: dict[str, Any], c: Callers) -> str | None:
     if case.operator or "owner" in args:
         return None  # the process serves the one owner named on its command line
-    if case.raw is not None:
+    if (raw := case.raw_for("mcp-stdio")) is not None:
         assert c.stdio_raw is not None
-        return await c.stdio_raw.send(case.raw)
+        return await c.stdio_raw.send(raw)
     call = _tool_call(case, args)
     if call is None:
         return None
@@ -303,10 +304,10 @@ def _proxy_turn(case: DoorCase, args: dict[str, Any]) -> tuple[str, dict[str, st
     return text, headers
 
 
-async def _proxy_raw(path: str, case: DoorCase, c: Callers) -> str:
+async def _proxy_raw(path: str, raw: bytes, c: Callers) -> str:
     headers = {"authorization": f"Bearer {c.bob_key}", "content-type": "application/json"}
     async with httpx.AsyncClient(base_url=c.url, timeout=60) as http:
-        return _problem(await http.post(path, content=case.raw, headers=headers))
+        return _problem(await http.post(path, content=raw, headers=headers))
 
 
 def _sdk(c: Callers, case: DoorCase) -> openai.AsyncOpenAI:
@@ -321,8 +322,8 @@ def _sdk_refusal(exc: openai.APIStatusError) -> str:
 
 
 async def chat_door(case: DoorCase, args: dict[str, Any], c: Callers) -> str | None:
-    if case.raw is not None:
-        return await _proxy_raw("/v1/chat/completions", case, c)
+    if (raw := case.raw_for("chat")) is not None:
+        return await _proxy_raw("/v1/chat/completions", raw, c)
     turn = _proxy_turn(case, args)
     if turn is None:
         return None
@@ -339,8 +340,8 @@ async def chat_door(case: DoorCase, args: dict[str, Any], c: Callers) -> str | N
 
 
 async def responses_door(case: DoorCase, args: dict[str, Any], c: Callers) -> str | None:
-    if case.raw is not None:
-        return await _proxy_raw("/v1/responses", case, c)
+    if (raw := case.raw_for("responses")) is not None:
+        return await _proxy_raw("/v1/responses", raw, c)
     turn = _proxy_turn(case, args)
     if turn is None:
         return None
