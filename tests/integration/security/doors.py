@@ -316,9 +316,13 @@ def _sdk(c: Callers, case: DoorCase) -> openai.AsyncOpenAI:
 
 
 def _sdk_refusal(exc: openai.APIStatusError) -> str:
+    """The SDK's error, read as a problem document (its ``body`` is the OpenAI envelope inside it)."""
     if exc.response.headers.get("content-type") != PROBLEM or not isinstance(exc.body, dict):
         raise Broken(f"{exc.status_code}: {exc.response.text[:200]}")
-    return _typed(exc.status_code, str(exc.body.get("err_code")))
+    problem = exc.response.json()
+    if exc.body.get("code") != problem.get("err_code") or not exc.message.endswith(f" - {problem.get('detail')}"):
+        raise Broken(f"the OpenAI envelope differs from the problem: {exc.response.text[:200]}")
+    return _typed(exc.status_code, str(problem.get("err_code")))
 
 
 async def chat_door(case: DoorCase, args: dict[str, Any], c: Callers) -> str | None:
