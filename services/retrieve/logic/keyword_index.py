@@ -2,8 +2,9 @@
 
 Postings are PostgreSQL's own lexemes (``memories.tsv``) in one compressed-sparse layout: per
 lexeme a slice of memory ordinals (int32) and counts; per memory the columns visibility reads
-(``created_at`` and ``expires_at`` in µs, type, session, agent, global scope) and its id (two
-uint64 halves, so ids sort as PostgreSQL's uuids do). Writes go to a small tail (appends) and a
+(``created_at`` and ``expires_at`` in µs, type, session, agent, global scope), its id (two
+uint64 halves, so ids sort as PostgreSQL's uuids do) and what a search's rows show (content and
+metadata text, scope, source: ``held_rows``), with a sorted id index. Writes go to a small tail (appends) and a
 tombstone mask (deletes) until ``compact`` folds them in. ``search`` is the keyword tier's
 statement (``adapters.postgres._bm25_sql``) over the memories a ``View`` lets a request see: the
 same idf, ``K1``, per-lexeme summation, ``N``, and ties newest first, then by id.
@@ -12,10 +13,12 @@ same idf, ``K1``, per-lexeme summation, ``N``, and ties newest first, then by id
 from __future__ import annotations
 
 import re
+import sys
 import uuid
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import compress
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -37,8 +40,9 @@ _NULL, _UNSEEN = -1, -2
 
 class Doc(NamedTuple):
     """One memory as the index takes it: its id, ``created_at`` in µs since the epoch, each
-    lexeme of its ``tsv`` with its number of positions, and the columns visibility reads (a
-    tuple: a build makes one per memory, several times faster than a frozen dataclass)."""
+    lexeme of its ``tsv`` with its number of positions, the columns visibility reads, and the
+    columns of its row (``metadata``: the jsonb's text) (a tuple: a build makes one per memory,
+    several times faster than a frozen dataclass)."""
 
     id: uuid.UUID
     created_us: int
@@ -49,6 +53,10 @@ class Doc(NamedTuple):
     session_id: str | None = None
     agent_id: str | None = None
     global_scope: bool = False
+    content: str = ""
+    scope: str = "apiKey"
+    metadata: str = "{}"
+    source: str = "api"
 
 
 @dataclass(frozen=True)
@@ -113,7 +121,18 @@ _COLUMNS = {
     "session": np.int32,
     "agent": np.int32,
     "glob": np.bool_,
+    "scope": np.int32,
+    "source": np.int32,
 }
+#: an id as 16 big-endian bytes (``uuid.UUID.bytes``): sorts as PostgreSQL's uuids do
+_ID = np.dtype([("h", ">u8"), ("l", ">u8")])
+
+
+def id_keys(hi: U64, lo: U64) -> npt.NDArray[np.bytes_]:
+    """Ids as ``S16`` keys (their bytes, big-endian)."""
+    keys = np.empty(len(hi), dtype=_ID)
+    keys["h"], keys["l"] = hi, lo
+    return keys.view("S16")
 
 
 class OwnerIndex:
@@ -121,7 +140,8 @@ class OwnerIndex:
 
     def __init__(self, docs: Sequence[Doc]) -> None:
         self.vocab: dict[str, int] = {}
-        self.names: dict[str, int] = {}  # types, sessions and agents, interned
+        self.names: dict[str, int] = {}  # types, sessions, agents, scopes and sources, interned
+        self.labels: list[str] = []  # ``names`` by code
         vocab, code = self.vocab, self.vocab.setdefault
         # list comprehensions, then one conversion each: several times faster than numpy.fromiter
         lengths = np.array([len(d.lexemes) for d in docs], dtype=np.int64)
@@ -134,19 +154,28 @@ class OwnerIndex:
             name: np.array(col, dtype=tp) for (name, tp), col in zip(_COLUMNS.items(), columns, strict=True)
         }
         cols["hi"], cols["lo"] = hi, lo
-        self._fold(lex, ordinals, counts, cols)
+        self._fold(lex, ordinals, counts, cols, [d.content for d in docs], [d.metadata for d in docs])
 
-    def _code(self, name: str | None) -> int:
-        return _NULL if name is None else self.names.setdefault(name, len(self.names))
+    def code(self, name: str | None) -> int:
+        """``name``'s code (interned now when new; ``_NULL`` for None)."""
+        if name is None:
+            return _NULL
+        code = self.names.get(name)
+        if code is None:
+            code = self.names[name] = len(self.labels)
+            self.labels.append(name)
+        return code
 
-    def _row(self, d: Doc) -> tuple[int, int, int, int, int, int, int, bool]:
-        i = d.id.int
+    def _row(self, d: Doc) -> tuple[int, int, int, int, int, int, int, bool, int, int]:
+        i, code = d.id.int, self.code
         return (
-            d.created_us, d.expires_us, i >> 64, i & 0xFFFFFFFFFFFFFFFF,
-            self._code(d.type), self._code(d.session_id), self._code(d.agent_id), d.global_scope,
+            d.created_us, d.expires_us, i >> 64, i & 0xFFFFFFFFFFFFFFFF, code(d.type), code(d.session_id),
+            code(d.agent_id), d.global_scope, code(d.scope), code(d.source),
         )  # fmt: skip
 
-    def _fold(self, lex: I32, ordinals: I32, counts: I64, cols: dict[str, Any]) -> None:
+    def _fold(
+        self, lex: I32, ordinals: I32, counts: I64, cols: dict[str, Any], texts: list[str], metas: list[str]
+    ) -> None:
         """Lay the postings ``(lex, ordinals, counts)`` out by lexeme, ordinals ascending within each."""
         order = np.lexsort((ordinals, lex))
         self.docs = ordinals[order]
@@ -165,6 +194,12 @@ class OwnerIndex:
         self._scores = np.zeros(room, dtype=np.float64)
         self._occ = np.zeros(room, dtype=np.int32)
         self._claim = np.zeros(room, dtype=np.int32)
+        self.texts, self.metas = texts, metas  # content and metadata text by ordinal
+        self.text_bytes = sum(map(sys.getsizeof, texts)) + sum(map(sys.getsizeof, metas))
+        keys = id_keys(self.hi[:n], self.lo[:n])
+        self._id_order = np.argsort(keys).astype(np.int32)
+        self._id_keys = keys[self._id_order]
+        self._tail_ids: dict[bytes, int] = {}  # appended since the fold
 
     @property
     def hi(self) -> U64:
@@ -184,6 +219,11 @@ class OwnerIndex:
         return {
             "postings": self.docs.nbytes + self.tfs.nbytes + self.offsets.nbytes,
             "memories": sum(c.nbytes for c in self.cols.values()) + self.alive.nbytes,
+            "rows": self.text_bytes
+            + 8 * (len(self.texts) + len(self.metas))
+            + self._id_keys.nbytes
+            + self._id_order.nbytes
+            + 200 * len(self._tail_ids),
             "scratch": self._scores.nbytes + self._occ.nbytes + self._claim.nbytes,
         }
 
@@ -209,6 +249,10 @@ class OwnerIndex:
             self._claim = np.zeros(grown, dtype=np.int32)
         for (name, _), value in zip(_COLUMNS.items(), self._row(doc), strict=True):
             self.cols[name][n] = value
+        self.texts.append(doc.content)
+        self.metas.append(doc.metadata)
+        self.text_bytes += sys.getsizeof(doc.content) + sys.getsizeof(doc.metadata)
+        self._tail_ids[doc.id.bytes] = n
         self.alive[n] = True
         self.size = n + 1
         self.tail_docs += 1
@@ -239,7 +283,29 @@ class OwnerIndex:
         renumber = (np.cumsum(alive) - 1).astype(np.int32)
         # a lexeme whose postings all went keeps an empty slice
         cols = {name: col[: self.size][alive] for name, col in self.cols.items()}
-        self._fold(lex[keep], renumber[ordinals[keep]], counts[keep], cols)
+        texts, metas = list(compress(self.texts, alive.tolist())), list(compress(self.metas, alive.tolist()))
+        self._fold(lex[keep], renumber[ordinals[keep]], counts[keep], cols, texts, metas)
+
+    def ordinals(self, ids: Sequence[str]) -> I64:
+        """The live ordinal of each of ``ids`` (uuid text), -1 where the index holds none."""
+        if not ids:
+            return np.empty(0, dtype=np.int64)
+        raw = [bytes.fromhex(x.replace("-", "")) for x in ids]
+        keys = np.array(raw, dtype="S16")
+        found = self._id_keys
+        at = np.minimum(np.searchsorted(found, keys), max(len(found) - 1, 0))
+        out = np.full(len(raw), -1, dtype=np.int64)
+        if len(found):
+            hit = found[at] == keys
+            out[hit] = self._id_order[at[hit]]
+        if self._tail_ids:
+            tail = self._tail_ids
+            for i, key in enumerate(raw):
+                if (o := tail.get(key)) is not None:
+                    out[i] = o
+        alive = self.alive[np.maximum(out, 0)] & (out >= 0)
+        out[~alive] = -1
+        return out
 
     # search -------------------------------------------------------------------------------------
 
