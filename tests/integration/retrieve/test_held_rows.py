@@ -14,10 +14,18 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import msgspec
 import pytest
+from nats.aio.client import Client
 
+from memoryd.rpc import call
+from memoryd.schemas.ops import EngineStatusRequest, EngineStatusResult
+from memoryd.schemas.retrieval import RetrieveRequest, RetrieveResult
 from services.retrieve.adapters import postgres as tiers
 from services.retrieve.adapters.keyword_memory import HeldRanking, KeywordIndexes
 from shared.db.memories import content_hash
+from shared.service import ServiceContext
+from shared.settings.store import put_values
+
+from .conftest import ScriptedEmbed, owner, put, unit
 
 pytestmark = pytest.mark.integration
 
@@ -169,3 +177,40 @@ async def test_metadata_and_source_edits_advance_the_owner_s_version(pool: async
         assert await pool.fetchval(logged, owner, second, mid) == 1
     finally:
         await pool.execute("DELETE FROM memories WHERE owner = $1", owner)
+
+
+@pytest.mark.usefixtures("vec_meta")
+async def test_through_the_service_the_answer_is_the_statement_s(
+    pool: asyncpg.Pool, nc: Client, retrieve_svc: ServiceContext
+) -> None:
+    """Two owners with the same memories, one ranked in memory (rows read from its index), one by
+    the statement (rows by ``fetch_rows``): hybrid answers with the same scores, neighbour and
+    session boosts over sessions with archived turns included."""
+    rnd = random.Random(9)
+    held, statement = owner(), owner()
+    texts = [f"{_text(rnd)} note{i}" for i in range(60)]
+    vectors = [unit(*(rnd.random() for _ in range(4))) for _ in texts]
+    for who in (held, statement):
+        ids = []
+        for i, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
+            at = START + timedelta(minutes=i)
+            ids.append(await put(pool, who, text, vector=vector, source="chat_turn", session_id=f"s{i // 15}",
+                                 memory_type="episodic", created_at=at))  # fmt: skip
+        await pool.execute("UPDATE memories SET state = 'archived' WHERE id = ANY($1::uuid[])", ids[1::4])
+        tier = "memory" if who == held else "statement"
+        await put_values(pool, who, {"keywordIndex": tier, "keywordMatchBudget": 0, "keywordMaxCandidates": 0})
+    embed = await ScriptedEmbed(default=(1, 0.5, 0.2, 0)).start(nc)
+    try:
+        for question in ["apple river", "guitar camping lake", "coffee music yoga", "research parade garden"]:
+            answers = []
+            for who in (held, statement):
+                ask = RetrieveRequest(owner=who, query=question, strategy="hybrid", limit=50, dry_run=True)
+                got: RetrieveResult = await call(nc, "retrieve", ask, timeout=10)
+                answers.append({m.content: (m.score, m.fts_score or -1.0, m.vec_score or -1.0) for m in got.memories})
+            assert answers[0].keys() == answers[1].keys() and len(answers[0]) > 10
+            for content, scores in answers[0].items():
+                assert scores == pytest.approx(answers[1][content], rel=1e-9), content
+    finally:
+        await embed.stop()
+    status: EngineStatusResult = await call(nc, "engine.status", EngineStatusRequest(owner=held), timeout=10)
+    assert "rows held 4" in status.keyword_tier and "read:" not in status.keyword_tier, status.keyword_tier

@@ -1,0 +1,91 @@
+"""``held_rows``: the owner's turns kept in step by ``Turns.replace`` equal turns built afresh, and
+``rows`` answers only when every candidate is held alive and visible."""
+
+from __future__ import annotations
+
+import random
+import uuid
+
+import numpy as np
+
+from services.retrieve.logic.fusion import MAX_DISTANCE
+from services.retrieve.logic.held_rows import Turns, rows
+from services.retrieve.logic.keyword_index import Doc, OwnerIndex, View
+
+
+def _turns(table: dict[int, tuple[int, int]]) -> Turns:
+    ids = list(table)
+    return Turns(
+        np.array([table[i][0] for i in ids], dtype=np.int32),
+        np.array([table[i][1] for i in ids], dtype=np.int64),
+        np.array([i >> 64 for i in ids], dtype=np.uint64),
+        np.array([i & (2**64 - 1) for i in ids], dtype=np.uint64),
+    )
+
+
+def test_turns_replaced_in_place_equal_turns_built_afresh() -> None:
+    rnd = random.Random(1)
+    table = {rnd.getrandbits(128): (rnd.randrange(5), rnd.randrange(-50, 50)) for _ in range(300)}
+    kept = _turns(table)
+    for _ in range(60):
+        changed = rnd.sample(list(table), 3) + [rnd.getrandbits(128) for _ in range(rnd.randrange(3))]
+        now = {i: (rnd.randrange(6), rnd.randrange(-60, 60)) for i in changed if rnd.random() < 0.6}
+        if rnd.random() < 0.3:  # re-read unchanged
+            now = {i: table[i] for i in changed if i in table}
+        for i in changed:
+            table.pop(i, None)
+        table.update(now)
+        kept.replace(
+            np.array([i >> 64 for i in changed], dtype=np.uint64),
+            np.array([i & (2**64 - 1) for i in changed], dtype=np.uint64),
+            np.array([now.get(i, (0, 0))[0] for i in changed], dtype=np.int32),
+            np.array([now.get(i, (0, 0))[1] for i in changed], dtype=np.int64),
+            np.array([i in now for i in changed], dtype=np.bool_),
+        )
+        fresh = _turns(table)
+        assert kept.by_key.tolist() == fresh.by_key.tolist() and kept.by_id.tolist() == fresh.by_id.tolist()
+    # positions follow (session, created_at, id): negative times included
+    order = sorted(table, key=lambda i: (table[i][0], table[i][1], i))
+    got = kept.positions(
+        np.array([table[i][0] for i in order], dtype=np.int32),
+        np.array([table[i][1] for i in order], dtype=np.int64),
+        np.array([i >> 64 for i in order], dtype=np.uint64),
+        np.array([i & (2**64 - 1) for i in order], dtype=np.uint64),
+    )
+    assert got.tolist() == list(range(len(order)))
+
+
+def _doc(i: int, session: str | None, **kw: object) -> Doc:
+    return Doc(uuid.UUID(int=i + 1), 1000 + i, ["w"], [1], session_id=session, source="chat_turn", **kw)  # type: ignore[arg-type]
+
+
+def test_rows_carry_the_held_columns_and_turns_or_nothing() -> None:
+    docs = [_doc(i, "s", content=f"turn {i}", metadata='{"speaker": "Ann"}') for i in range(6)]
+    docs.append(_doc(6, None, content="a fact", scope="global", global_scope=True, type="episodic", agent_id="a1"))
+    index = OwnerIndex(docs)
+    # the session's turns 0..9 were stored; 6..9 are no longer held (archived): they still count
+    turns = Turns(
+        np.full(10, index.names["s"], dtype=np.int32),
+        np.arange(1000, 1010, dtype=np.int64),
+        np.zeros(10, dtype=np.uint64),
+        np.arange(1, 11, dtype=np.uint64),
+    )
+    view = View(now_us=10**9, created_after_us=0)
+    ids = [str(d.id) for d in docs]
+    got = rows(index, turns, [ids[5], ids[0], ids[1], ids[6]], view, with_turns=True)
+    assert got is not None
+    assert {k: (r.content, r.turn, r.session_id, r.scope, r.agent_id) for k, r in got.items()} == {
+        ids[0]: ("turn 0", 0, "s", "apiKey", None),
+        ids[1]: ("turn 1", 1, "s", "apiKey", None),
+        ids[5]: ("turn 5", 1 + MAX_DISTANCE + 1, "s", "apiKey", None),  # 4 turns on: any gap past MAX_DISTANCE
+        ids[6]: ("a fact", None, None, "global", "a1"),
+    }
+    assert got[ids[0]].metadata_json == '{"speaker": "Ann"}' and got[ids[0]].created_at == 1000
+    alone = rows(index, turns, [ids[2]], view, with_turns=True)
+    assert alone is not None and alone[ids[2]].turn is None  # alone in its session
+    index.delete(docs[3].id)
+    assert rows(index, turns, [ids[3]], view, with_turns=False) is None  # not held alive
+    assert rows(index, turns, [str(uuid.uuid4())], view, with_turns=False) is None  # never held
+    assert rows(index, turns, [ids[0]], View(now_us=10**9, created_after_us=1000), with_turns=False) is None
+    assert rows(index, turns, [ids[0]], View(10**9, 0, session_id="other"), with_turns=False) is None
+    assert rows(index, turns, [ids[6]], View(10**9, 0, session_id="other"), with_turns=False) is not None  # global
