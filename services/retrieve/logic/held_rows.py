@@ -143,6 +143,11 @@ def _turns_of(index: OwnerIndex, turns: Turns, o: I64, sessions: I32, created: I
     pick = np.flatnonzero((c["source"][o] == chat) & (sessions >= 0))
     if len(pick) < 2:
         return
+    # only a session holding two or more of them has positions to tell
+    _, where, many = np.unique(sessions[pick], return_inverse=True, return_counts=True)
+    pick = pick[many[where] > 1]
+    if not len(pick):
+        return
     q = o[pick]
     at = turns.positions(sessions[pick], created[pick], c["hi"][q], c["lo"][q])
     order = np.argsort(at, kind="stable")  # positions sort as (session, created_at, id)

@@ -111,6 +111,22 @@ def _halves(ids: Iterable[uuid.UUID]) -> tuple[U64, U64]:
     )
 
 
+def parse_ids(ids: Sequence[str]) -> tuple[U64, U64] | None:
+    """The two halves of each uuid text, or None unless every one is in the lower-case canonical
+    form ``str(uuid.UUID)`` and PostgreSQL write (the form ids are compared in)."""
+    joined = "".join(ids)
+    if len(joined) != 36 * len(ids) or joined != joined.lower():
+        return None
+    if not all(x[8] == x[13] == x[18] == x[23] == "-" for x in ids):
+        return None
+    try:
+        raw = bytes.fromhex(joined.replace("-", ""))
+    except ValueError:
+        return None
+    halves = np.frombuffer(raw, dtype=">u8").reshape(-1, 2).astype(np.uint64)
+    return halves[:, 0], halves[:, 1]
+
+
 #: per-memory columns and their types (``alive`` and the scratch arrays are kept apart)
 _COLUMNS = {
     "created": np.int64,
@@ -124,15 +140,6 @@ _COLUMNS = {
     "scope": np.int32,
     "source": np.int32,
 }
-#: an id as 16 big-endian bytes (``uuid.UUID.bytes``): sorts as PostgreSQL's uuids do
-_ID = np.dtype([("h", ">u8"), ("l", ">u8")])
-
-
-def id_keys(hi: U64, lo: U64) -> npt.NDArray[np.bytes_]:
-    """Ids as ``S16`` keys (their bytes, big-endian)."""
-    keys = np.empty(len(hi), dtype=_ID)
-    keys["h"], keys["l"] = hi, lo
-    return keys.view("S16")
 
 
 class OwnerIndex:
@@ -196,10 +203,9 @@ class OwnerIndex:
         self._claim = np.zeros(room, dtype=np.int32)
         self.texts, self.metas = texts, metas  # content and metadata text by ordinal
         self.text_bytes = sum(map(sys.getsizeof, texts)) + sum(map(sys.getsizeof, metas))
-        keys = id_keys(self.hi[:n], self.lo[:n])
-        self._id_order = np.argsort(keys).astype(np.int32)
-        self._id_keys = keys[self._id_order]
-        self._tail_ids: dict[bytes, int] = {}  # appended since the fold
+        self._id_order = np.lexsort((self.lo[:n], self.hi[:n])).astype(np.int32)  # the ids' order
+        self._id_hi, self._id_lo = self.hi[:n][self._id_order], self.lo[:n][self._id_order]
+        self._tail_ids: dict[int, int] = {}  # appended since the fold: id (as an int) -> ordinal
 
     @property
     def hi(self) -> U64:
@@ -221,9 +227,10 @@ class OwnerIndex:
             "memories": sum(c.nbytes for c in self.cols.values()) + self.alive.nbytes,
             "rows": self.text_bytes
             + 8 * (len(self.texts) + len(self.metas))
-            + self._id_keys.nbytes
+            + self._id_hi.nbytes
+            + self._id_lo.nbytes
             + self._id_order.nbytes
-            + 200 * len(self._tail_ids),
+            + 100 * len(self._tail_ids),
             "scratch": self._scores.nbytes + self._occ.nbytes + self._claim.nbytes,
         }
 
@@ -252,7 +259,7 @@ class OwnerIndex:
         self.texts.append(doc.content)
         self.metas.append(doc.metadata)
         self.text_bytes += sys.getsizeof(doc.content) + sys.getsizeof(doc.metadata)
-        self._tail_ids[doc.id.bytes] = n
+        self._tail_ids[doc.id.int] = n
         self.alive[n] = True
         self.size = n + 1
         self.tail_docs += 1
@@ -287,21 +294,28 @@ class OwnerIndex:
         self._fold(lex[keep], renumber[ordinals[keep]], counts[keep], cols, texts, metas)
 
     def ordinals(self, ids: Sequence[str]) -> I64:
-        """The live ordinal of each of ``ids`` (uuid text), -1 where the index holds none."""
+        """The live ordinal of each of ``ids`` (uuid text), -1 where the index holds none (every one
+        when a text is not a canonical uuid)."""
         if not ids:
             return np.empty(0, dtype=np.int64)
-        raw = [bytes.fromhex(x.replace("-", "")) for x in ids]
-        keys = np.array(raw, dtype="S16")
-        found = self._id_keys
-        at = np.minimum(np.searchsorted(found, keys), max(len(found) - 1, 0))
-        out = np.full(len(raw), -1, dtype=np.int64)
-        if len(found):
-            hit = found[at] == keys
-            out[hit] = self._id_order[at[hit]]
+        out = np.full(len(ids), -1, dtype=np.int64)
+        if (parsed := parse_ids(ids)) is None:
+            return out
+        hi, lo = parsed
+        first, last = np.searchsorted(self._id_hi, hi), np.searchsorted(self._id_hi, hi, side="right")
+        one = last - first == 1
+        at = first[one]
+        hit = self._id_lo[at] == lo[one]
+        out[np.flatnonzero(one)[hit]] = self._id_order[at[hit]]
+        for i in np.flatnonzero(last - first > 1).tolist():  # ids sharing their first half
+            a, b = int(first[i]), int(last[i])
+            j = a + int(np.searchsorted(self._id_lo[a:b], lo[i]))
+            if j < b and self._id_lo[j] == lo[i]:
+                out[i] = self._id_order[j]
         if self._tail_ids:
             tail = self._tail_ids
-            for i, key in enumerate(raw):
-                if (o := tail.get(key)) is not None:
+            for i, (h, lw) in enumerate(zip(hi.tolist(), lo.tolist(), strict=True)):
+                if (o := tail.get(h << 64 | lw)) is not None:
                     out[i] = o
         alive = self.alive[np.maximum(out, 0)] & (out >= 0)
         out[~alive] = -1

@@ -10,7 +10,7 @@ import numpy as np
 
 from services.retrieve.logic.fusion import MAX_DISTANCE
 from services.retrieve.logic.held_rows import Turns, rows
-from services.retrieve.logic.keyword_index import Doc, OwnerIndex, View
+from services.retrieve.logic.keyword_index import Doc, OwnerIndex, View, parse_ids
 
 
 def _turns(table: dict[int, tuple[int, int]]) -> Turns:
@@ -89,3 +89,29 @@ def test_rows_carry_the_held_columns_and_turns_or_nothing() -> None:
     assert rows(index, turns, [ids[0]], View(now_us=10**9, created_after_us=1000), with_turns=False) is None
     assert rows(index, turns, [ids[0]], View(10**9, 0, session_id="other"), with_turns=False) is None
     assert rows(index, turns, [ids[6]], View(10**9, 0, session_id="other"), with_turns=False) is not None  # global
+
+
+def test_ids_are_found_by_their_text_whatever_they_share() -> None:
+    rnd = random.Random(2)
+    ids = [uuid.UUID(int=rnd.getrandbits(128)) for _ in range(50)]
+    ids += [uuid.UUID(int=(ids[0].int >> 64 << 64) | rnd.getrandbits(64)) for _ in range(5)]  # one first half
+    ids += [uuid.UUID(int=5), uuid.UUID(int=(1 << 128) - 1)]
+    parsed = parse_ids([str(u) for u in ids])
+    assert parsed is not None
+    halves = zip(parsed[0].tolist(), parsed[1].tolist(), strict=True)
+    assert [(h << 64) | lw for h, lw in halves] == [u.int for u in ids]
+    bad = [str(ids[0]).upper(), str(ids[0])[:-1] + "g", str(ids[0]).replace("-", "+"), "short"]
+    assert all(parse_ids([str(ids[1]), x]) is None for x in bad)
+    assert parse_ids([]) is not None
+    index = OwnerIndex([Doc(u, k, ["w"], [1]) for k, u in enumerate(ids)])
+    assert index.ordinals([str(u) for u in ids]).tolist() == list(range(len(ids)))
+    index.delete(ids[3])
+    extra = uuid.UUID(int=(ids[0].int >> 64 << 64) | 7)
+    index.append(Doc(ids[3], 3, ["w"], [1]))  # re-read: a new ordinal in the tail
+    index.append(Doc(extra, 9, ["w"], [1]))
+    got = index.ordinals([str(ids[3]), str(extra), str(ids[4]), str(uuid.UUID(int=6))])
+    assert got.tolist() == [len(ids), len(ids) + 1, 4, -1]
+    assert index.ordinals([str(ids[4]), bad[0]]).tolist() == [-1, -1]  # not canonical: none found
+    index.compact()  # renumbered: the deleted ordinal gone, the re-read memory after the others
+    n = len(ids)
+    assert index.ordinals([str(u) for u in (*ids, extra)]).tolist() == [0, 1, 2, n - 1, *range(3, n - 1), n]
