@@ -213,7 +213,7 @@ class KeywordIndexes:
                 hits, occurrences = rebuilt.index.search(lexemes, ask.limit, view)
         self.counts["memory"] += 1
         RETRIEVE_KEYWORD_TIER.labels("memory", "").inc()
-        return HeldRanking([(h.id, h.score) for h in hits], cover_of(occurrences), ask.owner, int(row["v"]), view)
+        return HeldRanking(list(hits), cover_of(occurrences), ask.owner, int(row["v"]), view)
 
     def rows(self, ranking: HeldRanking, ids: Sequence[str], *, turns: bool) -> dict[str, MemoryRow] | None:
         """The rows of ``ids`` (each once) as ``fetch_rows`` reads them, from the owner's index at

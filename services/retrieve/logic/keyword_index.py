@@ -72,16 +72,26 @@ class View:
     agent_id: str | None = None
 
 
-@dataclass(frozen=True)
-class Hit:
+class Hit(NamedTuple):
+    """A match as the keyword tier lists it: ``(id, score)`` (a tuple: built per hit)."""
+
     id: str  # the uuid's canonical text, as ``str(uuid.UUID)`` writes it
     score: float
 
 
-def _uuid_text(hi: int, lo: int) -> str:
-    """``str(uuid.UUID(int=hi << 64 | lo))`` without building the UUID (several times faster)."""
-    x = f"{hi:016x}{lo:016x}"
-    return f"{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:]}"
+_HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+_NIBBLES = np.arange(60, -4, -4, dtype=np.uint64)
+#: where the 32 hex digits of a uuid's canonical text go
+_DIGITS_AT = np.array([i for i in range(36) if i not in (8, 13, 18, 23)])
+
+
+def uuid_texts(hi: U64, lo: U64) -> list[str]:
+    """``str(uuid.UUID(int=hi << 64 | lo))`` of each pair, vectorised (no UUID built)."""
+    n = len(hi)
+    text = np.full((n, 36), ord("-"), dtype=np.uint8)
+    text[:, _DIGITS_AT] = _HEX[np.concatenate(((hi[:, None] >> _NIBBLES) & 15, (lo[:, None] >> _NIBBLES) & 15), axis=1)]
+    joined = text.tobytes().decode("ascii")
+    return [joined[i : i + 36] for i in range(0, 36 * n, 36)]
 
 
 #: one entry of a tsvector's text (``'lexeme':1,4B``): PostgreSQL doubles a quote or a backslash in it
@@ -415,10 +425,7 @@ class OwnerIndex:
         order = np.lexsort((lo[cand], hi[cand], -self.created[cand], -got))[:limit]
         picked = cand[order]
         # plain Python numbers at once: reading numpy scalars one by one costs more than the sort
-        return [
-            Hit(_uuid_text(h, lw), s)
-            for h, lw, s in zip(hi[picked].tolist(), lo[picked].tolist(), got[order].tolist(), strict=True)
-        ]
+        return list(map(Hit, uuid_texts(hi[picked], lo[picked]), got[order].tolist()))
 
 
 def brute_force(docs: Sequence[Doc], lexemes: Iterable[str], limit: int, k1: float = K1) -> list[Hit]:

@@ -10,7 +10,7 @@ import numpy as np
 
 from services.retrieve.logic.fusion import MAX_DISTANCE
 from services.retrieve.logic.held_rows import Turns, rows
-from services.retrieve.logic.keyword_index import Doc, OwnerIndex, View, parse_ids
+from services.retrieve.logic.keyword_index import Doc, OwnerIndex, View, parse_ids, uuid_texts
 
 
 def _turns(table: dict[int, tuple[int, int]]) -> Turns:
@@ -115,3 +115,12 @@ def test_ids_are_found_by_their_text_whatever_they_share() -> None:
     index.compact()  # renumbered: the deleted ordinal gone, the re-read memory after the others
     n = len(ids)
     assert index.ordinals([str(u) for u in (*ids, extra)]).tolist() == [0, 1, 2, n - 1, *range(3, n - 1), n]
+
+
+def test_ids_are_written_as_uuid_writes_them() -> None:
+    rnd = random.Random(4)
+    ids = [uuid.UUID(int=rnd.getrandbits(128)) for _ in range(300)] + [uuid.UUID(int=0), uuid.UUID(int=(1 << 128) - 1)]
+    hi = np.array([u.int >> 64 for u in ids], dtype=np.uint64)
+    lo = np.array([u.int & (2**64 - 1) for u in ids], dtype=np.uint64)
+    assert uuid_texts(hi, lo) == [str(u) for u in ids]
+    assert uuid_texts(hi[:0], lo[:0]) == []
