@@ -90,17 +90,9 @@ def rows(
     o = index.ordinals(ids)
     if (o < 0).any():
         return None
-    c, n = index.cols, len(o)
-    seen = (c["expires"][o] > view.now_us) & (c["created"][o] > view.created_after_us)
-    if view.types is not None:
-        kinds = [index.names[t] for t in view.types if t in index.names]
-        seen &= np.isin(c["kind"][o], np.array(kinds, dtype=np.int32))
-    own = np.ones(n, dtype=np.bool_)
-    for column, name in (("session", view.session_id), ("agent", view.agent_id)):
-        if name is not None:
-            own &= c[column][o] == index.names.get(name, -2)
-    if not (seen & (own | c["glob"][o])).all():
+    if not index.seen_by(view)[o].all():
         return None
+    c, n = index.cols, len(o)
     sessions, created = c["session"][o], c["created"][o]
     turn: list[int | None] = [None] * n
     if with_turns and turns is not None:  # (always held when asked: checked above)

@@ -211,6 +211,8 @@ class OwnerIndex:
         self._scores = np.zeros(room, dtype=np.float64)
         self._occ = np.zeros(room, dtype=np.int32)
         self._claim = np.zeros(room, dtype=np.int32)
+        self.generation = getattr(self, "generation", 0) + 1  # changes with every write
+        self._seen: tuple[int, View, Mask] | None = None  # the last ``visible`` mask, and of what
         self.texts, self.metas = texts, metas  # content and metadata text by ordinal
         self.text_bytes = sum(map(sys.getsizeof, texts)) + sum(map(sys.getsizeof, metas))
         self._id_order = np.lexsort((self.lo[:n], self.hi[:n])).astype(np.int32)  # the ids' order
@@ -270,6 +272,7 @@ class OwnerIndex:
         self.metas.append(doc.metadata)
         self.text_bytes += sys.getsizeof(doc.content) + sys.getsizeof(doc.metadata)
         self._tail_ids[doc.id.int] = n
+        self.generation += 1
         self.alive[n] = True
         self.size = n + 1
         self.tail_docs += 1
@@ -284,6 +287,7 @@ class OwnerIndex:
             return False
         self.alive[at[0]] = False
         self.dead += 1
+        self.generation += 1
         return True
 
     def compact(self) -> None:
@@ -312,16 +316,16 @@ class OwnerIndex:
         if (parsed := parse_ids(ids)) is None:
             return out
         hi, lo = parsed
-        first, last = np.searchsorted(self._id_hi, hi), np.searchsorted(self._id_hi, hi, side="right")
-        one = last - first == 1
-        at = first[one]
-        hit = self._id_lo[at] == lo[one]
-        out[np.flatnonzero(one)[hit]] = self._id_order[at[hit]]
-        for i in np.flatnonzero(last - first > 1).tolist():  # ids sharing their first half
-            a, b = int(first[i]), int(last[i])
-            j = a + int(np.searchsorted(self._id_lo[a:b], lo[i]))
-            if j < b and self._id_lo[j] == lo[i]:
-                out[i] = self._id_order[j]
+        if len(self._id_hi):
+            at = np.minimum(np.searchsorted(self._id_hi, hi), len(self._id_hi) - 1)
+            same = self._id_hi[at] == hi
+            hit = same & (self._id_lo[at] == lo)
+            out[hit] = self._id_order[at[hit]]
+            for i in np.flatnonzero(same & ~hit).tolist():  # an id sharing its first half with another
+                a, b = int(at[i]), int(np.searchsorted(self._id_hi, hi[i], side="right"))
+                j = a + int(np.searchsorted(self._id_lo[a:b], lo[i]))
+                if j < b and self._id_lo[j] == lo[i]:
+                    out[i] = self._id_order[j]
         if self._tail_ids:
             tail = self._tail_ids
             for i, (h, lw) in enumerate(zip(hi.tolist(), lo.tolist(), strict=True)):
@@ -348,7 +352,15 @@ class OwnerIndex:
                 own &= c[column][:n] == self.names.get(name, _UNSEEN)
         mask = np.zeros(len(self.alive), dtype=np.bool_)
         mask[:n] = own | (seen & c["glob"][:n])
+        self._seen = (self.generation, view, mask)
         return mask, int(own.sum())
+
+    def seen_by(self, view: View) -> Mask:
+        """``visible(view)``'s mask, kept from the last call while nothing was written since."""
+        kept = self._seen
+        if kept is not None and kept[0] == self.generation and kept[1] == view:
+            return kept[2]
+        return self.visible(view)[0]
 
     def postings(self, key: int, seen: Mask | None = None) -> tuple[I32, npt.NDArray[Any]]:
         """One lexeme's postings (main slice plus tail) among ``seen`` (None: the live memories)."""
