@@ -124,3 +124,18 @@ def test_ids_are_written_as_uuid_writes_them() -> None:
     lo = np.array([u.int & (2**64 - 1) for u in ids], dtype=np.uint64)
     assert uuid_texts(hi, lo) == [str(u) for u in ids]
     assert uuid_texts(hi[:0], lo[:0]) == []
+
+
+def test_the_search_s_visibility_is_reused_only_while_nothing_was_written() -> None:
+    index = OwnerIndex([_doc(i, "s", content=f"turn {i}") for i in range(4)])
+    view = View(now_us=10**9, created_after_us=0)
+    index.search(["w"], 10, view)  # keeps its mask
+    late = _doc(9, "s", content="late")
+    index.append(late)  # after the search: its mask no longer tells
+    got = rows(index, None, [str(late.id)], view, with_turns=False)
+    assert got is not None and got[str(late.id)].content == "late"
+    index.search(["w"], 10, view)
+    index.delete(late.id)
+    assert rows(index, None, [str(late.id)], view, with_turns=False) is None
+    index.compact()  # renumbered
+    assert rows(index, None, [str(_doc(3, None).id)], view, with_turns=False) is not None
