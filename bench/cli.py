@@ -172,6 +172,12 @@ def quality(**o: Any) -> int:
     type=click.Choice(["statement", "memory"]),
     help="repeatable: each strategy once per keyword tier (the runtime setting keywordIndex); default: as set",
 )
+@click.option(
+    "--rows-in-memory",
+    multiple=True,
+    type=click.Choice(["on", "off"]),
+    help="repeatable: each strategy once per MEMORYD_RETRIEVE_ROWS_IN_MEMORY (the service restarted); default: as set",
+)
 @json_option
 @log_dir_option
 def latency(**o: Any) -> int:
@@ -191,6 +197,7 @@ def latency(**o: Any) -> int:
                 requests_per_client=o["requests_per_client"],
                 n_questions=o["questions"],
                 keyword_indexes=list(o["keyword_index"]),
+                rows_in_memory=list(o["rows_in_memory"]),
                 log=log,
             )
 

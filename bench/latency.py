@@ -9,7 +9,8 @@ the engine returns. Per scenario, strategy and concurrency: the service path (``
 after a warm-up pass, reported as ``cold``) and the floor, the retrieve service's own ``Engine``
 in this process (``bench.floor``), so the ratio is what the service adds. CPU per query: CPU-time
 deltas of the services, PostgreSQL and nats-server per request, the load generator's apart.
-``--keyword-index``: each strategy once per keyword tier (``keywordIndex``, set globally).
+``--keyword-index``: each strategy once per keyword tier (``keywordIndex``, set globally);
+``--rows-in-memory``: once per value of ``MEMORYD_RETRIEVE_ROWS_IN_MEMORY`` (the service restarted).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
+import msgspec
 import numpy as np
 import numpy.typing as npt
 from pgvector import Vector
@@ -267,6 +269,7 @@ async def run_latency(
     probes: bool = True,
     n_base_texts: int = BASE_TEXTS,
     keyword_indexes: Sequence[str] = (),
+    rows_in_memory: Sequence[str] = (),
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Load the data, then measure every (scenario, strategy, concurrency) for service and floor."""
@@ -326,7 +329,8 @@ async def run_latency(
                 return lambda i: floor.run(strategy, owner_of(i), questions[i % len(questions)])
 
             tiers: list[str | None] = [*keyword_indexes] or [None]
-            for strategy, tier in itertools.product(strategies, tiers):
+            variants: list[str | None] = [*rows_in_memory] or [None]
+            for strategy, tier, rows_variant in itertools.product(strategies, tiers, variants):
 
                 async def service(i: int, strategy: str = strategy) -> None:
                     q = questions[i % len(questions)]
@@ -336,6 +340,9 @@ async def run_latency(
                 label = strategy if tier is None else f"{strategy} [{tier}]"
                 if tier is not None:
                     await _keyword_tier(stack, tier, engine)
+                if rows_variant is not None:
+                    label += f" rows {rows_variant}"
+                    await _rows_in_memory(stack, rows_variant, engine)
                 direct = direct_fn(strategy)
                 await measure(scen, label, "service (cold)", service, len(questions), 1)
                 await drive(direct, len(questions), 1)  # warm the floor's statements and buffers
@@ -379,6 +386,15 @@ async def _keyword_tier(stack: ServiceStack, tier: str, engine: Any) -> None:
     """``keywordIndex`` for every owner, applied once the engines' settings caches let it in."""
     await put_values(stack.pool, None, {"keywordIndex": tier})
     await asyncio.sleep(engine.config.settings_ttl_s + 1)
+
+
+async def _rows_in_memory(stack: ServiceStack, value: str, engine: Any) -> None:
+    """``MEMORYD_RETRIEVE_ROWS_IN_MEMORY`` for the retrieve service (restarted) and the floor."""
+    on, key = value == "on", "MEMORYD_RETRIEVE_ROWS_IN_MEMORY"
+    if stack.env.get(key) != str(on).lower():
+        stack.env[key] = str(on).lower()
+        await stack.restart("retrieve")
+    engine.config = msgspec.structs.replace(engine.config, rows_in_memory=on)
 
 
 async def _tier_counts(stack: ServiceStack, scen: Scenario) -> dict[str, Any]:

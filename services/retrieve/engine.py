@@ -4,7 +4,8 @@
 (hybrid runs full-text and vector search concurrently; the vector side tries the stores in order,
 each failure degrading to the next, then to full-text, then to newest-first); the ranked lists
 are fused (RRF or score fusion with ``ftsWeight``/``vecWeight``, the keyword weight scaled by how
-much of the question its best match covers), rows fetched in one query, session/neighbour boosts
+much of the question its best match covers), rows fetched in one query (or read from the in-memory
+keyword index that ranked the question, when it holds every candidate), session/neighbour boosts
 applied, then the relevance threshold (when asked), limit and token budget; returned memories
 are queued for the ``last_accessed_at`` touch (not on ``dry_run``). A degraded tier is never an
 error but a ``TierReport`` with its reason and a ``from->to:code`` fallback; only Postgres
@@ -33,7 +34,7 @@ from numpy.typing import NDArray
 from memoryd.errors import DependencyDown, MemorydError, RateLimited, ValidationFailed
 from memoryd.schemas.retrieval import EmbedResult, RetrieveRequest, RetrieveResult, Tier, TierReport
 from services.retrieve.adapters import postgres as tiers
-from services.retrieve.adapters.keyword_memory import KeywordIndexes
+from services.retrieve.adapters.keyword_memory import HeldRanking, KeywordIndexes
 from services.retrieve.adapters.postgres_stats import read_term_stats
 from services.retrieve.adapters.postgres_touch import Toucher
 from services.retrieve.logic.bm25 import KeywordRanking, KeywordScoring
@@ -110,6 +111,9 @@ class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
     no_system_providers: str = ""
     #: how often the planner's term and owner frequencies behind pruning are re-read
     term_stats_ttl_s: NonNegative = 60.0
+    #: a hybrid search whose keyword tier the in-memory index served reads its candidates' rows from that index
+    #: when it holds them all (no round trip), else from PostgreSQL; the same rows either way
+    rows_in_memory: bool = True
 
 
 SettingsGetter = Callable[[str], Awaitable[MemorySettings]]
@@ -189,7 +193,7 @@ class Engine:
         run = _Run(self, vis, query)
         ranked, vector_tier, recent_only = await run.rank(strategy, req.limit, settings)
         boost = strategy is Strategy.HYBRID and not recent_only
-        rows = await self._rows(vis, ranked, turns=boost and settings.neighbour_boost > 0)
+        rows = await self._rows(vis, ranked, turns=boost and settings.neighbour_boost > 0, held=run.held)
         if boost:
             ranked = self._boost(ranked, rows, query, settings)
         fallbacks = fallback_labels(run.attempts)
@@ -235,9 +239,18 @@ class Engine:
             memory=self.keyword_indexes if s.keyword_index == "memory" else None,
         )
 
-    async def _rows(self, vis: tiers.Visibility, ranked: list[Fused], *, turns: bool) -> dict[str, MemoryRow]:
+    async def _rows(
+        self, vis: tiers.Visibility, ranked: list[Fused], *, turns: bool, held: HeldRanking | None = None
+    ) -> dict[str, MemoryRow]:
+        """The candidates' rows: from the in-memory index that served ``held`` when it holds them all
+        (``rows_in_memory``), else ``tiers.fetch_rows``."""
+        ids = [f.memory_id for f in ranked]
+        if held is not None and self.config.rows_in_memory and ranked:
+            found = self.keyword_indexes.rows(held, list(dict.fromkeys(ids)), turns=turns)
+            if found is not None:
+                return found
         try:
-            return await tiers.fetch_rows(self.rows_pool, vis, [f.memory_id for f in ranked], turns=turns)
+            return await tiers.fetch_rows(self.rows_pool, vis, ids, turns=turns)
         except _PG_ERRORS as exc:
             raise DependencyDown(f"postgres unavailable: {type(exc).__name__}") from exc
 
@@ -290,6 +303,8 @@ class _Run:
         self.query = query
         self.attempts: list[Attempt] = []
         self.embed_ms: float | None = None
+        #: the keyword ranking the in-memory index served, when the ranked candidates include it
+        self.held: HeldRanking | None = None
 
     async def rank(self, strategy: Strategy, limit: int, s: MemorySettings) -> tuple[list[Fused], Tier, bool]:
         """The ranked candidates, the vector tier that served (or would have), recent-only?"""
@@ -314,6 +329,7 @@ class _Run:
                 lists["vec"] = vec
             if not lists:
                 return await self._recent(limit), vec_tier, True
+            self.held = fts if isinstance(fts, HeldRanking) else None
             return fuse_lists(lists, s, self.query, fts.cover if fts else 0.0), vec_tier, False
         vec, vec_tier, vec_attempts = await self._vector(limit)
         self.attempts += vec_attempts

@@ -9,6 +9,10 @@ id in the log, so an index behind one is rebuilt. An owner not held yet (or to b
 most ``inline_rows`` memories is built by the search that meets it; a larger one is built in the
 background while the statement answers, as it answers questions with a phrase or a negation,
 metadata filters, and any global memory of another owner (counted by reason).
+
+A ranking served here (``HeldRanking``) can also give the search's rows (``rows``): the index holds
+what ``MemoryRow`` shows and every chat turn of the owner (``logic.held_rows``), so a search whose
+candidates it all holds makes no round trip for them.
 """
 
 from __future__ import annotations
@@ -23,10 +27,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
+import numpy as np
 
+from services.retrieve.logic import held_rows
 from services.retrieve.logic.bm25 import KeywordRanking, cover_of
+from services.retrieve.logic.held_rows import Turns
 from services.retrieve.logic.keyword_index import NEVER, Doc, OwnerIndex, View, tsvector_entries
 from services.retrieve.logic.lexemes import TS_CONFIG, plain_lexemes
+from services.retrieve.logic.plan import MemoryRow
 from shared.observability.logging import get_logger
 from shared.observability.metrics import RETRIEVE_KEYWORD_TIER
 
@@ -57,39 +65,81 @@ _DOC = (
     "SELECT m.id, (extract(epoch FROM m.created_at) * 1000000)::int8 AS created,"
     f" CASE WHEN m.expires_at IS NULL OR m.expires_at = 'infinity' THEN {int(NEVER)}"
     " ELSE (extract(epoch FROM m.expires_at) * 1000000)::int8 END AS expires,"
-    " m.type, m.session_id, m.agent_id, m.scope = 'global' AS glob, m.tsv::text AS l FROM memories m"
+    " m.type, m.session_id, m.agent_id, m.scope = 'global' AS glob, m.tsv::text AS l,"
+    " m.content, m.scope, m.metadata::text AS meta, m.source FROM memories m"
     " WHERE m.owner = $1 AND m.state = 'active' AND (m.expires_at IS NULL OR m.expires_at > now())"
 )
-_DOC_COLUMNS = "d.id, d.created, d.expires, d.type, d.session_id, d.agent_id, d.glob, d.l"
+_DOC_COLUMNS = (
+    "d.id, d.created, d.expires, d.type, d.session_id, d.agent_id, d.glob, d.l, d.content, d.scope, d.meta, d.source"
+)
 #: every visible memory of the owner (a row with a NULL id when it has none)
 DOCS_SQL = f"WITH v AS ({_VERSION}) SELECT v.v, {_DOC_COLUMNS} FROM v LEFT JOIN ({_DOC}) d ON true"
 #: the same, at most $2 memories (an owner small enough to be built inline reads them all)
 SOME_DOCS_SQL = f"WITH v AS ({_VERSION}) SELECT v.v, {_DOC_COLUMNS} FROM v LEFT JOIN ({_DOC} LIMIT $2) d ON true"
-#: the memories logged since version $2: the changed id, and its row unless it is gone or invisible;
+#: a chat turn of a session, in any state (``_rows_sql``'s turns), as ``created`` (µs) and ``m.session_id``
+_TURN = (
+    "(extract(epoch FROM m.created_at) * 1000000)::int8 AS created FROM memories m"
+    " WHERE m.owner = $1 AND m.source = 'chat_turn' AND m.session_id IS NOT NULL"
+)
+#: every chat turn of the owner: sessions, ``created`` (int8) and ids (uuid) as big-endian bytes
+TURNS_SQL = (
+    "SELECT array_agg(t.session_id) AS s, string_agg(int8send(t.created), ''::bytea) AS c,"
+    f" string_agg(uuid_send(t.id), ''::bytea) AS i FROM (SELECT m.id, m.session_id, {_TURN}) t"
+)
+#: the memories logged since version $2: the changed id, and its row unless it is gone or invisible,
+#: and its turn (``t_session``, ``t_created``) when it is a chat turn of a session in any state;
 #: ``deleted``: memories were deleted meanwhile (their ids are not kept: the index is rebuilt)
 CHANGED_SQL = (
     f"WITH v AS ({_VERSION}), c AS (SELECT DISTINCT memory_id, memory_id IS NULL AS deleted FROM keyword_changes"
     "  WHERE owner = $1 AND version > $2)"
-    f" SELECT v.v, c.memory_id, coalesce(c.deleted, false) AS deleted, {_DOC_COLUMNS} FROM v LEFT JOIN c ON true"
+    f" SELECT v.v, c.memory_id, coalesce(c.deleted, false) AS deleted, {_DOC_COLUMNS},"
+    " t.session_id AS t_session, t.created AS t_created FROM v LEFT JOIN c ON true"
     f" LEFT JOIN LATERAL ({_DOC} AND m.id = c.memory_id) d ON true"
+    f" LEFT JOIN LATERAL (SELECT m.session_id, {_TURN} AND m.id = c.memory_id) t ON true"
 )
 
 
 def doc_of(r: Sequence[Any]) -> Doc:
     """A ``Doc`` from ``_DOC_COLUMNS`` (at ``r[0]`` onwards)."""
     lexemes, counts = tsvector_entries(r[7] or "")
-    return Doc(r[0], int(r[1]), lexemes, counts, int(r[2]), r[3], r[4], r[5], bool(r[6]))
+    return Doc(r[0], int(r[1]), lexemes, counts, int(r[2]), r[3], r[4], r[5], bool(r[6]), r[8], r[9], r[10], r[11])
+
+
+def turns_of(index: OwnerIndex, row: Sequence[Any]) -> Turns:
+    """The owner's ``Turns`` from ``TURNS_SQL``'s row (sessions interned by ``index``)."""
+    sessions = np.array([index.code(x) for x in row[0] or ()], dtype=np.int32)
+    created = np.frombuffer(row[1] or b"", dtype=">i8").astype(np.int64)
+    ids = np.frombuffer(row[2] or b"", dtype=">u8").reshape(-1, 2).astype(np.uint64)
+    return Turns(sessions, created, ids[:, 0], ids[:, 1])
+
+
+def _built(docs: list[Doc], turn_row: Sequence[Any]) -> tuple[OwnerIndex, Turns]:
+    index = OwnerIndex(docs)
+    return index, turns_of(index, turn_row)
 
 
 @dataclass
 class _Held:
     index: OwnerIndex
     version: int
+    turns: Turns | None = None
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     size: int = 0  # ``nbytes()`` when last measured (after the build and each catch-up)
 
     def nbytes(self) -> int:
-        return sum(self.index.nbytes().values()) + 100 * len(self.index.vocab)  # the dict, roughly
+        turns = 0 if self.turns is None else self.turns.nbytes()
+        # the dicts, roughly
+        return sum(self.index.nbytes().values()) + 100 * (len(self.index.vocab) + len(self.index.names)) + turns
+
+
+@dataclass(frozen=True)
+class HeldRanking(KeywordRanking):
+    """A ranking the in-memory tier served for ``owner`` at ``version`` or later under ``view``:
+    the search's rows can be read from the same index (``KeywordIndexes.rows``)."""
+
+    owner: str
+    version: int
+    view: View
 
 
 @dataclass(frozen=True)
@@ -126,6 +176,7 @@ class KeywordIndexes:
         # a thread of its own: the default executor may be taken by other waits of the process
         self._builder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="keyword-index")
         self.counts: Counter[str] = Counter()  # "memory" and "statement_fallback:<reason>"
+        self.row_counts: Counter[str] = Counter()  # a search's rows: "held" and "read:<reason>"
 
     async def search(self, ask: Ask) -> KeywordRanking | None:
         """The ranking, or None when the statement is to answer (counted with its reason)."""
@@ -162,7 +213,19 @@ class KeywordIndexes:
                 hits, occurrences = rebuilt.index.search(lexemes, ask.limit, view)
         self.counts["memory"] += 1
         RETRIEVE_KEYWORD_TIER.labels("memory", "").inc()
-        return KeywordRanking([(h.id, h.score) for h in hits], cover_of(occurrences))
+        return HeldRanking(list(hits), cover_of(occurrences), ask.owner, int(row["v"]), view)
+
+    def rows(self, ranking: HeldRanking, ids: Sequence[str], *, turns: bool) -> dict[str, MemoryRow] | None:
+        """The rows of ``ids`` (each once) as ``fetch_rows`` reads them, from the owner's index at
+        ``ranking``'s version or later; None (counted with its reason) when the index is gone or does
+        not hold one of them alive and visible: the statement reads them."""
+        held = self._held.get(ranking.owner)
+        if held is None or held.version < ranking.version:
+            self.row_counts["read:not_held"] += 1
+            return None
+        found = held_rows.rows(held.index, held.turns, ids, ranking.view, with_turns=turns)
+        self.row_counts["held" if found is not None else "read:candidate_not_held"] += 1
+        return found
 
     def _fallback(self, reason: str) -> KeywordRanking | None:
         self.counts[f"statement_fallback:{reason}"] += 1
@@ -176,11 +239,20 @@ class KeywordIndexes:
         version = rows[0]["v"]
         if version - held.version >= KEPT_VERSIONS or any(r["deleted"] for r in rows):
             return False
-        changed = [r["memory_id"] for r in rows if r["memory_id"] is not None]
+        changed = [r for r in rows if r["memory_id"] is not None]
         docs = [doc_of(r[3:]) for r in rows if r["id"] is not None]
         index = held.index
-        for memory in changed:
-            index.delete(memory)
+        if held.turns is not None and changed:
+            ints = [r["memory_id"].int for r in changed]
+            held.turns.replace(
+                np.array([i >> 64 for i in ints], dtype=np.uint64),
+                np.array([i & 0xFFFFFFFFFFFFFFFF for i in ints], dtype=np.uint64),
+                np.array([index.code(r["t_session"]) if r["t_session"] is not None else 0 for r in changed], np.int32),
+                np.array([r["t_created"] or 0 for r in changed], dtype=np.int64),
+                np.array([r["t_session"] is not None for r in changed], dtype=np.bool_),
+            )
+        for r in changed:
+            index.delete(r["memory_id"])
         for doc in docs:
             index.append(doc)
         if index.dirty() > max(64, COMPACT_SHARE * index.size):
@@ -250,19 +322,22 @@ class KeywordIndexes:
         """The owner's index read from PostgreSQL at one version (one snapshot); None when ``most``
         is given and the owner has more visible memories (then built here, in the event loop: a
         small index builds in about the time of a thread hand-off)."""
-        if most is None:
-            rows = await self.pool.fetch(DOCS_SQL, owner)
-        else:
-            rows = await self.pool.fetch(SOME_DOCS_SQL, owner, most + 1)
-            if len(rows) > most:
-                return None
+        async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
+            if most is None:
+                rows = await conn.fetch(DOCS_SQL, owner)
+            else:
+                rows = await conn.fetch(SOME_DOCS_SQL, owner, most + 1)
+                if len(rows) > most:
+                    return None
+            turn_row = await conn.fetchrow(TURNS_SQL, owner)
         version = rows[0]["v"]
         docs = [doc_of(r[1:]) for r in rows if r["id"] is not None]
         del rows
         if most is not None:
-            return _Held(OwnerIndex(docs), version)
-        index = await asyncio.get_running_loop().run_in_executor(self._builder, OwnerIndex, docs)
-        return _Held(index, version)
+            index, turns = _built(docs, turn_row)
+            return _Held(index, version, turns)
+        index, turns = await asyncio.get_running_loop().run_in_executor(self._builder, _built, docs, turn_row)
+        return _Held(index, version, turns)
 
     def _evict(self) -> None:
         while self._bytes > self.budget_bytes and len(self._held) > 1:
@@ -286,6 +361,8 @@ class KeywordIndexes:
         """One line for ``engine.status``: what is held and who answered the searches."""
         size = self._bytes / 1e6
         served = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items())) or "no searches yet"
+        rows = ", ".join(f"{k} {v}" for k, v in sorted(self.row_counts.items()))
+        served += f"; rows {rows}" if rows else ""
         return f"in-memory index: {len(self._held)} owners held ({size:.1f} MB), {len(self._builds)} building; {served}"
 
     def held_ids(self, owner: str) -> set[uuid.UUID] | None:

@@ -2,8 +2,9 @@
 
 Postings are PostgreSQL's own lexemes (``memories.tsv``) in one compressed-sparse layout: per
 lexeme a slice of memory ordinals (int32) and counts; per memory the columns visibility reads
-(``created_at`` and ``expires_at`` in µs, type, session, agent, global scope) and its id (two
-uint64 halves, so ids sort as PostgreSQL's uuids do). Writes go to a small tail (appends) and a
+(``created_at`` and ``expires_at`` in µs, type, session, agent, global scope), its id (two
+uint64 halves, so ids sort as PostgreSQL's uuids do) and what a search's rows show (content and
+metadata text, scope, source: ``held_rows``), with a sorted id index. Writes go to a small tail (appends) and a
 tombstone mask (deletes) until ``compact`` folds them in. ``search`` is the keyword tier's
 statement (``adapters.postgres._bm25_sql``) over the memories a ``View`` lets a request see: the
 same idf, ``K1``, per-lexeme summation, ``N``, and ties newest first, then by id.
@@ -12,10 +13,12 @@ same idf, ``K1``, per-lexeme summation, ``N``, and ties newest first, then by id
 from __future__ import annotations
 
 import re
+import sys
 import uuid
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import compress
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -37,8 +40,9 @@ _NULL, _UNSEEN = -1, -2
 
 class Doc(NamedTuple):
     """One memory as the index takes it: its id, ``created_at`` in µs since the epoch, each
-    lexeme of its ``tsv`` with its number of positions, and the columns visibility reads (a
-    tuple: a build makes one per memory, several times faster than a frozen dataclass)."""
+    lexeme of its ``tsv`` with its number of positions, the columns visibility reads, and the
+    columns of its row (``metadata``: the jsonb's text) (a tuple: a build makes one per memory,
+    several times faster than a frozen dataclass)."""
 
     id: uuid.UUID
     created_us: int
@@ -49,6 +53,10 @@ class Doc(NamedTuple):
     session_id: str | None = None
     agent_id: str | None = None
     global_scope: bool = False
+    content: str = ""
+    scope: str = "apiKey"
+    metadata: str = "{}"
+    source: str = "api"
 
 
 @dataclass(frozen=True)
@@ -64,16 +72,26 @@ class View:
     agent_id: str | None = None
 
 
-@dataclass(frozen=True)
-class Hit:
+class Hit(NamedTuple):
+    """A match as the keyword tier lists it: ``(id, score)`` (a tuple: built per hit)."""
+
     id: str  # the uuid's canonical text, as ``str(uuid.UUID)`` writes it
     score: float
 
 
-def _uuid_text(hi: int, lo: int) -> str:
-    """``str(uuid.UUID(int=hi << 64 | lo))`` without building the UUID (several times faster)."""
-    x = f"{hi:016x}{lo:016x}"
-    return f"{x[:8]}-{x[8:12]}-{x[12:16]}-{x[16:20]}-{x[20:]}"
+_HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+_NIBBLES = np.arange(60, -4, -4, dtype=np.uint64)
+#: where the 32 hex digits of a uuid's canonical text go
+_DIGITS_AT = np.array([i for i in range(36) if i not in (8, 13, 18, 23)])
+
+
+def uuid_texts(hi: U64, lo: U64) -> list[str]:
+    """``str(uuid.UUID(int=hi << 64 | lo))`` of each pair, vectorised (no UUID built)."""
+    n = len(hi)
+    text = np.full((n, 36), ord("-"), dtype=np.uint8)
+    text[:, _DIGITS_AT] = _HEX[np.concatenate(((hi[:, None] >> _NIBBLES) & 15, (lo[:, None] >> _NIBBLES) & 15), axis=1)]
+    joined = text.tobytes().decode("ascii")
+    return [joined[i : i + 36] for i in range(0, 36 * n, 36)]
 
 
 #: one entry of a tsvector's text (``'lexeme':1,4B``): PostgreSQL doubles a quote or a backslash in it
@@ -103,6 +121,22 @@ def _halves(ids: Iterable[uuid.UUID]) -> tuple[U64, U64]:
     )
 
 
+def parse_ids(ids: Sequence[str]) -> tuple[U64, U64] | None:
+    """The two halves of each uuid text, or None unless every one is in the lower-case canonical
+    form ``str(uuid.UUID)`` and PostgreSQL write (the form ids are compared in)."""
+    joined = "".join(ids)
+    if len(joined) != 36 * len(ids) or joined != joined.lower():
+        return None
+    if not all(x[8] == x[13] == x[18] == x[23] == "-" for x in ids):
+        return None
+    try:
+        raw = bytes.fromhex(joined.replace("-", ""))
+    except ValueError:
+        return None
+    halves = np.frombuffer(raw, dtype=">u8").reshape(-1, 2).astype(np.uint64)
+    return halves[:, 0], halves[:, 1]
+
+
 #: per-memory columns and their types (``alive`` and the scratch arrays are kept apart)
 _COLUMNS = {
     "created": np.int64,
@@ -113,6 +147,8 @@ _COLUMNS = {
     "session": np.int32,
     "agent": np.int32,
     "glob": np.bool_,
+    "scope": np.int32,
+    "source": np.int32,
 }
 
 
@@ -121,7 +157,8 @@ class OwnerIndex:
 
     def __init__(self, docs: Sequence[Doc]) -> None:
         self.vocab: dict[str, int] = {}
-        self.names: dict[str, int] = {}  # types, sessions and agents, interned
+        self.names: dict[str, int] = {}  # types, sessions, agents, scopes and sources, interned
+        self.labels: list[str] = []  # ``names`` by code
         vocab, code = self.vocab, self.vocab.setdefault
         # list comprehensions, then one conversion each: several times faster than numpy.fromiter
         lengths = np.array([len(d.lexemes) for d in docs], dtype=np.int64)
@@ -134,19 +171,28 @@ class OwnerIndex:
             name: np.array(col, dtype=tp) for (name, tp), col in zip(_COLUMNS.items(), columns, strict=True)
         }
         cols["hi"], cols["lo"] = hi, lo
-        self._fold(lex, ordinals, counts, cols)
+        self._fold(lex, ordinals, counts, cols, [d.content for d in docs], [d.metadata for d in docs])
 
-    def _code(self, name: str | None) -> int:
-        return _NULL if name is None else self.names.setdefault(name, len(self.names))
+    def code(self, name: str | None) -> int:
+        """``name``'s code (interned now when new; ``_NULL`` for None)."""
+        if name is None:
+            return _NULL
+        code = self.names.get(name)
+        if code is None:
+            code = self.names[name] = len(self.labels)
+            self.labels.append(name)
+        return code
 
-    def _row(self, d: Doc) -> tuple[int, int, int, int, int, int, int, bool]:
-        i = d.id.int
+    def _row(self, d: Doc) -> tuple[int, int, int, int, int, int, int, bool, int, int]:
+        i, code = d.id.int, self.code
         return (
-            d.created_us, d.expires_us, i >> 64, i & 0xFFFFFFFFFFFFFFFF,
-            self._code(d.type), self._code(d.session_id), self._code(d.agent_id), d.global_scope,
+            d.created_us, d.expires_us, i >> 64, i & 0xFFFFFFFFFFFFFFFF, code(d.type), code(d.session_id),
+            code(d.agent_id), d.global_scope, code(d.scope), code(d.source),
         )  # fmt: skip
 
-    def _fold(self, lex: I32, ordinals: I32, counts: I64, cols: dict[str, Any]) -> None:
+    def _fold(
+        self, lex: I32, ordinals: I32, counts: I64, cols: dict[str, Any], texts: list[str], metas: list[str]
+    ) -> None:
         """Lay the postings ``(lex, ordinals, counts)`` out by lexeme, ordinals ascending within each."""
         order = np.lexsort((ordinals, lex))
         self.docs = ordinals[order]
@@ -165,6 +211,13 @@ class OwnerIndex:
         self._scores = np.zeros(room, dtype=np.float64)
         self._occ = np.zeros(room, dtype=np.int32)
         self._claim = np.zeros(room, dtype=np.int32)
+        self.generation = getattr(self, "generation", 0) + 1  # changes with every write
+        self._seen: tuple[int, View, Mask] | None = None  # the last ``visible`` mask, and of what
+        self.texts, self.metas = texts, metas  # content and metadata text by ordinal
+        self.text_bytes = sum(map(sys.getsizeof, texts)) + sum(map(sys.getsizeof, metas))
+        self._id_order = np.lexsort((self.lo[:n], self.hi[:n])).astype(np.int32)  # the ids' order
+        self._id_hi, self._id_lo = self.hi[:n][self._id_order], self.lo[:n][self._id_order]
+        self._tail_ids: dict[int, int] = {}  # appended since the fold: id (as an int) -> ordinal
 
     @property
     def hi(self) -> U64:
@@ -184,6 +237,12 @@ class OwnerIndex:
         return {
             "postings": self.docs.nbytes + self.tfs.nbytes + self.offsets.nbytes,
             "memories": sum(c.nbytes for c in self.cols.values()) + self.alive.nbytes,
+            "rows": self.text_bytes
+            + 8 * (len(self.texts) + len(self.metas))
+            + self._id_hi.nbytes
+            + self._id_lo.nbytes
+            + self._id_order.nbytes
+            + 100 * len(self._tail_ids),
             "scratch": self._scores.nbytes + self._occ.nbytes + self._claim.nbytes,
         }
 
@@ -209,6 +268,11 @@ class OwnerIndex:
             self._claim = np.zeros(grown, dtype=np.int32)
         for (name, _), value in zip(_COLUMNS.items(), self._row(doc), strict=True):
             self.cols[name][n] = value
+        self.texts.append(doc.content)
+        self.metas.append(doc.metadata)
+        self.text_bytes += sys.getsizeof(doc.content) + sys.getsizeof(doc.metadata)
+        self._tail_ids[doc.id.int] = n
+        self.generation += 1
         self.alive[n] = True
         self.size = n + 1
         self.tail_docs += 1
@@ -223,6 +287,7 @@ class OwnerIndex:
             return False
         self.alive[at[0]] = False
         self.dead += 1
+        self.generation += 1
         return True
 
     def compact(self) -> None:
@@ -239,7 +304,36 @@ class OwnerIndex:
         renumber = (np.cumsum(alive) - 1).astype(np.int32)
         # a lexeme whose postings all went keeps an empty slice
         cols = {name: col[: self.size][alive] for name, col in self.cols.items()}
-        self._fold(lex[keep], renumber[ordinals[keep]], counts[keep], cols)
+        texts, metas = list(compress(self.texts, alive.tolist())), list(compress(self.metas, alive.tolist()))
+        self._fold(lex[keep], renumber[ordinals[keep]], counts[keep], cols, texts, metas)
+
+    def ordinals(self, ids: Sequence[str]) -> I64:
+        """The live ordinal of each of ``ids`` (uuid text), -1 where the index holds none (every one
+        when a text is not a canonical uuid)."""
+        if not ids:
+            return np.empty(0, dtype=np.int64)
+        out = np.full(len(ids), -1, dtype=np.int64)
+        if (parsed := parse_ids(ids)) is None:
+            return out
+        hi, lo = parsed
+        if len(self._id_hi):
+            at = np.minimum(np.searchsorted(self._id_hi, hi), len(self._id_hi) - 1)
+            same = self._id_hi[at] == hi
+            hit = same & (self._id_lo[at] == lo)
+            out[hit] = self._id_order[at[hit]]
+            for i in np.flatnonzero(same & ~hit).tolist():  # an id sharing its first half with another
+                a, b = int(at[i]), int(np.searchsorted(self._id_hi, hi[i], side="right"))
+                j = a + int(np.searchsorted(self._id_lo[a:b], lo[i]))
+                if j < b and self._id_lo[j] == lo[i]:
+                    out[i] = self._id_order[j]
+        if self._tail_ids:
+            tail = self._tail_ids
+            for i, (h, lw) in enumerate(zip(hi.tolist(), lo.tolist(), strict=True)):
+                if (o := tail.get(h << 64 | lw)) is not None:
+                    out[i] = o
+        alive = self.alive[np.maximum(out, 0)] & (out >= 0)
+        out[~alive] = -1
+        return out
 
     # search -------------------------------------------------------------------------------------
 
@@ -258,7 +352,15 @@ class OwnerIndex:
                 own &= c[column][:n] == self.names.get(name, _UNSEEN)
         mask = np.zeros(len(self.alive), dtype=np.bool_)
         mask[:n] = own | (seen & c["glob"][:n])
+        self._seen = (self.generation, view, mask)
         return mask, int(own.sum())
+
+    def seen_by(self, view: View) -> Mask:
+        """``visible(view)``'s mask, kept from the last call while nothing was written since."""
+        kept = self._seen
+        if kept is not None and kept[0] == self.generation and kept[1] == view:
+            return kept[2]
+        return self.visible(view)[0]
 
     def postings(self, key: int, seen: Mask | None = None) -> tuple[I32, npt.NDArray[Any]]:
         """One lexeme's postings (main slice plus tail) among ``seen`` (None: the live memories)."""
@@ -335,10 +437,7 @@ class OwnerIndex:
         order = np.lexsort((lo[cand], hi[cand], -self.created[cand], -got))[:limit]
         picked = cand[order]
         # plain Python numbers at once: reading numpy scalars one by one costs more than the sort
-        return [
-            Hit(_uuid_text(h, lw), s)
-            for h, lw, s in zip(hi[picked].tolist(), lo[picked].tolist(), got[order].tolist(), strict=True)
-        ]
+        return list(map(Hit, uuid_texts(hi[picked], lo[picked]), got[order].tolist()))
 
 
 def brute_force(docs: Sequence[Doc], lexemes: Iterable[str], limit: int, k1: float = K1) -> list[Hit]:

@@ -67,7 +67,7 @@ async def test_old_rows_get_their_context_and_stay_searchable(pg_server: Embedde
         # before: neither the speaker nor the month is a word of the plain turn (the prefixed one has both)
         assert await _found(conn, "Caroline May") == [ids[3]]
 
-        assert (await migrate(conn))[0] == VERSION  # and those after it
+        assert await migrate(conn) == [v for v, _ in migration_files() if v >= VERSION]  # it and any after it
 
         got = {r["id"]: r["context"] for r in await conn.fetch("SELECT id, context FROM memories")}
         assert [got[i] for i in ids] == [
