@@ -162,10 +162,6 @@ class Engine:
     # --- the request -----------------------------------------------------------------------
     async def retrieve(self, req: RetrieveRequest) -> RetrieveResult:
         started = time.perf_counter()
-        if req.session_id is not None and "\x00" in req.session_id:  # PostgreSQL text cannot hold NUL
-            raise ValidationFailed.at("$.session_id", "session_id must not contain NUL")
-        if req.agent_id is not None and "\x00" in req.agent_id:
-            raise ValidationFailed.at("$.agent_id", "agent_id must not contain NUL")
         metadata = metadata_filter.parse(req.filters) if req.filters else None
         try:
             settings = await self.settings(req.owner)
