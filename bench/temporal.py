@@ -1,11 +1,12 @@
 """``python -m bench temporal``: recall of questions about *when*, on conversations nobody tuned on.
 
 ``temporal_data`` generates dated conversations (fixed seed) and their questions ("When did
-X ...?", "What did X do in May 2023?", "the week before ...", "the two weeks after ...", "before
-or after ..."), each with its evidence turns. Every conversation is one owner and every turn one ``ChatEvent`` through
-the real ingest, extract and embed services (``quality.ingest``, turns ``prefixed`` or ``plain``); each
-question is asked through ``mem.v1.rpc.retrieve`` (hybrid, limit 20) with the defaults and with
-the temporal settings turned off and on one by one, and scored R@k per question kind.
+X ...?", "What did X do in May 2023?", "the week before ...", "the two weeks after ...",
+"before or after ..."), each with its evidence turns. Every conversation is one owner and
+every turn one ``ChatEvent`` through the real ingest, extract and embed services
+(``quality.ingest``, turns ``prefixed`` or ``plain``); each question is asked through
+``mem.v1.rpc.retrieve`` (hybrid, limit 20) with the defaults and with the temporal settings
+turned off and on one by one, and scored R@k per question kind.
 """
 
 from __future__ import annotations
