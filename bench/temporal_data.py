@@ -7,8 +7,9 @@ Friday", "two weeks ago", "last month", "on 12 March", "on the 3rd of June", "in
 Later sessions mention past events again, undated and often in the question's own words, so
 the words of an event match more than its dated turn. Questions: "When did X ...?", "What did
 X do in <Month> <Year>?", "... the week before <event>?", "... in the two weeks after
-<event>?" and "Did X ... before or after <event>?", each with the turns that answer it
-(computed from the event dates, never typed). Same seed, same conversations.
+<event>?", "Did X ... before or after <event>?" and "... in the week before <date>?", each
+with the turns that answer it (computed from the event dates, never typed). Same seed, same
+conversations.
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ FORMS = ("none", "yesterday", "weekday", "days", "weeks", "last_week", "last_mon
          "month_ordinal", "part_of_month", "weekend", "week_before_last", "earlier_this_month", "few_days",
          "last_season")  # fmt: skip
 SEASON_START = {"spring": 3, "summer": 6, "autumn": 9, "winter": 12}
-QUESTION_KINDS = ("when", "month", "week_before", "weeks_after", "order")
+QUESTION_KINDS = ("when", "month", "week_before", "weeks_after", "order", "week_before_date")
 
 
 @dataclass(frozen=True)
@@ -285,6 +286,15 @@ def questions(rnd: random.Random, events: list[Event], each: int = 10) -> tuple[
         out.append(
             ("order", f"Did {a.actor} {first.do()} before or after {second.noun()}?", (first.dia_id, second.dia_id))
         )
+    dated = []
+    for e in events:  # a day shortly after one of the actor's events, named by its date
+        day = e.on + timedelta(days=rnd.randint(1, 7))
+        before = [b for b in events if b.actor == e.actor and day - timedelta(days=7) <= b.on < day]
+        if len(before) <= 3:
+            dated.append((e.actor, day, before))
+    for actor, day, before in rnd.sample(dated, min(each, len(dated))):
+        question = f"What did {actor} do in the week before {day.day} {day:%B} {day.year}?"
+        out.append(("week_before_date", question, tuple(b.dia_id for b in before)))
     return [locomo.QA(question=q, category=2, evidence=ev) for _k, q, ev in out], [k for k, _q, _ev in out]
 
 

@@ -21,6 +21,8 @@ from services.retrieve.logic.time_expressions import (
     COUNT,
     HINTS,
     MONTH,
+    WEEKDAY,
+    WEEKDAYS,
     YEAR,
     Span,
     absolute_spans,
@@ -37,8 +39,13 @@ _PREFIX = re.compile(r"^\s*\[([^\]]{4,60})\]\s*")
 _ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _UNIT_DAYS = {"day": 1, "week": 7, "weekend": 3, "month": 31, "year": 366}
 _ANCHOR = re.compile(
-    rf"\b(?:(?:the|in the) (day|week|weekend|month|year)s? |(?:in |within )?(?:the )?{COUNT} (day|week|month|year)s? )?"
+    rf"\b(?:(?:the|in the) (day|week|weekend|month|year|{WEEKDAY[1:-1]})s? "
+    rf"|(?:in |within )?(?:the )?{COUNT} (day|week|month|year)s? )?"
     r"(before|after|prior to) (?!or\b)(.+)$"
+)
+#: an anchor that opens with a date ("3 August", "the 3rd of June", "August 3", "June 2023", "2023-08-03")
+_DATE_HEAD = re.compile(
+    rf"^(?:the )?(?:\d{{1,2}}(?:st|nd|rd|th)?(?: of)? {MONTH}|{MONTH} \d|{MONTH},? {YEAR}|\d{{4}}-\d)"
 )
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset((
@@ -56,6 +63,7 @@ class Anchor:
     before: bool
     days: int
     words: frozenset[str]
+    weekday: int | None = None  # "the Sunday before X": only that day of the window
 
 
 @dataclass(frozen=True)
@@ -99,22 +107,30 @@ def read_question(question: str, now: date) -> TimeQuery:
       2022"); a month without a year means any year's (no year is implied by the question);
     - "last week", "yesterday" and the like are resolved against ``now`` (the asker's today);
     - "the week/day/month before/after X" anchors a window of that length on X's date (bare
-      "before X": a month, the near past being what such questions mean).
+      "before X": a month, the near past being what such questions mean; "the Sunday before X"
+      that day of the week before);
+    - when X opens with a date ("the week before 3 August 2023"), the window is on that date:
+      there is no event to look up.
     """
     lower = question.lower().strip()
     asks = bool(_WHEN_START.match(lower)) or "before or after" in lower or "after or before" in lower
+    years = range(now.year - 10, now.year + 1)
     anchor = None
+    on_dates: list[Span] = []
     if not asks and (m := _ANCHOR.search(lower)):
         words = content_words(m.group(5))
         if words:
             # "two weeks before X": that many units; "the week before X": one; bare "before X": a month
-            days = _UNIT_DAYS[m.group(1)] if m.group(1) else 31
+            unit = m.group(1)
+            days = 7 if unit in WEEKDAYS else _UNIT_DAYS[unit] if unit else 31
             if m.group(2):
                 days = _UNIT_DAYS[m.group(3)] * count(m.group(2))
-            anchor = Anchor(before=m.group(4) != "after", days=days, words=words)
+            weekday = WEEKDAYS.index(unit) if unit in WEEKDAYS else None
+            anchor = Anchor(before=m.group(4) != "after", days=days, words=words, weekday=weekday)
             lower = lower[: m.start()]
-    years = range(now.year - 10, now.year + 1)
-    spans = absolute_spans(lower, years) + relative_spans(lower, now)
+            if _DATE_HEAD.match(m.group(5)) and (dated := absolute_spans(" ".join(m.group(5).split()[:5]), years)):
+                on_dates, anchor = [window(anchor, d) for d in dated], None
+    spans = absolute_spans(lower, years) + relative_spans(lower, now) + on_dates
     return TimeQuery(asks_when=asks, spans=tuple(spans), anchor=anchor)
 
 
@@ -177,8 +193,14 @@ def window(anchor: Anchor, at: Span) -> Span:
     event may be on any of them, so must the answer's)."""
     one = timedelta(days=1)
     if anchor.before:
-        return Span(at.start - timedelta(days=anchor.days), at.end - one)
-    return Span(at.start + one, at.end + timedelta(days=anchor.days))
+        out = Span(at.start - timedelta(days=anchor.days), at.end - one)
+    else:
+        out = Span(at.start + one, at.end + timedelta(days=anchor.days))
+    if anchor.weekday is None:
+        return out
+    first = out.start + timedelta(days=(anchor.weekday - out.start.weekday()) % 7)
+    last = out.end - one - timedelta(days=((out.end - one).weekday() - anchor.weekday) % 7)
+    return Span(first, last + one)
 
 
 #: the match of a memory said within the asked time but naming none, and of one naming only a vague time

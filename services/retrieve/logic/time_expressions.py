@@ -23,7 +23,7 @@ MONTH = (
 )
 _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
 YEAR = r"((?:19|20)\d{2})"
-_WEEKDAY = r"(monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+WEEKDAY = r"(monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
 _SEASON_NAME = r"(spring|summer|autumn|fall|winter)"
 _NUMBER = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
            "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "couple of": 2,
@@ -45,12 +45,12 @@ _YEAR_ALONE = re.compile(rf"\b(?:in|during|of|since|year) {YEAR}\b|^{YEAR}$")
 _AGO = re.compile(rf"\b{COUNT} (day|week|month|year)s? (?:ago|back)\b")
 _IN_COUNT = re.compile(rf"\b(?:in|within) {COUNT} (day|week|month|year)s?\b(?! ago| back| before| after)")
 _BEFORE_LAST = re.compile(r"\bthe (week|weekend|month|year) before last\b")
-_LAST = re.compile(rf"\b(?:last|this past|past) (night|weekend|week|month|year|{_WEEKDAY[1:-1]})\b")
-_NEXT = re.compile(rf"\b(?:next|this coming|coming) (weekend|week|month|year|{_WEEKDAY[1:-1]})\b")
+_LAST = re.compile(rf"\b(?:last|this past|past) (night|weekend|week|month|year|{WEEKDAY[1:-1]})\b")
+_NEXT = re.compile(rf"\b(?:next|this coming|coming) (weekend|week|month|year|{WEEKDAY[1:-1]})\b")
 _THIS = re.compile(r"\b(earlier|later)? ?this (week|month|year)\b")
 _WEEKEND = re.compile(r"\b(?:over|on|at) the weekend\b|\bthis weekend\b")
 _SEASON_REL = re.compile(rf"\b(last|this past|this|next) {_SEASON_NAME}\b")
-_ON_WEEKDAY = re.compile(rf"\b(?:on|this) {_WEEKDAY}\b")
+_ON_WEEKDAY = re.compile(rf"\b(?:on|this) {WEEKDAY}\b")
 _DEICTIC = re.compile(
     r"\b(the day before yesterday|yesterday|today|tonight|this morning|this afternoon|this evening|tomorrow"
     r"|recently|lately|the other day)\b"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -134,6 +134,12 @@ def test_each_question_kind_is_asked_with_evidence_that_follows_from_the_dates(
                     e for e in g.events if e.actor == anchor.actor and anchor.on < e.on <= anchor.on + timedelta(14)
                 ]
                 assert len(later) == len(told) - 1  # every event of those two weeks, no other
+            elif kind == "week_before_date":
+                m = re.fullmatch(r"What did (\w+) do in the week before (\d+ \w+ \d{4})\?", qa.question)
+                assert m is not None
+                day = datetime.strptime(m.group(2), "%d %B %Y").date()
+                within = [e for e in g.events if e.actor == m.group(1) and day - timedelta(days=7) <= e.on < day]
+                assert sorted(e.dia_id for e in within) == sorted(qa.evidence)  # every event of that week, no other
             else:
                 first, second = told
                 assert qa.question == f"Did {first.actor} {first.do()} before or after {second.noun()}?"
@@ -161,5 +167,5 @@ def test_the_report_renders_a_row_per_variant() -> None:
         "examples": [{"kind": "when", "question": "When did A go?", "evidence": ["D1:1"]}],
     }
     text = temporal.render(report)
-    assert "| default | 0.750 | 0.750 | — | — | — | — | 0.500 | 0.500 |" in text
+    assert "| default | 0.750 | 0.750 | — | — | — | — | — | 0.500 | 0.500 |" in text
     assert "- when: When did A go? (evidence D1:1)" in text

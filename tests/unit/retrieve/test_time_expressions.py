@@ -126,3 +126,31 @@ def test_the_window_of_an_anchor_known_only_to_a_span_covers_every_day_of_it() -
     assert window(week_before, month_span(2024, 4)) == days(date(2024, 3, 25), date(2024, 4, 29))
     two_weeks_after = Anchor(before=False, days=14, words=frozenset({"race"}))
     assert window(two_weeks_after, day(2024, 4, 10)) == days(date(2024, 4, 11), date(2024, 4, 24))
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("What did Ana do the week before 3 August 2023?", [days(date(2023, 7, 27), date(2023, 8, 2))]),
+        (
+            "What did Ana do two weeks before August 11, 2023 with her kids?",
+            [days(date(2023, 7, 28), date(2023, 8, 10))],
+        ),
+        ("What did Ana do the day after 2023-06-03?", [day(2023, 6, 4)]),
+        ("What did Ana watch on the Sunday before October 25, 2022?", [day(2022, 10, 23)]),
+    ],
+)
+def test_a_window_on_a_date_needs_no_event(question: str, expected: list[Span]) -> None:
+    q = read_question(question, TODAY)
+    assert q.anchor is None and list(q.spans) == expected
+
+
+def test_an_event_that_names_a_date_later_is_still_an_event() -> None:
+    q = read_question("What did Ana do the week before the charity race in May 2023?", TODAY)
+    assert q.anchor is not None and q.spans == () and {"charity", "race"} <= q.anchor.words
+
+
+def test_the_weekday_before_an_event_is_that_day_of_the_week_before_it() -> None:
+    sunday = Anchor(before=True, days=7, words=frozenset({"race"}), weekday=6)
+    assert window(sunday, day(2024, 5, 8)) == day(2024, 5, 5)  # the race on a Wednesday
+    assert window(sunday, day(2024, 5, 12)) == day(2024, 5, 5)  # on a Sunday: the one a week before
