@@ -81,13 +81,15 @@ async def run_temporal(
 
 
 def render(report: Mapping[str, Any]) -> str:
-    kinds = ["overall", *temporal_data.QUESTION_KINDS]
+    # the kinds the report asked (a report from before a kind was added renders as it did)
+    asked = [k for k in temporal_data.QUESTION_KINDS if k in report["results"]["default"]["scores"]]
+    kinds = ["overall", *asked]
     head = ["variant", *(f"{k} R@10" for k in kinds), "overall R@5", "overall All@10"]
     rows = []
     for name, r in report["results"].items():
         s = r["scores"]
         rows.append([name, *(s.get(k, {}).get("R@10") for k in kinds), s["overall"]["R@5"], s["overall"]["All@10"]])
-    n = {k: report["results"]["default"]["scores"].get(k, {}).get("n", 0) for k in temporal_data.QUESTION_KINDS}
+    n = {k: report["results"]["default"]["scores"][k]["n"] for k in asked}
     lines = [
         f"Temporal check: {report['conversations']} generated conversations ({report['turns']:,} turns, seed "
         f"{report['seed']}), {report['questions']} questions about when ("

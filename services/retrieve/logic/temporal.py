@@ -4,8 +4,9 @@
 order), the calendar spans it names ("in May 2023", "on 8 May", "in 2022", "last week"), and
 an anchor ("the week before X"). ``read_memory`` turns a memory into a ``MemoryTime``: the day
 it was said (a stored turn's "[<date>]" prefix, else its ``created_at``) and the spans its
-text names, relative expressions resolved against that day. ``temporal_gains`` lifts the
-memories whose time answers the question's. English only; every rule says why it holds.
+text names, relative expressions resolved against that day (the expressions themselves are
+read by ``time_expressions``). ``temporal_gains`` lifts the memories whose time answers the
+question's. English only; every rule says why it holds.
 """
 
 from __future__ import annotations
