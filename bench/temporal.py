@@ -1,11 +1,12 @@
 """``python -m bench temporal``: recall of questions about *when*, on conversations nobody tuned on.
 
 ``temporal_data`` generates dated conversations (fixed seed) and their questions ("When did
-X ...?", "What did X do in May 2023?", "the week before ...", "before or after ..."), each with
-its evidence turns. Every conversation is one owner and every turn one ``ChatEvent`` through
-the real ingest, extract and embed services (``quality.ingest``, turns ``prefixed`` or ``plain``); each
-question is asked through ``mem.v1.rpc.retrieve`` (hybrid, limit 20) with the defaults and with
-the temporal settings turned off and on one by one, and scored R@k per question kind.
+X ...?", "What did X do in May 2023?", "the week before ...", "the two weeks after ...",
+"before or after ..."), each with its evidence turns. Every conversation is one owner and
+every turn one ``ChatEvent`` through the real ingest, extract and embed services
+(``quality.ingest``, turns ``prefixed`` or ``plain``); each question is asked through
+``mem.v1.rpc.retrieve`` (hybrid, limit 20) with the defaults and with the temporal settings
+turned off and on one by one, and scored R@k per question kind.
 """
 
 from __future__ import annotations
@@ -80,13 +81,15 @@ async def run_temporal(
 
 
 def render(report: Mapping[str, Any]) -> str:
-    kinds = ["overall", *temporal_data.QUESTION_KINDS]
+    # the kinds the report asked (a report from before a kind was added renders as it did)
+    asked = [k for k in temporal_data.QUESTION_KINDS if k in report["results"]["default"]["scores"]]
+    kinds = ["overall", *asked]
     head = ["variant", *(f"{k} R@10" for k in kinds), "overall R@5", "overall All@10"]
     rows = []
     for name, r in report["results"].items():
         s = r["scores"]
         rows.append([name, *(s.get(k, {}).get("R@10") for k in kinds), s["overall"]["R@5"], s["overall"]["All@10"]])
-    n = {k: report["results"]["default"]["scores"].get(k, {}).get("n", 0) for k in temporal_data.QUESTION_KINDS}
+    n = {k: report["results"]["default"]["scores"][k]["n"] for k in asked}
     lines = [
         f"Temporal check: {report['conversations']} generated conversations ({report['turns']:,} turns, seed "
         f"{report['seed']}), {report['questions']} questions about when ("

@@ -2,12 +2,14 @@
 
 Two speakers meet in sessions spread over most of a year (often across a new year); in each
 session they tell each other what they did, dated the way people date it: "yesterday", "last
-Friday", "two weeks ago", "last month", "on 12 March", or not at all (it happened that day).
+Friday", "two weeks ago", "last month", "on 12 March", "on the 3rd of June", "in mid June",
+"over the weekend", "a few days back", "last summer", or not at all (it happened that day).
 Later sessions mention past events again, undated and often in the question's own words, so
 the words of an event match more than its dated turn. Questions: "When did X ...?", "What did
-X do in <Month> <Year>?", "What did X do the week before <event>?" and "Did X ... before or
-after <event>?", each with the turns that answer it (computed from the event dates, never
-typed). Same seed, same conversations.
+X do in <Month> <Year>?", "... the week before <event>?", "... in the two weeks after
+<event>?", "Did X ... before or after <event>?" and "... in the week before <date>?", each
+with the turns that answer it (computed from the event dates, never typed). Same seed, same
+conversations.
 """
 
 from __future__ import annotations
@@ -80,7 +82,13 @@ ECHOES = (
     "My sister wants to {do} as well.", "Would you ever {do}? You should.",
 )  # fmt: skip
 NUMBERS = ("", "one", "two", "three", "four", "five", "six")
-QUESTION_KINDS = ("when", "month", "week_before", "order")
+#: how a teller dates an event: "none" (it happened that day), exact relative and absolute forms, and the
+#: looser ones people use ("over the weekend", "in mid June", "a few days back", "last summer")
+FORMS = ("none", "yesterday", "weekday", "days", "weeks", "last_week", "last_month", "absolute", "ordinal",
+         "month_ordinal", "part_of_month", "weekend", "week_before_last", "earlier_this_month", "few_days",
+         "last_season")  # fmt: skip
+SEASON_START = {"spring": 3, "summer": 6, "autumn": 9, "winter": 12}
+QUESTION_KINDS = ("when", "month", "week_before", "weeks_after", "order", "week_before_date")
 
 
 @dataclass(frozen=True)
@@ -115,7 +123,7 @@ def date_text(at: datetime) -> str:
 
 def dated(rnd: random.Random, said: date) -> tuple[date, str]:
     """An event day before ``said`` and the words the teller uses for it (empty: that day)."""
-    form = rnd.choice(("none", "yesterday", "weekday", "days", "weeks", "last_week", "last_month", "absolute"))
+    form = rnd.choice(FORMS)
     if form == "yesterday":
         return said - timedelta(days=1), "yesterday"
     if form == "weekday":
@@ -134,11 +142,45 @@ def dated(rnd: random.Random, said: date) -> tuple[date, str]:
     if form == "last_month":
         last = said.replace(day=1) - timedelta(days=1)
         return last.replace(day=rnd.randint(1, last.day)), "last month"
-    if form == "absolute":
+    if form in ("absolute", "ordinal", "month_ordinal"):
         on = said - timedelta(days=rnd.randint(3, 40))
         year = f" {on.year}" if on.year != said.year else ""
+        if form == "ordinal":
+            return on, f"on the {ordinal(on.day)} of {on:%B}{year}"
+        if form == "month_ordinal":
+            return on, f"on {on:%B} {ordinal(on.day)}{year and ','}{year}"
         return on, f"on {on.day} {on:%B}{year}"
+    if form == "part_of_month":
+        on = said - timedelta(days=rnd.randint(10, 60))
+        year = f" {on.year}" if on.year != said.year else ""
+        return on, f"in {('early', 'mid', 'late')[min(on.day - 1, 20) // 10]} {on:%B}{year}"
+    if form == "weekend":  # the Saturday or Sunday of the latest weekend begun by the day said
+        saturday = said - timedelta(days=(said.weekday() - 5) % 7)
+        return min(said, saturday + timedelta(days=rnd.randint(0, 1))), "over the weekend"
+    if form == "week_before_last":
+        monday = said - timedelta(days=said.weekday() + 14)
+        return monday + timedelta(days=rnd.randint(0, 6)), "the week before last"
+    if form == "earlier_this_month" and said.day > 2:
+        return said.replace(day=rnd.randint(1, said.day - 1)), "earlier this month"
+    if form == "few_days":
+        return said - timedelta(days=rnd.randint(2, 4)), "a few days back"
+    if form == "last_season":
+        season = rnd.choice(("spring", "summer", "autumn", "winter"))
+        starts = [date(y, SEASON_START[season], 1) for y in (said.year, said.year - 1, said.year - 2)]
+        start = next(d for d in starts if _months_later(d, 3) <= said)  # the latest one over by the day said
+        return start + timedelta(days=rnd.randint(0, 89)), f"last {season}"
     return said, ""
+
+
+def _months_later(d: date, months: int) -> date:
+    y, m = divmod(d.year * 12 + d.month - 1 + months, 12)
+    return date(y, m + 1, 1)
+
+
+def ordinal(n: int) -> str:
+    """3 -> "3rd", 11 -> "11th", 22 -> "22nd"."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 def generate_one(seed: int, sessions: int = 24, per_session: int = 3) -> Generated:
@@ -165,7 +207,7 @@ def generate_one(seed: int, sessions: int = 24, per_session: int = 3) -> Generat
             text = (
                 f"I just {clause}!"
                 if not words
-                else rnd.choice((f"I {clause} {words}.", f"{words.capitalize()} I {clause}."))
+                else rnd.choice((f"I {clause} {words}.", f"{words[0].upper()}{words[1:]} I {clause}."))
             )
             other = speakers[1 - speakers.index(actor)]
             reply = rnd.choice(REPLIES).format(adj=rnd.choice(synth.ADJECTIVES), name=actor)
@@ -225,6 +267,14 @@ def questions(rnd: random.Random, events: list[Event], each: int = 10) -> tuple[
     for a, before in rnd.sample(anchored, min(each, len(anchored))):
         evidence = (*(e.dia_id for e in before), a.dia_id)
         out.append(("week_before", f"What did {a.actor} do the week before {a.noun()}?", evidence))
+    after = []
+    for a in events:
+        later = [e for e in events if e.actor == a.actor and a.on < e.on <= a.on + timedelta(days=14)]
+        if 1 <= len(later) <= 3:
+            after.append((a, later))
+    for a, later in rnd.sample(after, min(each, len(after))):
+        evidence = (a.dia_id, *(e.dia_id for e in later))
+        out.append(("weeks_after", f"What did {a.actor} do in the two weeks after {a.noun()}?", evidence))
     pairs = [
         (a, b)
         for a in events
@@ -236,6 +286,15 @@ def questions(rnd: random.Random, events: list[Event], each: int = 10) -> tuple[
         out.append(
             ("order", f"Did {a.actor} {first.do()} before or after {second.noun()}?", (first.dia_id, second.dia_id))
         )
+    dated = []
+    for e in events:  # a day shortly after one of the actor's events, named by its date
+        day = e.on + timedelta(days=rnd.randint(1, 7))
+        before = [b for b in events if b.actor == e.actor and day - timedelta(days=7) <= b.on < day]
+        if len(before) <= 3:
+            dated.append((e.actor, day, before))
+    for actor, day, before in rnd.sample(dated, min(each, len(dated))):
+        question = f"What did {actor} do in the week before {day.day} {day:%B} {day.year}?"
+        out.append(("week_before_date", question, tuple(b.dia_id for b in before)))
     return [locomo.QA(question=q, category=2, evidence=ev) for _k, q, ev in out], [k for k, _q, _ev in out]
 
 

@@ -4,8 +4,9 @@
 order), the calendar spans it names ("in May 2023", "on 8 May", "in 2022", "last week"), and
 an anchor ("the week before X"). ``read_memory`` turns a memory into a ``MemoryTime``: the day
 it was said (a stored turn's "[<date>]" prefix, else its ``created_at``) and the spans its
-text names, relative expressions resolved against that day. ``temporal_gains`` lifts the
-memories whose time answers the question's. English only; every rule says why it holds.
+text names, relative expressions resolved against that day (the expressions themselves are
+read by ``time_expressions``). ``temporal_gains`` lifts the memories whose time answers the
+question's. English only; every rule says why it holds.
 """
 
 from __future__ import annotations
@@ -13,47 +14,40 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-          "november", "december")  # fmt: skip
-WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_MONTH = (
-    r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?"
-    r"|nov(?:ember)?|dec(?:ember)?)"
+from services.retrieve.logic.time_expressions import (
+    COUNT,
+    HINTS,
+    MONTH,
+    WEEKDAY,
+    WEEKDAYS,
+    YEAR,
+    Span,
+    absolute_spans,
+    count,
+    month_of,
+    month_span,
+    relative_spans,
 )
-_DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
-_YEAR = r"((?:19|20)\d{2})"
-_WEEKDAY = r"(monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
-_NUMBER = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-           "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "couple of": 2,
-           "a few": 3, "few": 3, "several": 4}  # fmt: skip
-_COUNT = "(" + "|".join([r"\d{1,2}", *sorted(_NUMBER, key=len, reverse=True)]) + ")"
 
-_DAY_MONTH = re.compile(rf"\b{_DAY} (?:of )?{_MONTH}\b,?(?: {_YEAR}\b)?")
-_MONTH_DAY = re.compile(rf"\b{_MONTH} {_DAY}\b(?!:)(?:,? {_YEAR}\b)?")
-_MONTH_YEAR = re.compile(rf"\b{_MONTH},? {_YEAR}\b")
-_IN_MONTH = re.compile(rf"\b(?:in|during|of|since|early|late|mid|last|this|next) {_MONTH}\b")
-_SEASON = re.compile(rf"\b(spring|summer|autumn|fall|winter)(?: of)? {_YEAR}\b")
-_YEAR_ALONE = re.compile(rf"\b(?:in|during|of|since|year) {_YEAR}\b|^{_YEAR}$")
-_AGO = re.compile(rf"\b{_COUNT} (day|week|month|year)s? ago\b")
-_LAST = re.compile(rf"\b(?:last|this past|past) (night|weekend|week|month|year|{_WEEKDAY[1:-1]})\b")
-_NEXT = re.compile(rf"\b(?:next|this coming|coming) (weekend|week|month|year|{_WEEKDAY[1:-1]})\b")
-_ON_WEEKDAY = re.compile(rf"\b(?:on|this) {_WEEKDAY}\b")
-_DEICTIC = re.compile(
-    r"\b(the day before yesterday|yesterday|today|tonight|this morning|this afternoon|this evening|tomorrow"
-    r"|recently|lately|the other day)\b"
-)
-#: substrings one of which every pattern above needs (a month, "day", a year, a deictic word, "ago"): most
-#: memories name no time and are ruled out by these alone
-_HINTS = (*(m[:3] for m in MONTHS), "day", "19", "20", "ago", "tonight", "this", "tomorrow", "recent", "lately",
-          "last", "next", "past", "coming", "spring", "summer", "autumn", "fall", "winter")  # fmt: skip
-_PREFIX_DATE = re.compile(rf"\b{_DAY} {_MONTH},? {_YEAR}\b")
+__all__ = ["Anchor", "MemoryTime", "Span", "TimeQuery", "month_span", "read_memory", "read_question", "temporal_gains"]
+
+_PREFIX_DATE = re.compile(rf"\b(\d{{1,2}}) {MONTH},? {YEAR}\b")
 _PREFIX = re.compile(r"^\s*\[([^\]]{4,60})\]\s*")
 _ISO = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
-_ANCHOR = re.compile(r"\b(?:the (day|week|weekend|month|year) )?(before|after|prior to) (?!or\b)(.+)$")
+_UNIT_DAYS = {"day": 1, "week": 7, "weekend": 3, "month": 31, "year": 366}
+_ANCHOR = re.compile(
+    rf"\b(?:(?:the|in the) (day|week|weekend|month|year|{WEEKDAY[1:-1]})s? "
+    rf"|(?:in |within )?(?:the )?{COUNT} (day|week|month|year)s? )?"
+    r"(before|after|prior to) (?!or\b)(.+)$"
+)
+#: an anchor that opens with a date ("3 August", "the 3rd of June", "August 3", "June 2023", "2023-08-03")
+_DATE_HEAD = re.compile(
+    rf"^(?:the )?(?:\d{{1,2}}(?:st|nd|rd|th)?(?: of)? {MONTH}|{MONTH} \d|{MONTH},? {YEAR}|\d{{4}}-\d)"
+)
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset((
     "a", "an", "the", "and", "or", "of", "to", "in", "on", "at", "for", "with", "by", "from", "about", "did", "do",
@@ -63,21 +57,6 @@ _STOP = frozenset((
 ))  # fmt: skip
 
 
-@dataclass(frozen=True, order=True)
-class Span:
-    """Calendar days ``start`` (inclusive) to ``end`` (exclusive)."""
-
-    start: date
-    end: date
-
-    def overlaps(self, other: Span) -> bool:
-        return self.start < other.end and other.start < self.end
-
-    @staticmethod
-    def day(d: date) -> Span:
-        return Span(d, d + timedelta(days=1))
-
-
 @dataclass(frozen=True)
 class Anchor:
     """ "the <unit> before/after <event>": the window's length in days, its side, the event's words."""
@@ -85,6 +64,7 @@ class Anchor:
     before: bool
     days: int
     words: frozenset[str]
+    weekday: int | None = None  # "the Sunday before X": only that day of the window
 
 
 @dataclass(frozen=True)
@@ -109,143 +89,6 @@ class MemoryTime:
         return content_words(self.body)
 
 
-def _month(name: str) -> int:
-    return next(i for i, m in enumerate(MONTHS, 1) if m.startswith(name[:3]))
-
-
-def month_span(year: int, month: int) -> Span:
-    end = date(year + 1, 1, 1) if month == 12 else date(year, month + 1, 1)
-    return Span(date(year, month, 1), end)
-
-
-def _week_of(d: date) -> Span:
-    monday = d - timedelta(days=d.weekday())
-    return Span(monday, monday + timedelta(days=7))
-
-
-def _weekday_before(ref: date, weekday: str) -> date:
-    """The latest ``weekday`` strictly before ``ref``: "last Friday" said on a Saturday is the day
-    before, said on a Friday a week before (the reading a listener takes without a calendar)."""
-    back = (ref.weekday() - WEEKDAYS.index(weekday)) % 7 or 7
-    return ref - timedelta(days=back)
-
-
-def absolute_spans(text: str, years: Sequence[int]) -> list[Span]:
-    """Calendar dates, months, seasons and years named in lower-cased ``text``.
-
-    A date or month without a year is taken in each of ``years`` (a memory: the year it was
-    said, since people name this year's months without the year; a question: any recent year,
-    since it implies none). Matched text is consumed, so "8 May 2023" is one day, never also
-    the year 2023. "May" counts as a month after "in", "during" or "since" only ("I may go").
-    """
-    out: list[Span] = []
-    rest = text
-    for pattern, kind in ((_DAY_MONTH, "dm"), (_MONTH_DAY, "md"), (_MONTH_YEAR, "my"), (_SEASON, "s")):
-        for m in pattern.finditer(rest):
-            g = m.groups()
-            if kind == "dm":
-                out += _days([int(g[2])] if g[2] else years, _month(g[1]), int(g[0]))
-            elif kind == "md":
-                out += _days([int(g[2])] if g[2] else years, _month(g[0]), int(g[1]))
-            elif kind == "my":
-                out.append(month_span(int(g[1]), _month(g[0])))
-            else:
-                out.append(_season(g[0], int(g[1])))
-        rest = pattern.sub(" ", rest)
-    for m in _IN_MONTH.finditer(rest):
-        if m.group(1) != "may" or m.group(0).split()[0] in ("in", "during", "since"):
-            out += [month_span(y, _month(m.group(1))) for y in years]
-    for m in _YEAR_ALONE.finditer(rest):
-        year = int(m.group(1) or m.group(2))
-        out.append(Span(date(year, 1, 1), date(year + 1, 1, 1)))
-    return out
-
-
-def _days(years: Iterable[int], month: int, day: int) -> list[Span]:
-    out = []
-    for year in years:
-        try:
-            out.append(Span.day(date(year, month, day)))
-        except ValueError:  # "31 February"
-            continue
-    return out
-
-
-def _season(name: str, year: int) -> Span:
-    """Northern-hemisphere meteorological seasons; winter YYYY is December YYYY to February YYYY+1."""
-    start = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}[name]
-    first = date(year, start, 1)
-    end_month = start + 3
-    return Span(first, date(year + 1, end_month - 12, 1) if end_month > 12 else date(year, end_month, 1))
-
-
-def relative_spans(text: str, ref: date) -> list[Span]:
-    """Relative expressions in lower-cased ``text``, resolved against ``ref`` (the day said).
-
-    - "yesterday"/"last night" the day before, "today"/"this morning" the day itself, "tomorrow"
-      the day after: their literal meaning;
-    - "N days ago" that day; "N weeks ago" that day +-3 and "N months/years ago" that calendar
-      month/year: people round weeks, months and years, not days;
-    - "last week/month/year" the previous calendar unit, "next ..." the following one, "last
-      weekend" the Saturday and Sunday before: calendar units as spoken;
-    - "last Friday", "on Friday" the latest such day before ``ref`` (memories mostly report the
-      past; "next Friday" the first after it);
-    - "recently", "lately", "the other day" the month before: a vague past, still a time.
-    """
-    out: list[Span] = []
-    one = timedelta(days=1)
-    for m in _DEICTIC.finditer(text):
-        word = m.group(1)
-        offset = {"the day before yesterday": -2, "yesterday": -1, "tomorrow": 1}.get(word, 0)
-        if word in ("recently", "lately", "the other day"):
-            out.append(Span(ref - timedelta(days=30), ref + one))
-        else:
-            out.append(Span.day(ref + timedelta(days=offset)))
-    for m in _AGO.finditer(text):
-        raw, unit = m.group(1), m.group(2)
-        n = int(raw) if raw.isdigit() else _NUMBER[raw]
-        if unit == "day":
-            out.append(Span.day(ref - timedelta(days=n)))
-        elif unit == "week":
-            mid = ref - timedelta(days=7 * n)
-            out.append(Span(mid - timedelta(days=3), mid + timedelta(days=4)))
-        elif unit == "month":
-            y, mo = divmod(ref.year * 12 + ref.month - 1 - n, 12)
-            out.append(month_span(y, mo + 1))
-        else:
-            out.append(Span(date(ref.year - n, 1, 1), date(ref.year - n + 1, 1, 1)))
-    for m in _LAST.finditer(text):
-        out.append(_unit(m.group(1), ref, -1))
-    for m in _NEXT.finditer(text):
-        out.append(_unit(m.group(1), ref, +1))
-    for m in _ON_WEEKDAY.finditer(text):
-        out.append(Span.day(_weekday_before(ref, m.group(1))))
-    return out
-
-
-def _unit(unit: str, ref: date, step: int) -> Span:
-    """The calendar ``unit`` before (``step`` -1) or after (+1) the one holding ``ref``."""
-    if unit == "night":
-        return Span.day(ref - timedelta(days=1))
-    if unit in WEEKDAYS:
-        if step < 0:
-            return Span.day(_weekday_before(ref, unit))
-        ahead = (WEEKDAYS.index(unit) - ref.weekday()) % 7 or 7
-        return Span.day(ref + timedelta(days=ahead))
-    if unit == "week":
-        week = _week_of(ref)
-        return Span(week.start + timedelta(days=7 * step), week.end + timedelta(days=7 * step))
-    if unit == "weekend":  # the last Saturday and Sunday wholly before ``ref``, or the first after it
-        saturday = _unit("saturday", ref, step).start
-        if step < 0 and ref.weekday() == 6:
-            saturday -= timedelta(days=7)
-        return Span(saturday, saturday + timedelta(days=2))
-    if unit == "month":
-        y, mo = divmod(ref.year * 12 + ref.month - 1 + step, 12)
-        return month_span(y, mo + 1)
-    return Span(date(ref.year + step, 1, 1), date(ref.year + step + 1, 1, 1))
-
-
 def content_words(text: str) -> frozenset[str]:
     return frozenset(w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1)
 
@@ -265,19 +108,30 @@ def read_question(question: str, now: date) -> TimeQuery:
       2022"); a month without a year means any year's (no year is implied by the question);
     - "last week", "yesterday" and the like are resolved against ``now`` (the asker's today);
     - "the week/day/month before/after X" anchors a window of that length on X's date (bare
-      "before X": a month, the near past being what such questions mean).
+      "before X": a month, the near past being what such questions mean; "the Sunday before X"
+      that day of the week before);
+    - when X opens with a date ("the week before 3 August 2023"), the window is on that date:
+      there is no event to look up.
     """
     lower = question.lower().strip()
     asks = bool(_WHEN_START.match(lower)) or "before or after" in lower or "after or before" in lower
-    anchor = None
-    if not asks and (m := _ANCHOR.search(lower)):
-        words = content_words(m.group(3))
-        if words:
-            days = {"day": 1, "week": 7, "weekend": 3, "month": 31, "year": 366}.get(m.group(1) or "", 31)
-            anchor = Anchor(before=m.group(2) != "after", days=days, words=words)
-            lower = lower[: m.start()]
     years = range(now.year - 10, now.year + 1)
-    spans = absolute_spans(lower, years) + relative_spans(lower, now)
+    anchor = None
+    on_dates: list[Span] = []
+    if not asks and (m := _ANCHOR.search(lower)):
+        words = content_words(m.group(5))
+        if words:
+            # "two weeks before X": that many units; "the week before X": one; bare "before X": a month
+            unit = m.group(1)
+            days = 7 if unit in WEEKDAYS else _UNIT_DAYS[unit] if unit else 31
+            if m.group(2):
+                days = _UNIT_DAYS[m.group(3)] * count(m.group(2))
+            weekday = WEEKDAYS.index(unit) if unit in WEEKDAYS else None
+            anchor = Anchor(before=m.group(4) != "after", days=days, words=words, weekday=weekday)
+            lower = lower[: m.start()]
+            if _DATE_HEAD.match(m.group(5)) and (dated := absolute_spans(" ".join(m.group(5).split()[:5]), years)):
+                on_dates, anchor = [window(anchor, d) for d in dated], None
+    spans = absolute_spans(lower, years) + relative_spans(lower, now) + on_dates
     return TimeQuery(asks_when=asks, spans=tuple(spans), anchor=anchor)
 
 
@@ -296,7 +150,7 @@ def said_on(content: str, created: date) -> tuple[date, str]:
     if (d := _PREFIX_DATE.search(inner)) is None:
         return created, content
     try:
-        return date(int(d.group(3)), _month(d.group(2)), int(d.group(1))), content[m.end() :]
+        return date(int(d.group(3)), month_of(d.group(2)), int(d.group(1))), content[m.end() :]
     except ValueError:
         return created, content
 
@@ -308,7 +162,7 @@ def read_memory(content: str, created: date) -> MemoryTime:
     said, body = said_on(content, created)
     lower = body.lower()
     spans: list[Span] = []
-    if any(hint in lower for hint in _HINTS):
+    if any(hint in lower for hint in HINTS):
         spans = absolute_spans(lower, (said.year,)) + relative_spans(lower, said)
     return MemoryTime(said=said, spans=tuple(sorted(set(spans))), body=body)
 
@@ -335,27 +189,46 @@ def anchor_time(anchor: Anchor, memories: Mapping[str, tuple[float, MemoryTime]]
 
 
 def window(anchor: Anchor, at: Span) -> Span:
-    """The window "the <unit> before/after" the anchor's time: adjacent to it, ``days`` long."""
+    """The window "the <unit> before/after" the anchor's time, ``days`` long and adjacent to the
+    anchor's day; when its time is a span ("last month"), the window of any of its days (the
+    event may be on any of them, so must the answer's)."""
+    one = timedelta(days=1)
     if anchor.before:
-        return Span(at.start - timedelta(days=anchor.days), at.start)
-    return Span(at.end, at.end + timedelta(days=anchor.days))
+        out = Span(at.start - timedelta(days=anchor.days), at.end - one)
+    else:
+        out = Span(at.start + one, at.end + timedelta(days=anchor.days))
+    if anchor.weekday is None:
+        return out
+    first = out.start + timedelta(days=(anchor.weekday - out.start.weekday()) % 7)
+    last = out.end - one - timedelta(days=((out.end - one).weekday() - anchor.weekday) % 7)
+    return Span(first, last + one)
+
+
+#: the match of a memory said within the asked time but naming none, and of one naming only a vague time
+#: ("recently"): said then is often, not always, happened then, and "lately" places it no better
+SAID = 0.5
 
 
 def match(query: TimeQuery, memory: MemoryTime, targets: Sequence[Span]) -> float:
     """How well a memory's time answers the query (0..1).
 
     - with target spans: 1 when a time the memory names falls in one (it says the event was
-      then); 0.5 when it names none but was said in one (said then is often, not always,
-      happened then); 0 when it names another time;
-    - a "when" question without a span: 1 when the memory names any time (the answer to when
-      is a memory that says when), else 0.
+      then); ``SAID`` when it names none but was said in one, or names only a vague time that
+      falls in one; 0 when it names another time;
+    - a "when" question without a span: 1 when the memory names a time (the answer to when is
+      a memory that says when), ``SAID`` when only a vague one, else 0.
     """
     if targets:
         if memory.spans:
-            return 1.0 if any(s.overlaps(t) for s in memory.spans for t in targets) else 0.0
+            inside = [s for s in memory.spans if any(s.overlaps(t) for t in targets)]
+            return max((_weight(s) for s in inside), default=0.0)
         said = Span.day(memory.said)
-        return 0.5 if any(said.overlaps(t) for t in targets) else 0.0
-    return 1.0 if query.asks_when and memory.spans else 0.0
+        return SAID if any(said.overlaps(t) for t in targets) else 0.0
+    return max(_weight(s) for s in memory.spans) if query.asks_when and memory.spans else 0.0
+
+
+def _weight(span: Span) -> float:
+    return SAID if span.vague else 1.0
 
 
 def temporal_gains(

@@ -234,3 +234,26 @@ async def test_temporal_lift_raises_a_memory_in_the_asked_window(
     assert scores == pytest.approx({"race": 1.4, "before": before_score, "march": 0.0})
     if lift:
         assert [name[m.id] for m in res.memories] == ["race", "before", "march"]
+
+
+async def test_a_counted_window_after_an_anchor_told_as_a_span_lifts_a_loosely_dated_memory(
+    pool: asyncpg.Pool, nc: Client, retrieve_svc: ServiceContext
+) -> None:
+    # keyword ranks only, as above: the race ("last month": some day of April) anchors "the two weeks
+    # after" it, 2 April to 14 May; "over the weekend" (4-5 May) falls in it, "early March" does not
+    who = owner()
+    off = {"sessionBoost": 0, "neighbourBoost": 0, "speakerBoost": 0, "ftsFullCoverage": 0, "ftsWeight": 1}
+    await put_values(pool, who, {"fusion": "score", "temporalReasoning": 0.4, "temporalLift": 0.75, **off})
+    said = "[1:00 pm on 8 May, 2024] Ana: "
+    ids = {
+        "race": await put(pool, who, said + "I ran a charity race last month"),
+        "after": await put(pool, who, said + "Over the weekend I went to a pottery workshop"),
+        "march": await put(pool, who, said + "I adopted a puppy in early March"),
+    }
+    name = {v: k for k, v in ids.items()}
+    question = "What did Ana do in the two weeks after the charity race?"
+    res = await retrieve(nc, owner=who, query=question, strategy="hybrid")
+    scores = {name[m.id]: m.score for m in res.memories}
+    # a full match gains 0.4 x 0.75 x the best score (a day said in the window alone would gain half)
+    assert scores == pytest.approx({"race": 1.4, "after": 0.3, "march": 0.0})
+    assert [name[m.id] for m in res.memories] == ["race", "after", "march"]

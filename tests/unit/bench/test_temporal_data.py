@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -35,7 +35,11 @@ def test_sessions_are_dated_over_months_in_locomo_form(generated: list[temporal_
         assert len(set(said)) == len(said)  # no turn repeated within a session (it would be stored once)
 
 
-FORMS = ("i just", "yesterday", "days ago", "week ago", "weeks ago", "last week", "last month", " on ")
+FORMS = ("i just", "yesterday", "days ago", "week ago", "weeks ago", "last week", "last month", " on ", "of ",
+         "weekend", "before last", "earlier this month", "few days back", "early ", "mid ", "late ", "last summer",
+         "last winter")  # fmt: skip
+PARTS = {"early": (1, 10), "mid": (11, 20), "late": (21, 31)}
+SEASONS = {"spring": (3, 4, 5), "summer": (6, 7, 8), "autumn": (9, 10, 11), "winter": (12, 1, 2)}
 WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "a": 1}
 
 
@@ -69,8 +73,30 @@ def test_every_event_is_told_in_its_turn_with_its_date(generated: list[temporal_
                 assert (e.on.year * 12 + e.on.month) == (said.year * 12 + said.month - 1)
             if m := re.search(r"on (\d+) ([A-Z][a-z]+)", turn.text):
                 assert (e.on.day, e.on.strftime("%B")) == (int(m.group(1)), m.group(2))
+            check_loose_forms(turn.text, said, e.on)
             forms[next((f for f in FORMS if f in turn.text.lower()), "other")] += 1
     assert all(forms[f] > 0 for f in FORMS)  # every way of dating is used
+
+
+def check_loose_forms(text: str, said: date, on: date) -> None:
+    """The looser ways of dating an event hold the day their words mean."""
+    lower = text.lower()
+    if "over the weekend" in lower:
+        assert on.weekday() >= 5 and 0 <= (said - on).days <= 6
+    if "the week before last" in lower:
+        assert on - timedelta(days=on.weekday()) == said - timedelta(days=said.weekday() + 14)
+    if "earlier this month" in lower:
+        assert (on.year, on.month) == (said.year, said.month) and on < said
+    if "a few days back" in lower:
+        assert 2 <= (said - on).days <= 4
+    if m := re.search(r"in (early|mid|late) ([a-z]+)", lower):
+        first, last = PARTS[m.group(1)]
+        assert on.strftime("%B").lower() == m.group(2) and first <= on.day <= last
+    if m := re.search(r"last (spring|summer|autumn|winter)", lower):
+        assert on.month in SEASONS[m.group(1)] and 0 < (said - on).days < 2 * 365
+    if m := re.search(r"on the (\d+)(?:st|nd|rd|th) of ([a-z]+)|on ([a-z]+) (\d+)(?:st|nd|rd|th)", lower):
+        number, month = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
+        assert (on.day, on.strftime("%B").lower()) == (int(number), month)
 
 
 def test_each_question_kind_is_asked_with_evidence_that_follows_from_the_dates(
@@ -100,6 +126,20 @@ def test_each_question_kind_is_asked_with_evidence_that_follows_from_the_dates(
                 anchor = told[-1]
                 assert qa.question.endswith(f"the week before {anchor.noun()}?")
                 assert all(anchor.on - timedelta(days=7) <= e.on < anchor.on for e in told[:-1])
+            elif kind == "weeks_after":
+                anchor = told[0]
+                assert qa.question.endswith(f"in the two weeks after {anchor.noun()}?")
+                assert all(anchor.on < e.on <= anchor.on + timedelta(days=14) for e in told[1:])
+                later = [
+                    e for e in g.events if e.actor == anchor.actor and anchor.on < e.on <= anchor.on + timedelta(14)
+                ]
+                assert len(later) == len(told) - 1  # every event of those two weeks, no other
+            elif kind == "week_before_date":
+                m = re.fullmatch(r"What did (\w+) do in the week before (\d+ \w+ \d{4})\?", qa.question)
+                assert m is not None
+                day = datetime.strptime(m.group(2), "%d %B %Y").date()
+                within = [e for e in g.events if e.actor == m.group(1) and day - timedelta(days=7) <= e.on < day]
+                assert sorted(e.dia_id for e in within) == sorted(qa.evidence)  # every event of that week, no other
             else:
                 first, second = told
                 assert qa.question == f"Did {first.actor} {first.do()} before or after {second.noun()}?"
@@ -127,5 +167,6 @@ def test_the_report_renders_a_row_per_variant() -> None:
         "examples": [{"kind": "when", "question": "When did A go?", "evidence": ["D1:1"]}],
     }
     text = temporal.render(report)
-    assert "| default | 0.750 | 0.750 | — | — | — | 0.500 | 0.500 |" in text
+    assert "| default | 0.750 | 0.750 | 0.500 | 0.500 |" in text  # columns of the kinds asked only
+    assert "questions about when (when 2)" in text and "month" not in text
     assert "- when: When did A go? (evidence D1:1)" in text
