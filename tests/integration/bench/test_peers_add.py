@@ -14,7 +14,8 @@ pytestmark = pytest.mark.integration
 
 async def test_stored_to_embedded_percentiles_of_one_owner(pool: asyncpg.Pool) -> None:
     async def add(owner: str, seconds: float) -> None:
-        rec = await memories.insert(pool, owner=owner, memory_type="factual", content=f"{owner} {seconds}", source="api")
+        text = f"{owner} {seconds}"
+        rec = await memories.insert(pool, owner=owner, memory_type="factual", content=text, source="api")
         await pool.execute(
             "INSERT INTO memory_embeddings (memory_id, signature, owner, dim, embedding, created_at)"
             " SELECT id, 'local:m:3', owner, 3, '[1,0,0]', created_at + make_interval(secs => $2) FROM memories"
