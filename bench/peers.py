@@ -7,13 +7,16 @@ Per size: **add-to-searchable** (memoryd until every memory has its vector, mem0
 ``add`` returns), a **cold** pass (each question once, memoryd embedding the query), then per
 concurrency both engines in turn, alternating who goes first, and the **hit rate** of
 keyword-style queries made from a memory's own words (``keyword_query``). Ratios are memoryd /
-mem0 in one run; CPU per query counts memoryd's services, PostgreSQL and nats-server against
-mem0's process (the benchmark's) and PostgreSQL.
+mem0 in one run; CPU per query and per added memory counts memoryd's services, PostgreSQL and
+nats-server against mem0's process (the benchmark's) and PostgreSQL, split by process; the add
+phase also reports the share of the cores kept busy and memoryd's time in the pipeline per memory
+(row committed to vector written).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import re
 import time
@@ -21,6 +24,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
+
+import asyncpg
 
 from bench import synth
 from bench.harness import ServiceStack, cpu_delta, wait_until
@@ -161,13 +166,32 @@ async def add_all(
     total_s = time.perf_counter() - started
     cpu = cpu_delta(before, eng.stack.cpu_seconds())
     keys = MEMORYD_KEYS if engine == "memoryd" else MEM0_KEYS
-    return {
-        "memories": len(texts),
-        "acked_per_s": round(len(texts) / acked_s, 1),
+    n = len(texts)
+    out: dict[str, Any] = {
+        "memories": n,
+        "acked_per_s": round(n / acked_s, 1),
         "add_to_searchable_s": round(total_s, 1),
-        "add_to_searchable_per_s": round(len(texts) / total_s, 1),
-        "cpu_ms_per_memory": round(1000 * sum(cpu.get(k, 0.0) for k in keys) / len(texts), 2),
+        "add_to_searchable_per_s": round(n / total_s, 1),
+        "cpu_ms_per_memory": round(1000 * sum(cpu.get(k, 0.0) for k in keys) / n, 2),
+        "cpu_ms_per_memory_by_process": {k: round(1000 * cpu[k] / n, 2) for k in keys if k in cpu},
+        # share of the machine's cores the engine's processes kept busy from the first add to searchable
+        "cpu_used_of_cores": round(sum(cpu.get(k, 0.0) for k in keys) / total_s / (os.cpu_count() or 1), 3),
     }
+    if engine == "memoryd":
+        out["stored_to_embedded_s"] = await stored_to_embedded(eng.stack.pool, owner)
+    return out
+
+
+async def stored_to_embedded(pool: asyncpg.Pool, owner: str) -> dict[str, float]:
+    """Time in the pipeline per memory, from its row's commit time to its vector's, p50/p90/p99 (s)."""
+    row = await pool.fetchrow(
+        "SELECT percentile_cont(ARRAY[0.5, 0.9, 0.99]) WITHIN GROUP"
+        " (ORDER BY extract(epoch FROM e.created_at - m.created_at)) AS p"
+        " FROM memories m JOIN memory_embeddings e ON e.memory_id = m.id WHERE m.owner = $1",
+        owner,
+    )
+    p = [float(x) for x in row["p"]] if row is not None and row["p"] is not None else [0.0, 0.0, 0.0]
+    return {"p50": round(p[0], 2), "p90": round(p[1], 2), "p99": round(p[2], 2)}
 
 
 async def hit_rate(eng: Engines, engine: str, owner: str, texts: Sequence[str], indices: Sequence[int]) -> float:
@@ -298,6 +322,22 @@ def _by(row: dict[str, Any]) -> str:
     return ", ".join(f"{k} {v:.1f}" for k, v in row.get("cpu_ms_per_query_by_process", {}).items())
 
 
+def _add_lines(add: dict[str, dict[str, Any]]) -> list[str]:
+    """One line per engine: CPU per added memory by process, cores kept busy, time in the pipeline."""
+    lines = []
+    for engine, a in add.items():
+        if "cpu_ms_per_memory_by_process" not in a:
+            continue
+        by = ", ".join(f"{k} {v:.2f}" for k, v in a["cpu_ms_per_memory_by_process"].items())
+        cores = f"{a['cpu_used_of_cores']:.0%} of the cores"
+        line = f"- {engine} add: {a['cpu_ms_per_memory']:.2f} ms CPU per memory ({by}), {cores}"
+        if "stored_to_embedded_s" in a:
+            p = a["stored_to_embedded_s"]
+            line += f"; stored to embedded p50 {p['p50']} s, p99 {p['p99']} s"
+        lines.append(line)
+    return [*lines, ""] if lines else []
+
+
 def render(report: dict[str, Any]) -> str:
     env0, env1 = report["environment_at_start"], report["environment"]
     out = [
@@ -317,6 +357,7 @@ def render(report: dict[str, Any]) -> str:
             f"mem0 LLM calls: {res['mem0_llm_calls']}):",
             "",
             *([f"memoryd's keyword tier: {res['memoryd_keyword_tier']}.", ""] if "memoryd_keyword_tier" in res else []),
+            *_add_lines(res.get("add", {})),
             markdown_table(["figure", "memoryd", "mem0", "memoryd / mem0"], table, digits=3),
             "",
             markdown_table(

@@ -67,7 +67,7 @@ async def setup(ctx: ServiceContext) -> None:
     choice = startup_engine(env_settings, ctx.config.qdrant, global_row)
     settings = choice.embedding
     cache_dir = settings.cache_dir(own.data.data_dir)
-    inference = Inference(env_settings.inference_slots)
+    inference = Inference(env_settings.inference_slots, env_settings.job_slots)
     ctx.closers.append(lambda: asyncio.to_thread(inference.shutdown))
     source = await asyncio.to_thread(build_source, settings, inference, cache_dir, choice.vector_quantization)
     vector_stores = await open_for(ctx.config, ctx.db, choice.qdrant_in_use)
@@ -97,7 +97,7 @@ async def setup(ctx: ServiceContext) -> None:
         ctx.js,
         stores,
         source,
-        batch_max=settings.batch_max,
+        batch_max=settings.job_batch_max,
         batch_wait_s=settings.batch_wait_ms / 1000,
         pipeline=settings.pipeline,
         owner_indexes=owner_indexes,
@@ -122,7 +122,7 @@ async def setup(ctx: ServiceContext) -> None:
 
     await ctx.rpc.add(RPC_OPS["embed"], queries.embed)
     await ctx.rpc.add(RPC_OPS["reindex"], sigs.reindex)
-    spec = consumer_spec("embed", ctx.config.nats, batch=settings.batch_max)
+    spec = consumer_spec("embed", ctx.config.nats, batch=settings.job_batch_max)
     for i in range(settings.pipeline):
         ctx.spawn(PullConsumer(ctx.js, spec, EmbedJob, jobs.handle).run(ctx.stop), f"embed-jobs-{i}")
     ctx.spawn(sigs.watch(ctx.stop, settings.meta_poll_s, engine.tick), "embed-signatures")

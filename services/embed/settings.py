@@ -2,9 +2,9 @@
 
 The source, quantization and remote fields are the defaults of the engine settings: the global
 settings row may override them at run time (`shared.settings.engine`, applied by
-`engine_switch.py` without a restart). Embed jobs: a worker pulls up to `batch_max` jobs and embeds
-them in one inference call, `pipeline` batches in flight (the next is read while one is in
-inference), a short batch leaving after `batch_wait_ms`; a call also stays within
+`engine_switch.py` without a restart). Embed jobs: a worker pulls up to `job_batch_max` jobs and
+embeds them in inference calls of at most `batch_max` texts, `pipeline` batches in flight (the next
+is read while one is in inference), a short batch leaving after `batch_wait_ms`; a call also stays within
 `batch_max_tokens` padded tokens (texts are cut by length into calls, `logic.plan_batches`), since
 a call costs in proportion to its padded tokens and ONNX Runtime's arena keeps the peak of the
 largest call. Query embeddings are batched apart: one that finds an `inference_slots` slot free
@@ -34,9 +34,17 @@ class EmbedSettings(EmbeddingConfig, frozen=True, kw_only=True):
     #: inference calls one process runs at once, one thread each: embed jobs use one, query
     #: embeddings any (concurrent queries then use a second core)
     inference_slots: Annotated[int, msgspec.Meta(ge=1, le=16)] = 2
+    #: of those, how many embed-job calls may run at once (capped at `inference_slots`): 2 lets a
+    #: backlog of jobs use both cores of a small machine; queries still go first among waiting calls
+    #: but may wait for a job call already running (a call holds at most `batch_max` texts)
+    job_slots: Annotated[int, msgspec.Meta(ge=1, le=16)] = 1
 
-    #: embed jobs per inference call (16: the best texts/s of 8, 16 and 32 in the embed benchmark)
+    #: texts per inference call (16: the best texts/s of 8, 16 and 32 in the embed benchmark)
     batch_max: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 16
+    #: embed jobs pulled, read, written and acked together; their texts are sorted by length and cut
+    #: into inference calls of at most `batch_max` (a wider batch groups similar lengths better and
+    #: needs fewer statements per memory)
+    job_batch_max: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 64
     #: padded tokens (texts x longest) per inference call, which bounds its activation memory
     batch_max_tokens: Annotated[int, msgspec.Meta(ge=1)] = 512
     #: a batch that is not full leaves after this long

@@ -304,12 +304,12 @@ def _remote_settings(settings: EmbedSettings) -> tuple[str, int]:
 # --- building --------------------------------------------------------------------------------
 class Inference:
     """The inference threads of a process (`slots`), behind an `InferenceGate`: embed jobs
-    use one at a time, queries any (and go first)."""
+    use `job_slots` of them at a time (one by default), queries any (and go first)."""
 
-    def __init__(self, slots: int = 1) -> None:
+    def __init__(self, slots: int = 1, job_slots: int = 1) -> None:
         self.slots = slots
         self._executor = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="embed-inference")
-        self._gate = InferenceGate(slots, job_slots=1)
+        self._gate = InferenceGate(slots, job_slots=min(job_slots, slots))
 
     async def run(self, fn: Callable[[list[str]], Vectors], texts: list[str], *, urgent: bool) -> Vectors:
         await self._gate.acquire(urgent)

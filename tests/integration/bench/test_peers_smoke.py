@@ -50,8 +50,17 @@ async def test_peers_benchmark_tiny(nats_server: EmbeddedNats, pg_dsn: str, tmp_
     for engine in peers.ENGINES:
         assert res["add"][engine]["memories"] == 120
         assert res["add"][engine]["add_to_searchable_per_s"] > 0
+        add = res["add"][engine]
+        assert add["cpu_ms_per_memory"] == pytest.approx(sum(add["cpu_ms_per_memory_by_process"].values()), abs=0.05)
+        assert 0 <= add["cpu_used_of_cores"] <= 1.0
         # tiny corpus: every keyword query finds its memory in both engines
         assert res["figures"][engine]["hit_rate"] == 1.0
+    # here memoryd runs in this process and no server CPU is read (its share may be 0); mem0 is "bench"
+    assert res["add"]["mem0"]["cpu_used_of_cores"] > 0
+    pipeline = res["add"]["memoryd"]["stored_to_embedded_s"]
+    assert 0 <= pipeline["p50"] <= pipeline["p90"] <= pipeline["p99"]
+    assert "stored_to_embedded_s" not in res["add"]["mem0"]
+    assert "- memoryd add: " in peers.render(report) and "stored to embedded p50" in peers.render(report)
     # who goes first alternates from one level to the next
     assert [(r["engine"], r["c"]) for r in res["rows"]] == [
         ("memoryd", "cold"), ("mem0", "cold"), ("mem0", 1), ("memoryd", 1), ("memoryd", 4), ("mem0", 4)

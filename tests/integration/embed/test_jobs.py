@@ -12,6 +12,7 @@ from nats.aio.client import Client
 
 from memoryd.schemas import EmbedJob
 from services.embed.adapters import LocalEmbedder
+from shared.bus.provision import ensure_streams
 from shared.db import memories
 from shared.settings.env import ServiceConfig
 from tests.support.eventually import eventually
@@ -131,3 +132,36 @@ async def test_deleted_foreign_changed_and_repeated_jobs(
 
 async def _greater(value: float, than: float) -> bool:
     return value > than
+
+
+async def test_a_job_batch_is_written_at_once_and_embedded_in_calls_of_batch_max(
+    nc: Client, pool: asyncpg.Pool, config: ServiceConfig, embedder: LocalEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """24 queued jobs, ``job_batch_max`` 64, ``batch_max`` 4: one pull takes them all and one write
+    statement stores their vectors (its ``now()`` is every row's ``created_at``), while no inference
+    call holds more than 4 texts; the vectors are the model's own."""
+    monkeypatch.setenv("MEMORYD_EMBED_BATCH_MAX", "4")
+    monkeypatch.setenv("MEMORYD_EMBED_JOB_BATCH_MAX", "64")
+    monkeypatch.setenv("MEMORYD_EMBED_BATCH_WAIT_MS", "200")
+    texts = [f"{t} (note {i}{' and a longer tail of words' * (i % 3)})" for i, t in enumerate(TEXTS)]
+    dave = await add_memories(pool, "dave-batch", texts)
+    ids = [m.id for m in dave]
+    js = nc.jetstream()
+    await ensure_streams(js, config.nats)
+    await publish(js, [job_of(m) for m in dave])  # queued before the worker starts: one pull sees them all
+    calls_before = sample("memoryd_embed_batch_texts_count")
+    small_before = sample("memoryd_embed_batch_texts_bucket", {"le": "4.0"})
+    async with run_services(["embed"], config):
+        await eventually(lambda: _all(pool, ids), what="all memories embedded")
+        await eventually(lambda: queue_drained(js), what="every job acked")
+    calls = sample("memoryd_embed_batch_texts_count") - calls_before
+    assert calls >= len(ids) / 4  # cut into calls of at most batch_max ...
+    assert sample("memoryd_embed_batch_texts_bucket", {"le": "4.0"}) - small_before == calls  # ... every one
+    writes = await pool.fetchval(
+        "SELECT count(DISTINCT created_at) FROM memory_embeddings WHERE memory_id = ANY($1::uuid[])",
+        [uuid.UUID(i) for i in ids],
+    )
+    assert writes == 1
+    stored = await vectors_of(pool, ids)
+    expected = embedder.embed(texts)
+    assert min(cosine(stored[m.id], expected[i]) for i, m in enumerate(dave)) > 0.9999

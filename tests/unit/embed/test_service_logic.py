@@ -4,6 +4,8 @@ the LRU+TTL cache, the micro-batcher and the inference gate."""
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -26,7 +28,7 @@ from services.embed.logic import (
     triage,
     unique_by_id,
 )
-from services.embed.sources import InferenceGate
+from services.embed.sources import Inference, InferenceGate
 from shared.vectors.cache import VectorCache
 from shared.vectors.signature import stored_signature, vector_quantization
 
@@ -312,6 +314,37 @@ async def test_gate_gives_queries_every_slot_and_jobs_one() -> None:
     gate.release(False)
     with pytest.raises(ValueError):
         InferenceGate(slots=1, job_slots=2)
+
+
+async def test_inference_with_two_job_slots_runs_two_job_calls_at_once() -> None:
+    """``job_slots=2``: two job calls run on the two inference threads together (each waits at a
+    two-party barrier the other must reach); with the default one, the second waits its turn."""
+
+    def meet(barrier: threading.Barrier) -> Callable[[list[str]], np.ndarray]:
+        def fn(texts: list[str]) -> np.ndarray:
+            barrier.wait(timeout=2)
+            return np.zeros((len(texts), 2), dtype=np.float32)
+
+        return fn
+
+    both = Inference(slots=2, job_slots=2)
+    try:
+        barrier = threading.Barrier(2)
+        got = await asyncio.gather(*(both.run(meet(barrier), ["a"], urgent=False) for _ in range(2)))
+        assert [v.shape for v in got] == [(1, 2), (1, 2)]
+    finally:
+        both.shutdown()
+    one = Inference(slots=2)
+    try:
+        with pytest.raises(threading.BrokenBarrierError):
+            await asyncio.gather(*(one.run(meet(threading.Barrier(2)), ["a"], urgent=False) for _ in range(2)))
+    finally:
+        one.shutdown()
+    capped = Inference(slots=1, job_slots=2)  # never more job calls than threads
+    try:
+        assert capped._gate.job_slots == 1
+    finally:
+        capped.shutdown()
 
 
 def test_length_order_is_shortest_first_and_stable() -> None:
