@@ -381,9 +381,36 @@ class OwnerIndex:
         """The top ``limit`` memories holding any of ``lexemes`` among those ``view`` sees (None:
         every live memory; BM25, ties newest first, then id) and the most question-lexeme
         occurrences any of them holds (the statement's cover)."""
+        scored = self._scored(lexemes, view)
+        if scored is None:
+            return [], 0
+        cand, got, occurrences = scored
+        return self._top(cand, got, limit), occurrences
+
+    def search_within(
+        self, lexemes: Iterable[str], limit: int, view: View | None, ranges: Sequence[tuple[int, int]]
+    ) -> list[Hit]:
+        """``search``'s top ``limit`` among the memories created within one of ``ranges`` (µs,
+        start inclusive, end exclusive): the same scores (BM25 over every memory ``view`` sees), the
+        same order; the time-window candidates (``logic.time_window``)."""
+        if not ranges:
+            return []
+        scored = self._scored(lexemes, view)
+        if scored is None:
+            return []
+        cand, got, _ = scored
+        created = self.created[cand]
+        inside = np.zeros(len(cand), dtype=np.bool_)
+        for start, end in ranges:
+            inside |= (created >= start) & (created < end)
+        return self._top(cand[inside], got[inside], limit)
+
+    def _scored(self, lexemes: Iterable[str], view: View | None) -> tuple[I32, F64, int] | None:
+        """Every memory holding one of ``lexemes`` that ``view`` sees, its BM25 score and the most
+        question-lexeme occurrences one holds; None when none does."""
         keys = sorted({self.vocab[x] for x in set(lexemes) if x in self.vocab})
         if not keys:
-            return [], 0
+            return None
         seen: Mask | None = None
         if view is None:
             n = float(self.size - self.dead)
@@ -405,11 +432,11 @@ class OwnerIndex:
             occ[docs] += tfs
             touched.append(docs)
         if not touched:
-            return [], 0
+            return None
         cand = self._union(touched)
         got, occurrences = scores[cand], int(occ[cand].max())
         scores[cand], occ[cand] = 0.0, 0
-        return self._top(cand, got, limit), occurrences
+        return cand, got, occurrences
 
     def _union(self, lists: list[I32]) -> I32:
         """The memories in any of ``lists`` (each without repeats), in linear time: each position

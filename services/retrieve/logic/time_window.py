@@ -1,0 +1,91 @@
+"""Time-window candidates (pure): the memories said in the time a question asks about.
+
+"What did Mel do in May 2023?" or "the week before Jon adopted the dog" names a time, and the
+turn that answers it often shares a single word with the question: it is then missing from the
+keyword and vector lists' tops, and the temporal reasoning (``temporal.temporal_gains``) can only
+lift what is there. ``asked_spans`` gives the calendar spans such a question asks about (its named
+dates, months, seasons, years and relative times, and the window around its anchor, the anchor
+found among the candidates as the reasoning finds it); ``ranges_us`` the same spans as
+``created_at`` ranges; ``extend`` appends the best keyword matches stored within them (ranked by
+their own BM25 score, found by ``OwnerIndex.search_within``) to the keyword list below its top,
+as a deeper keyword list would have held them, so they take part in the same fusion and gains.
+Only the day a memory was stored is read (its ``created_at``), not a "[<date>]" prefix in its
+text or the times it names: those are text, which an index of lexemes cannot filter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, date, datetime
+
+from services.retrieve.logic.fusion import RankedList
+from services.retrieve.logic.temporal import Span, anchor_time, read_memory, read_question, window
+
+_EPOCH_DAY = date(1970, 1, 1).toordinal()
+_DAY_US = 86_400_000_000
+
+
+def asked_spans(
+    question: str, now: date, scores: Mapping[str, float], memories: Mapping[str, tuple[str, date]]
+) -> tuple[Span, ...]:
+    """The spans ``question`` asks about: those it names (``read_question``, against ``now``), and
+    for "the week before/after X" the window next to X's time, X being the memory among ``memories``
+    (id -> content, day stored; those in ``scores``) the reasoning takes for it (``anchor_time``);
+    none for a question that names no time ("When did ...?" asks for one: any time may answer)."""
+    query = read_question(question, now)
+    spans = list(query.spans)
+    if query.anchor is not None:
+        times = {i: (scores[i], read_memory(c, day)) for i, (c, day) in memories.items() if i in scores}
+        found = anchor_time(query.anchor, times)
+        if found is not None:
+            spans.append(window(query.anchor, found[1]))
+    return tuple(spans)
+
+
+#: days after an asked span a memory stored then is still taken as told of it
+TOLD_WITHIN_DAYS = 0
+
+
+def ranges_us(spans: Sequence[Span], after_days: int = 0) -> list[tuple[int, int]]:
+    """``spans`` as ``created_at`` ranges in µs since the epoch (UTC days, start inclusive, end
+    exclusive, ``after_days`` later), overlapping or touching ones merged, in order."""
+    out: list[tuple[int, int]] = []
+    late = after_days * _DAY_US
+    for start, end in sorted((_us(s.start), _us(s.end) + late) for s in spans):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
+
+
+def _us(d: date) -> int:
+    return (d.toordinal() - _EPOCH_DAY) * _DAY_US
+
+
+def stored_within(created: datetime | int, ranges: Sequence[tuple[int, int]]) -> bool:
+    """Whether a memory stored at ``created`` (a datetime or µs since the epoch) is within ``ranges``."""
+    at = created if isinstance(created, int) else _datetime_us(created)
+    return any(start <= at < end for start, end in ranges)
+
+
+def _datetime_us(at: datetime) -> int:
+    delta = at.astimezone(UTC).replace(tzinfo=None) - datetime(1970, 1, 1)
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def extra(within: RankedList, present: set[str], cap: int) -> list[tuple[str, float]]:
+    """The first ``cap`` of ``within`` (the keyword matches stored in the asked time, best first)
+    not ``present`` among the candidates already."""
+    out: list[tuple[str, float]] = []
+    for memory_id, raw in within:
+        if len(out) >= cap:
+            break
+        if memory_id not in present:
+            out.append((memory_id, raw))
+    return out
+
+
+def extend(keyword: RankedList, depth: int, picks: RankedList) -> list[tuple[str, float]]:
+    """The keyword list's top ``depth`` followed by ``picks`` (fused as one list: min-max over both)."""
+    return [*keyword[:depth], *picks]
