@@ -37,6 +37,7 @@ from services.retrieve.adapters import postgres as tiers
 from services.retrieve.adapters.keyword_memory import HeldRanking, KeywordIndexes
 from services.retrieve.adapters.postgres_stats import read_term_stats
 from services.retrieve.adapters.postgres_touch import Toucher
+from services.retrieve.logic import time_window
 from services.retrieve.logic.bm25 import KeywordRanking, KeywordScoring
 from services.retrieve.logic.breaker import Breaker
 from services.retrieve.logic.coverage import keyword_weight
@@ -190,6 +191,8 @@ class Engine:
         ranked, vector_tier, recent_only = await run.rank(strategy, req.limit, settings)
         boost = strategy is Strategy.HYBRID and not recent_only
         rows = await self._rows(vis, ranked, turns=boost and settings.neighbour_boost > 0, held=run.held)
+        if boost and settings.temporal_window > 0 and run.held is not None:
+            ranked, rows = await self._window(run, ranked, rows, settings)
         if boost:
             ranked = self._boost(ranked, rows, query, settings)
         fallbacks = fallback_labels(run.attempts)
@@ -250,6 +253,33 @@ class Engine:
         except _PG_ERRORS as exc:
             raise DependencyDown(f"postgres unavailable: {type(exc).__name__}") from exc
 
+    async def _window(
+        self, run: _Run, ranked: list[Fused], rows: dict[str, MemoryRow], s: MemorySettings
+    ) -> tuple[list[Fused], dict[str, MemoryRow]]:
+        """The candidates with up to ``temporalWindow`` keyword matches stored within the time the
+        question asks about (``logic.time_window``), fused again with them below the keyword list's
+        top, and their rows; unchanged when the question asks no time or none is found."""
+        held = run.held
+        assert held is not None and run.lists is not None
+        scores = {f.memory_id: f.score for f in ranked}
+        moments = {i: (r.content, r.day) for i, r in rows.items()}
+        spans = time_window.asked_spans(run.query, datetime.now(UTC).date(), scores, moments)
+        if not spans:
+            return ranked, rows
+        present = set(scores)
+        within = await self.keyword_indexes.within(
+            held, time_window.ranges_us(spans, time_window.TOLD_WITHIN_DAYS), s.temporal_window + len(present)
+        )
+        picks = time_window.extra(within or [], present, s.temporal_window)
+        if not picks:
+            return ranked, rows
+        lists = dict(run.lists)
+        lists["fts"] = time_window.extend(lists.get("fts", []), s.rrf_depth, picks)
+        if "vec" in lists:
+            lists["vec"] = lists["vec"][: s.rrf_depth]
+        ranked = fuse_lists(lists, s, run.query, held.cover, s.rrf_depth + len(picks))
+        return ranked, await self._rows(run.vis, ranked, turns=s.neighbour_boost > 0, held=held)
+
     def _boost(self, ranked: list[Fused], rows: dict[str, MemoryRow], query: str, s: MemorySettings) -> list[Fused]:
         """Hybrid re-scoring: a share of the best score of a result's session, of the scores of its
         neighbouring turns and of its own score when the question names its speaker (the owner's
@@ -301,6 +331,8 @@ class _Run:
         self.embed_ms: float | None = None
         #: the keyword ranking the in-memory index served, when the ranked candidates include it
         self.held: HeldRanking | None = None
+        #: hybrid's ranked lists as fused (the time-window candidates are fused with them again)
+        self.lists: dict[str, RankedList] | None = None
 
     async def rank(self, strategy: Strategy, limit: int, s: MemorySettings) -> tuple[list[Fused], Tier, bool]:
         """The ranked candidates, the vector tier that served (or would have), recent-only?"""
@@ -326,6 +358,7 @@ class _Run:
             if not lists:
                 return await self._recent(limit), vec_tier, True
             self.held = fts if isinstance(fts, HeldRanking) else None
+            self.lists = lists
             return fuse_lists(lists, s, self.query, fts.cover if fts else 0.0), vec_tier, False
         vec, vec_tier, vec_attempts = await self._vector(limit)
         self.attempts += vec_attempts
@@ -455,14 +488,18 @@ class _Run:
         return vector, result.signature, None
 
 
-def fuse_lists(lists: dict[str, RankedList], s: MemorySettings, query: str, cover: float) -> list[Fused]:
+def fuse_lists(
+    lists: dict[str, RankedList], s: MemorySettings, query: str, cover: float, depth: int | None = None
+) -> list[Fused]:
     """Hybrid's fusion of the ranked lists with the owner's ``fusion`` settings; score fusion
     weighs the keyword list by how much of ``query`` its best match covers (``ftsFullCoverage``;
-    ``cover``: the keyword tier's ``KeywordRanking.cover``)."""
+    ``cover``: the keyword tier's ``KeywordRanking.cover``). ``depth``: of each list (default
+    ``rrfDepth``; deeper for a keyword list extended with time-window candidates)."""
+    depth = s.rrf_depth if depth is None else depth
     if s.fusion == "score":
         fts_weight = keyword_weight(s.fts_weight, cover, query, s.fts_full_coverage, s.fts_coverage_power)
-        return score_fuse(lists, {"fts": fts_weight, "vec": s.vec_weight}, s.rrf_depth)
-    return rrf_fuse(lists, s.rrf_k, s.rrf_depth)
+        return score_fuse(lists, {"fts": fts_weight, "vec": s.vec_weight}, depth)
+    return rrf_fuse(lists, s.rrf_k, depth)
 
 
 async def _nothing() -> tuple[KeywordRanking | None, Attempt | None]:

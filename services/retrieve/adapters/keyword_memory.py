@@ -32,7 +32,7 @@ import numpy as np
 from services.retrieve.logic import held_rows
 from services.retrieve.logic.bm25 import KeywordRanking, cover_of
 from services.retrieve.logic.held_rows import Turns
-from services.retrieve.logic.keyword_index import NEVER, Doc, OwnerIndex, View, tsvector_entries
+from services.retrieve.logic.keyword_index import NEVER, Doc, Hit, OwnerIndex, View, tsvector_entries
 from services.retrieve.logic.lexemes import TS_CONFIG, plain_lexemes
 from services.retrieve.logic.plan import MemoryRow
 from shared.observability.logging import get_logger
@@ -140,6 +140,7 @@ class HeldRanking(KeywordRanking):
     owner: str
     version: int
     view: View
+    lexemes: tuple[str, ...] = ()  # the question's, as searched (``KeywordIndexes.within`` searches them again)
 
 
 @dataclass(frozen=True)
@@ -213,7 +214,17 @@ class KeywordIndexes:
                 hits, occurrences = rebuilt.index.search(lexemes, ask.limit, view)
         self.counts["memory"] += 1
         RETRIEVE_KEYWORD_TIER.labels("memory", "").inc()
-        return HeldRanking(list(hits), cover_of(occurrences), ask.owner, int(row["v"]), view)
+        return HeldRanking(list(hits), cover_of(occurrences), ask.owner, int(row["v"]), view, tuple(lexemes))
+
+    async def within(self, ranking: HeldRanking, ranges: Sequence[tuple[int, int]], limit: int) -> list[Hit] | None:
+        """The best ``limit`` matches of ``ranking``'s question created within ``ranges`` (µs), scored
+        as ``ranking`` was (``OwnerIndex.search_within``); None when the owner's index is gone or was
+        rebuilt behind ``ranking``'s version (no window candidates then)."""
+        held = self._held.get(ranking.owner)
+        if held is None or held.version < ranking.version:
+            return None
+        async with held.lock:
+            return held.index.search_within(ranking.lexemes, limit, ranking.view, ranges)
 
     def rows(self, ranking: HeldRanking, ids: Sequence[str], *, turns: bool) -> dict[str, MemoryRow] | None:
         """The rows of ``ids`` (each once) as ``fetch_rows`` reads them, from the owner's index at

@@ -257,3 +257,31 @@ async def test_a_counted_window_after_an_anchor_told_as_a_span_lifts_a_loosely_d
     # a full match gains 0.4 x 0.75 x the best score (a day said in the window alone would gain half)
     assert scores == pytest.approx({"race": 1.4, "after": 0.3, "march": 0.0})
     assert [name[m.id] for m in res.memories] == ["race", "after", "march"]
+
+
+@pytest.mark.parametrize(("window", "tier"), [(0, "memory"), (5, "memory"), (5, "statement")])
+async def test_temporal_window_adds_a_match_stored_in_the_asked_month_beyond_the_keyword_top(
+    pool: asyncpg.Pool, nc: Client, retrieve_svc: ServiceContext, window: int, tier: str
+) -> None:
+    # keyword ranks only, two deep: the three memories saying "Ana" three times fill its top in January;
+    # the one said in the asked month names Ana once, so only the window (served by the in-memory
+    # index alone) makes it a candidate; said then but naming no time, it gains half a match
+    who = owner()
+    now = datetime.now(UTC)
+    month = (now.replace(day=1) - timedelta(days=40)).replace(day=10, hour=12)
+    off = {"sessionBoost": 0, "neighbourBoost": 0, "speakerBoost": 0, "ftsFullCoverage": 0, "ftsWeight": 1}
+    values = {"fusion": "score", "rrfDepth": 2, "temporalWindow": window, "keywordIndex": tier, **off}
+    await put_values(pool, who, {**values, "keywordMatchBudget": 0, "keywordMaxCandidates": 0})
+    early = month - timedelta(days=60)
+    for n in range(3):
+        await put(pool, who, f"Ana Ana Ana talked about her plans, part {n}", created_at=early + timedelta(hours=n))
+    said = await put(pool, who, "Ana went to a pottery workshop", created_at=month)
+    await put(pool, who, "Bo went to a pottery workshop", created_at=month)  # shares no word: never a candidate
+    question = f"What did Ana do in {month:%B %Y}?"
+    res = await retrieve(nc, owner=who, query=question, strategy="hybrid")
+    found = [m.id for m in res.memories]
+    assert len(found) == (3 if window and tier == "memory" else 2)
+    assert (said in found) == (window > 0 and tier == "memory")
+    if said in found:
+        mine = next(m for m in res.memories if m.id == said)
+        assert mine.fts_rank == 3  # below the keyword list's top, by its own BM25
