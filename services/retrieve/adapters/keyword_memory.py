@@ -32,7 +32,7 @@ import numpy as np
 from services.retrieve.logic import held_rows
 from services.retrieve.logic.bm25 import KeywordRanking, cover_of
 from services.retrieve.logic.held_rows import Turns
-from services.retrieve.logic.keyword_index import NEVER, Doc, Hit, OwnerIndex, View, tsvector_entries
+from services.retrieve.logic.keyword_index import NEVER, Doc, Hit, Matches, OwnerIndex, View, tsvector_entries
 from services.retrieve.logic.lexemes import TS_CONFIG, plain_lexemes
 from services.retrieve.logic.plan import MemoryRow
 from shared.observability.logging import get_logger
@@ -141,6 +141,8 @@ class HeldRanking(KeywordRanking):
     version: int
     view: View
     lexemes: tuple[str, ...] = ()  # the question's, as searched (``KeywordIndexes.within`` searches them again)
+    #: every match scored, kept for ``KeywordIndexes.within`` (the search's own arrays: no copy)
+    matches: Matches | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -203,7 +205,7 @@ class KeywordIndexes:
         async with held.lock:
             current = held.version >= row["v"] or await self._catch_up(ask.owner, held)
             if current:
-                hits, occurrences = held.index.search(lexemes, ask.limit, view)
+                hits, occurrences, matches = held.index.search_keeping(lexemes, ask.limit, view)
             else:
                 self._drop(ask.owner, held)
         if not current:  # rebuilt now, from a newer snapshot, when the owner is small
@@ -211,19 +213,23 @@ class KeywordIndexes:
             if rebuilt is None:
                 return self._fallback("rebuilding")
             async with rebuilt.lock:
-                hits, occurrences = rebuilt.index.search(lexemes, ask.limit, view)
+                hits, occurrences, matches = rebuilt.index.search_keeping(lexemes, ask.limit, view)
         self.counts["memory"] += 1
         RETRIEVE_KEYWORD_TIER.labels("memory", "").inc()
-        return HeldRanking(list(hits), cover_of(occurrences), ask.owner, int(row["v"]), view, tuple(lexemes))
+        return HeldRanking(list(hits), cover_of(occurrences), ask.owner, int(row["v"]), view, tuple(lexemes), matches)
 
     async def within(self, ranking: HeldRanking, ranges: Sequence[tuple[int, int]], limit: int) -> list[Hit] | None:
         """The best ``limit`` matches of ``ranking``'s question created within ``ranges`` (µs), scored
-        as ``ranking`` was (``OwnerIndex.search_within``); None when the owner's index is gone or was
-        rebuilt behind ``ranking``'s version (no window candidates then)."""
+        as ``ranking`` was: from its kept matches while the index is unchanged, else scored again
+        (``OwnerIndex.search_within``); None when the owner's index is gone or was rebuilt behind
+        ``ranking``'s version (no window candidates then)."""
         held = self._held.get(ranking.owner)
         if held is None or held.version < ranking.version:
             return None
         async with held.lock:
+            kept = None if ranking.matches is None else held.index.top_within(ranking.matches, limit, ranges)
+            if kept is not None:
+                return kept
             return held.index.search_within(ranking.lexemes, limit, ranking.view, ranges)
 
     def rows(self, ranking: HeldRanking, ids: Sequence[str], *, turns: bool) -> dict[str, MemoryRow] | None:

@@ -72,6 +72,15 @@ class View:
     agent_id: str | None = None
 
 
+class Matches(NamedTuple):
+    """Every match of one search, scored (``OwnerIndex.search_keeping``): valid while the index is at
+    ``generation`` (a write may renumber the ordinals)."""
+
+    generation: int
+    ordinals: npt.NDArray[np.int32]
+    scores: npt.NDArray[np.float64]
+
+
 class Hit(NamedTuple):
     """A match as the keyword tier lists it: ``(id, score)`` (a tuple: built per hit)."""
 
@@ -387,6 +396,16 @@ class OwnerIndex:
         cand, got, occurrences = scored
         return self._top(cand, got, limit), occurrences
 
+    def search_keeping(
+        self, lexemes: Iterable[str], limit: int, view: View | None = None
+    ) -> tuple[list[Hit], int, Matches | None]:
+        """``search``, and every match scored, for ``top_within`` (no copy: the arrays are the search's own)."""
+        scored = self._scored(lexemes, view)
+        if scored is None:
+            return [], 0, None
+        cand, got, occurrences = scored
+        return self._top(cand, got, limit), occurrences, Matches(self.generation, cand, got)
+
     def search_within(
         self, lexemes: Iterable[str], limit: int, view: View | None, ranges: Sequence[tuple[int, int]]
     ) -> list[Hit]:
@@ -398,7 +417,16 @@ class OwnerIndex:
         scored = self._scored(lexemes, view)
         if scored is None:
             return []
-        cand, got, _ = scored
+        return self._within(scored[0], scored[1], limit, ranges)
+
+    def top_within(self, matches: Matches, limit: int, ranges: Sequence[tuple[int, int]]) -> list[Hit] | None:
+        """``search_within`` from a search's kept ``matches`` (no scoring again); None when the index
+        was written since (its ordinals may have moved)."""
+        if matches.generation != self.generation:
+            return None
+        return self._within(matches.ordinals, matches.scores, limit, ranges) if ranges else []
+
+    def _within(self, cand: I32, got: F64, limit: int, ranges: Sequence[tuple[int, int]]) -> list[Hit]:
         created = self.created[cand]
         inside = np.zeros(len(cand), dtype=np.bool_)
         for start, end in ranges:

@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime
 
 from services.retrieve.logic.keyword_index import Doc, OwnerIndex, View
 from services.retrieve.logic.temporal import Span
-from services.retrieve.logic.time_window import asked_spans, extend, extra, ranges_us, stored_within
+from services.retrieve.logic.time_window import asked_spans, extend, extra, names_time, ranges_us, stored_within
 
 TODAY = date(2024, 3, 10)
 DAY_US = 86_400_000_000
@@ -25,6 +25,10 @@ def test_a_named_month_is_asked_in_every_recent_year_or_the_one_named() -> None:
 
 
 def test_a_question_naming_no_time_asks_no_span() -> None:
+    assert not names_time("When did Mel adopt the dog?", TODAY)
+    assert names_time("What did Mel do in May?", TODAY) and names_time(
+        "What did Jon do the week before the race?", TODAY
+    )
     assert asked_spans("When did Mel adopt the dog?", TODAY, {}, {}) == ()
     assert asked_spans("What does Mel like to cook?", TODAY, {}, {}) == ()
 
@@ -97,3 +101,19 @@ def test_search_within_ranks_as_search_among_the_memories_stored_in_the_ranges()
     assert [h.id for h in index.search_within(["mel"], 1, view, may)] == [str(uuid.UUID(int=3))]
     assert index.search_within(["mel", "pottery"], 10, view, []) == []
     assert index.search_within(["zebra"], 10, view, may) == []
+
+
+def test_a_searchs_kept_matches_give_the_window_without_scoring_again_until_a_write() -> None:
+    docs = [_doc(1, date(2023, 5, 2), mel=1), _doc(2, date(2023, 4, 2), mel=3), _doc(3, date(2023, 5, 9), mel=2)]
+    index = OwnerIndex(docs)
+    view = View(now_us=_us(date(2024, 1, 1)), created_after_us=0)
+    may = ranges_us([Span(date(2023, 5, 1), date(2023, 6, 1))])
+    hits, occurrences, matches = index.search_keeping(["mel"], 1, view)
+    assert (hits, occurrences) == index.search(["mel"], 1, view)
+    assert matches is not None
+    assert index.top_within(matches, 5, may) == index.search_within(["mel"], 5, view, may)
+    assert [h.id for h in index.top_within(matches, 5, may) or []] == [str(uuid.UUID(int=i)) for i in (3, 1)]
+    assert index.top_within(matches, 5, []) == []
+    index.append(_doc(4, date(2023, 5, 3), mel=1))
+    assert index.top_within(matches, 5, may) is None  # written since: the caller scores again
+    assert index.search_keeping(["zebra"], 5, view) == ([], 0, None)
