@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from datetime import date
 from typing import Any
 
 import msgspec
@@ -24,12 +25,15 @@ from bench import locomo
 from bench.floor import in_process_engine
 from services.retrieve.adapters import postgres as tiers
 from services.retrieve.engine import fuse_lists
+from services.retrieve.logic import time_window
 from services.retrieve.logic.bm25 import KEYWORD_SCORINGS, KeywordRanking, KeywordScoring
-from services.retrieve.logic.fusion import RankedList, normalize_query
+from services.retrieve.logic.fusion import Fused, RankedList, normalize_query
 from services.retrieve.logic.plan import MemoryRow, boost
 from shared.settings.memory import MemorySettings
 
 LIMIT = 20
+#: the keyword matches collected per question for the time-window candidates (every one, in practice)
+MATCHES = 100_000
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,7 @@ class Params:
     session_evidence: int = 1
     session_spread: float = 0.0
     temporal_lift: float = 0.0
+    temporal_window: int = 0
 
     def label(self) -> str:
         if self.fusion == "rrf":
@@ -67,6 +72,7 @@ class Params:
             + (f" evidence={self.session_evidence}" if self.session_evidence != 1 else "")
             + (f" spread={self.session_spread:g}" if self.session_spread else "")
             + (f" lift={self.temporal_lift:g}" if self.temporal_lift else "")
+            + (f" window={self.temporal_window}" if self.temporal_window else "")
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -93,6 +99,7 @@ def defaults(s: MemorySettings | None = None) -> Params:
         s.session_evidence,
         s.session_spread,
         s.temporal_lift,
+        s.temporal_window,
     )
 
 
@@ -117,6 +124,7 @@ def settings(p: Params) -> MemorySettings:
         session_evidence=p.session_evidence,
         session_spread=p.session_spread,
         temporal_lift=p.temporal_lift,
+        temporal_window=p.temporal_window,
     )
 
 
@@ -131,6 +139,11 @@ class Candidates:
     vec: tuple[tuple[str, float], ...]
     rows: Mapping[str, MemoryRow]
     dia: Mapping[str, str]  # memory id -> LoCoMo dia_id (turn memories only)
+    #: every BM25 keyword match of the question, best first (the time-window candidates are drawn from it)
+    matches: tuple[tuple[str, float], ...] = ()
+    #: the owner's every row (turn positions among all its turns) and dia_ids: the window candidates' rows
+    owner_rows: Mapping[str, MemoryRow] = field(default_factory=dict)
+    owner_dia: Mapping[str, str] = field(default_factory=dict)
 
 
 def rank(c: Candidates, p: Params) -> tuple[str | None, ...]:
@@ -140,6 +153,9 @@ def rank(c: Candidates, p: Params) -> tuple[str | None, ...]:
     query = normalize_query(c.qa.question)
     fused = fuse_lists(lists, settings(p), query, keyword.cover)
     rows = {f.memory_id: c.rows[f.memory_id] for f in fused if f.memory_id in c.rows}
+    dia = c.dia
+    if p.temporal_window > 0 and p.temporal_reasoning > 0 and p.keyword_ranking == "bm25":
+        fused, rows, dia = _window(c, p, query, lists, fused, rows, keyword.cover)
     ranked = boost(
         fused,
         rows,
@@ -154,7 +170,36 @@ def rank(c: Candidates, p: Params) -> tuple[str | None, ...]:
         reasoning_lift=p.temporal_lift,
     )
     present = [f.memory_id for f in ranked if f.memory_id in rows][:LIMIT]
-    return tuple(c.dia.get(i) for i in present)
+    return tuple(dia.get(i) for i in present)
+
+
+def _window(
+    c: Candidates,
+    p: Params,
+    query: str,
+    lists: dict[str, RankedList],
+    fused: list[Fused],
+    rows: dict[str, MemoryRow],
+    cover: float,
+) -> tuple[list[Fused], dict[str, MemoryRow], Mapping[str, str]]:
+    """``Engine._window`` on the collected candidates: the keyword matches stored within the asked
+    time (``c.matches``, read against the owner's rows) beyond the fused candidates, fused again."""
+    if not time_window.names_time(query, date.today()):
+        return fused, rows, c.dia
+    scores = {f.memory_id: f.score for f in fused}
+    moments = {i: (r.content, r.day) for i, r in rows.items()}
+    spans = time_window.asked_spans(query, date.today(), scores, moments)
+    if not spans:
+        return fused, rows, c.dia
+    ranges = time_window.ranges_us(spans, time_window.TOLD_WITHIN_DAYS)
+    owner = c.owner_rows
+    within = [(i, s) for i, s in c.matches if i in owner and time_window.stored_within(owner[i].created_at, ranges)]
+    picks = time_window.extra(within, set(scores), p.temporal_window)
+    if not picks:
+        return fused, rows, c.dia
+    lists = {"fts": time_window.extend(lists["fts"], p.depth, picks), "vec": lists["vec"]}
+    fused = fuse_lists(lists, settings(p), query, cover, p.depth + len(picks))
+    return fused, {f.memory_id: owner[f.memory_id] for f in fused if f.memory_id in owner}, c.owner_dia
 
 
 def outcomes(cands: Sequence[Candidates], p: Params) -> list[locomo.QAOutcome]:
@@ -184,12 +229,17 @@ async def collect(
             owner = owner_of(conv)
             settings = await engine.settings(owner)
             vis = tiers.Visibility(owner, None, None, settings.retention_days)
+            found_ids = await engine.pool.fetch("SELECT id FROM memories WHERE owner = $1", owner)
+            every_id = [str(r["id"]) for r in found_ids]
+            owner_rows = await tiers.fetch_rows(engine.pool, vis, every_id, turns=True)
+            owner_dia = {i: d for i, row in owner_rows.items() if (d := _dia(row, dia_of_event)) is not None}
             for qa in conv.qas:
                 q = normalize_query(qa.question)
                 keyword: dict[str, KeywordRanking] = {
                     s: await engine.keyword_ranking(vis, q, depth, settings, s) for s in KEYWORD_SCORINGS
                 }
                 vec = await tiers.vector_search(store, signature, vis, vectors[q], depth)
+                every = await engine.keyword_ranking(vis, q, MATCHES, settings, "bm25")
                 found = [i for k in keyword.values() for i, _ in k.ranked]
                 ids = list(dict.fromkeys(found + [i for i, _ in vec]))
                 rows = await tiers.fetch_rows(engine.pool, vis, ids, turns=True)
@@ -198,7 +248,11 @@ async def collect(
                     d = _dia(row, dia_of_event)
                     if d is not None:
                         dia[i] = d
-                out.append(Candidates(conv.sample_id, qa, keyword, tuple(vec), rows, dia))
+                out.append(
+                    Candidates(
+                        conv.sample_id, qa, keyword, tuple(vec), rows, dia, tuple(every.ranked), owner_rows, owner_dia
+                    )
+                )
     return out
 
 

@@ -191,7 +191,7 @@ class Engine:
         ranked, vector_tier, recent_only = await run.rank(strategy, req.limit, settings)
         boost = strategy is Strategy.HYBRID and not recent_only
         rows = await self._rows(vis, ranked, turns=boost and settings.neighbour_boost > 0, held=run.held)
-        if boost and settings.temporal_window > 0 and run.held is not None:
+        if boost and settings.temporal_window > 0 and settings.temporal_reasoning > 0 and run.held is not None:
             ranked, rows = await self._window(run, ranked, rows, settings)
         if boost:
             ranked = self._boost(ranked, rows, query, settings)
@@ -258,12 +258,16 @@ class Engine:
     ) -> tuple[list[Fused], dict[str, MemoryRow]]:
         """The candidates with up to ``temporalWindow`` keyword matches stored within the time the
         question asks about (``logic.time_window``), fused again with them below the keyword list's
-        top, and their rows; unchanged when the question asks no time or none is found."""
+        top, and their rows; unchanged when the question asks no time or none is found (and not
+        called without ``temporalReasoning``: only its gains can lift them)."""
         held = run.held
         assert held is not None and run.lists is not None
+        today = datetime.now(UTC).date()
+        if not time_window.names_time(run.query, today):
+            return ranked, rows
         scores = {f.memory_id: f.score for f in ranked}
         moments = {i: (r.content, r.day) for i, r in rows.items()}
-        spans = time_window.asked_spans(run.query, datetime.now(UTC).date(), scores, moments)
+        spans = time_window.asked_spans(run.query, today, scores, moments)
         if not spans:
             return ranked, rows
         present = set(scores)

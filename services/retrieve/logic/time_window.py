@@ -25,6 +25,13 @@ _EPOCH_DAY = date(1970, 1, 1).toordinal()
 _DAY_US = 86_400_000_000
 
 
+def names_time(question: str, now: date) -> bool:
+    """Whether ``question`` names a time or a window (``asked_spans`` may find spans), read before
+    the candidates' texts are: most questions name none."""
+    query = read_question(question, now)
+    return bool(query.spans) or query.anchor is not None
+
+
 def asked_spans(
     question: str, now: date, scores: Mapping[str, float], memories: Mapping[str, tuple[str, date]]
 ) -> tuple[Span, ...]:
