@@ -45,12 +45,14 @@ SESSION_EVIDENCE = (1, 2, 3)
 SESSION_SPREAD = (0.0, 0.03, 0.1)
 #: ``temporalLift`` values of its own small grid
 TEMPORAL_LIFT = (0.0, 0.25, 0.5, 0.75, 1.0)
+#: ``temporalWindow`` values of its own small grid
+TEMPORAL_WINDOW = (0, 20)
 
 
 def lever_grids() -> dict[str, list[study.Params]]:
     """A small grid per lever of its own, beside the main one (crossing it would multiply its cost):
     the defaults with the shares each interacts with (session and neighbour shares for the session
-    levers, the reasoning's share for its lift), times each value."""
+    levers, the reasoning's share for its lift and its window candidates), times each value."""
     d = default_point()
     base = [replace(d, session_boost=s, neighbour_boost=n) for s in (0.1, 0.3, 0.5) for n in (0.3, 0.5)]
     timed = [replace(d, temporal_reasoning=r, neighbour_boost=n) for r in (0.2, 0.4, 0.6) for n in (0.3, 0.5)]
@@ -58,6 +60,7 @@ def lever_grids() -> dict[str, list[study.Params]]:
         "session_evidence": [replace(p, session_evidence=m) for m in SESSION_EVIDENCE for p in base],
         "session_spread": [replace(p, session_spread=w) for w in SESSION_SPREAD for p in base],
         "temporal_lift": [replace(p, temporal_lift=a) for a in TEMPORAL_LIFT for p in timed],
+        "temporal_window": [replace(p, temporal_window=w) for w in TEMPORAL_WINDOW for p in timed],
     }
 
 
@@ -162,6 +165,7 @@ OWN_GRID_LEVERS = (
     ("session_evidence", "session_evidence", "sessionEvidence"),
     ("session_spread", "session_spread", "sessionSpread"),
     ("temporal_lift", "temporal_lift", "temporalLift"),
+    ("temporal_window", "temporal_window", "temporalWindow"),
 )
 
 

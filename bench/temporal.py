@@ -19,6 +19,8 @@ from bench.report import environment, markdown_table
 
 #: the share ``temporalReasoning`` is checked at when it is turned on alone or with the "when" cue
 REASONING = 0.4
+#: ``temporalWindow`` values checked beside the defaults (and 0)
+WINDOW = (20, 50)
 VARIANTS = (
     quality.Variant("default"),
     quality.Variant("no temporal settings", {"temporalBoost": 0, "temporalReasoning": 0}),
@@ -26,6 +28,8 @@ VARIANTS = (
     quality.Variant(f"temporalReasoning {REASONING} only", {"temporalBoost": 0, "temporalReasoning": REASONING}),
     quality.Variant(f"both (0.4, {REASONING})", {"temporalBoost": 0.4, "temporalReasoning": REASONING}),
     quality.Variant("temporalLift 0 (own score only)", {"temporalLift": 0}),
+    quality.Variant("temporalWindow 0 (no window candidates)", {"temporalWindow": 0}),
+    *(quality.Variant(f"temporalWindow {n}", {"temporalWindow": n}) for n in WINDOW),
 )
 
 

@@ -165,8 +165,10 @@ def test_lever_grids_hold_the_defaults_once_per_value() -> None:
     assert [p.session_evidence for p in grids["session_evidence"]][::6] == list(protocol.SESSION_EVIDENCE)
     assert [p.session_spread for p in grids["session_spread"]][::6] == list(protocol.SESSION_SPREAD)
     assert [p.temporal_lift for p in grids["temporal_lift"]][::6] == list(protocol.TEMPORAL_LIFT)
+    assert [p.temporal_window for p in grids["temporal_window"]][::6] == list(protocol.TEMPORAL_WINDOW)
+    sizes = {"temporal_lift": len(protocol.TEMPORAL_LIFT), "temporal_window": len(protocol.TEMPORAL_WINDOW)}
     for key, points in grids.items():
-        assert len(points) == len(set(points)) == 6 * (5 if key == "temporal_lift" else 3)
+        assert len(points) == len(set(points)) == 6 * sizes.get(key, 3)
         assert sum(p == d for p in points) == 1  # the shipped defaults are one of the points
 
 
@@ -177,9 +179,10 @@ def test_the_main_grid_keeps_the_defaults_of_the_levers_judged_on_their_own_grid
     points = protocol.grid()
     assert points[0] == d and len(points) == len(set(points)) == 768
     for p in points:
-        assert (p.session_evidence, p.session_spread, p.temporal_lift, p.fts_coverage_power) == (
+        assert (p.session_evidence, p.session_spread, p.temporal_lift, p.temporal_window, p.fts_coverage_power) == (
             d.session_evidence,
             d.session_spread,
             d.temporal_lift,
+            d.temporal_window,
             d.fts_coverage_power,
         )
