@@ -325,6 +325,7 @@ def engine_defaults() -> dict[str, Any]:
         "temporalBoost": d.temporal_boost,
         "temporalReasoning": d.temporal_reasoning,
         "temporalLift": d.temporal_lift,
+        "temporalWindow": d.temporal_window,
         "ftsFullCoverage": d.fts_full_coverage,
         "ftsCoveragePower": d.fts_coverage_power,
         "keywordRanking": d.keyword_ranking,

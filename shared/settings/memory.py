@@ -109,9 +109,10 @@ class MemorySettings(msgspec.Struct, frozen=True, kw_only=True, rename="camel", 
     temporal_lift: Annotated[float, msgspec.Meta(ge=0, le=1)] = 0.75
     #: hybrid only: for a question naming a time or a window ("in May 2023", "the week before X"), up to this many
     #: more keyword candidates: the best matches of its words stored within that time (`created_at`) that neither
-    #: list's top `rrfDepth` holds, ranked by their own BM25 below the keyword list's top (0 = off; only where the
-    #: in-memory index ranks the keyword tier, `keywordIndex=memory`: the statement adds none)
-    temporal_window: Annotated[int, msgspec.Meta(ge=0, le=200)] = 0
+    #: list's top `rrfDepth` holds, ranked by their own BM25 below the keyword list's top, for `temporalReasoning` to
+    #: lift (0 = off; only where the in-memory index ranks the keyword tier, `keywordIndex=memory`: the statement
+    #: adds none)
+    temporal_window: Annotated[int, msgspec.Meta(ge=0, le=200)] = 20
     #: chat events per second and replica an owner may publish (0 = no limit; over it the event waits in the stream)
     events_per_second: Annotated[float, msgspec.Meta(ge=0, le=100_000)] = 0.0
     #: searches (retrieve, inject) per second and replica of one owner (0 = no limit; over it: 429 `rate_limited`)

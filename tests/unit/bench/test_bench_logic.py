@@ -104,6 +104,7 @@ def test_engine_defaults_reset_every_engine_setting() -> None:
         "temporalBoost": 0.0,
         "temporalReasoning": 0.4,
         "temporalLift": 0.75,
+        "temporalWindow": 20,
         "ftsFullCoverage": 0.5,
         "ftsCoveragePower": 4.0,
         "keywordRanking": "bm25",
