@@ -81,6 +81,22 @@ class Matches(NamedTuple):
     scores: npt.NDArray[np.float64]
 
 
+class _Static(NamedTuple):
+    """``OwnerIndex.visible``'s part that does not depend on the time (``key``: the index's
+    generation, the types, session and agent asked): the memories of the session and agent
+    (``own``) and the global ones (``seen_global``) alive and of the types, their union as a full
+    mask and ``own``'s count, and the earliest ``expires_at`` and ``created_at`` of any memory held
+    (while the time filters pass both, they pass every memory)."""
+
+    key: tuple[Any, ...]
+    own: Mask
+    seen_global: Mask
+    mask: Mask
+    documents: int
+    earliest_expiry: int
+    earliest_created: int
+
+
 class Hit(NamedTuple):
     """A match as the keyword tier lists it: ``(id, score)`` (a tuple: built per hit)."""
 
@@ -222,6 +238,7 @@ class OwnerIndex:
         self._claim = np.zeros(room, dtype=np.int32)
         self.generation = getattr(self, "generation", 0) + 1  # changes with every write
         self._seen: tuple[int, View, Mask] | None = None  # the last ``visible`` mask, and of what
+        self._static: _Static | None = None  # ``visible``'s time-independent part, and of what
         self.texts, self.metas = texts, metas  # content and metadata text by ordinal
         self.text_bytes = sum(map(sys.getsizeof, texts)) + sum(map(sys.getsizeof, metas))
         self._id_order = np.lexsort((self.lo[:n], self.hi[:n])).astype(np.int32)  # the ids' order
@@ -350,8 +367,28 @@ class OwnerIndex:
         """The memories ``view`` sees (a mask over the ordinals) and BM25's ``N``: the statement
         counts the owner's memories of the session and agent (its ``own`` branch), while the
         matches also take the owner's global memories of other sessions or agents."""
+        static = self._static_part(view)
         n, c = self.size, self.cols
-        seen = self.alive[:n] & (c["expires"][:n] > view.now_us) & (c["created"][:n] > view.created_after_us)
+        if static.earliest_expiry > view.now_us and static.earliest_created > view.created_after_us:
+            mask, documents = static.mask, static.documents  # no memory is expired or too old
+        else:
+            timely = (c["expires"][:n] > view.now_us) & (c["created"][:n] > view.created_after_us)
+            own = static.own & timely
+            mask = np.zeros(len(self.alive), dtype=np.bool_)
+            mask[:n] = own | (static.seen_global & timely)
+            documents = int(own.sum())
+        self._seen = (self.generation, view, mask)
+        return mask, documents
+
+    def _static_part(self, view: View) -> _Static:
+        """What ``visible`` reads that does not depend on the time, kept while nothing is written and
+        the request's types, session and agent are the same (the time differs every request)."""
+        key = (self.generation, view.types, view.session_id, view.agent_id)
+        kept = self._static
+        if kept is not None and kept.key == key:
+            return kept
+        n, c = self.size, self.cols
+        seen = self.alive[:n].copy()
         if view.types is not None:
             kinds = [self.names[t] for t in view.types if t in self.names]
             seen &= np.isin(c["kind"][:n], np.array(kinds, dtype=np.int32))
@@ -359,10 +396,19 @@ class OwnerIndex:
         for column, name in (("session", view.session_id), ("agent", view.agent_id)):
             if name is not None:
                 own &= c[column][:n] == self.names.get(name, _UNSEEN)
+        seen_global = seen & c["glob"][:n]
         mask = np.zeros(len(self.alive), dtype=np.bool_)
-        mask[:n] = own | (seen & c["glob"][:n])
-        self._seen = (self.generation, view, mask)
-        return mask, int(own.sum())
+        mask[:n] = own | seen_global
+        self._static = _Static(
+            key,
+            own,
+            seen_global,
+            mask,
+            int(own.sum()),
+            int(c["expires"][:n].min()) if n else int(NEVER),
+            int(c["created"][:n].min()) if n else int(NEVER),
+        )
+        return self._static
 
     def seen_by(self, view: View) -> Mask:
         """``visible(view)``'s mask, kept from the last call while nothing was written since."""

@@ -212,6 +212,27 @@ def test_views_match_the_statements_clauses_through_appends_deletes_and_compacti
             assert index.dirty() == 0 and index.size == len(docs)
 
 
+def test_the_time_filters_follow_each_request_while_nothing_is_written() -> None:
+    """``visible`` keeps its time-independent part between requests; the time still counts, whether
+    no memory is expired or too old (the kept mask as it is) or some are (filtered again)."""
+    rnd = random.Random(5)
+    docs = [_random_doc(rnd, i) for i in range(120)]
+    index = OwnerIndex(docs)
+    for now, after in [(100, -1), (600, -1), (100, -1), (2500, 400), (400, -1), (100, 0), (100, -1)]:
+        for session in (None, "s1"):
+            view = View(now, after, session_id=session)
+            q = rnd.sample(_VOCAB, 3)
+            _close(index.search(q, 500, view)[0], _reference(docs, view, q, 500))
+            visible = {str(d.id) for d in docs if _sees(d, view)}
+            mask, _ = index.visible(view)
+            assert {str(d.id) for i, d in enumerate(docs) if mask[i]} == visible
+
+
+def _sees(d: Doc, view: View) -> bool:
+    own = view.session_id is None or d.session_id == view.session_id
+    return d.expires_us > view.now_us and d.created_us > view.created_after_us and (own or d.global_scope)
+
+
 def test_a_full_room_grows_and_keeps_every_column() -> None:
     index = OwnerIndex([])
     docs = [Doc(_id(i + 1), i, ["w"], [1], session_id="s" if i % 2 else None) for i in range(200)]
