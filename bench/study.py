@@ -184,21 +184,15 @@ def _window(
 ) -> tuple[list[Fused], dict[str, MemoryRow], Mapping[str, str]]:
     """``Engine._window`` on the collected candidates: the keyword matches stored within the asked
     time (``c.matches``, read against the owner's rows) beyond the fused candidates, fused again."""
-    if not time_window.names_time(query, date.today()):
+    ranges = time_window.asked_ranges(query, date.today(), fused, rows)
+    if not ranges:
         return fused, rows, c.dia
-    scores = {f.memory_id: f.score for f in fused}
-    moments = {i: (r.content, r.day) for i, r in rows.items()}
-    spans = time_window.asked_spans(query, date.today(), scores, moments)
-    if not spans:
-        return fused, rows, c.dia
-    ranges = time_window.ranges_us(spans, time_window.TOLD_WITHIN_DAYS)
     owner = c.owner_rows
     within = [(i, s) for i, s in c.matches if i in owner and time_window.stored_within(owner[i].created_at, ranges)]
-    picks = time_window.extra(within, set(scores), p.temporal_window)
+    picks = time_window.extra(within, {f.memory_id for f in fused}, p.temporal_window)
     if not picks:
         return fused, rows, c.dia
-    lists = {"fts": time_window.extend(lists["fts"], p.depth, picks), "vec": lists["vec"]}
-    fused = fuse_lists(lists, settings(p), query, cover, p.depth + len(picks))
+    fused = fuse_lists(time_window.window_lists(lists, p.depth, picks), settings(p), query, cover, p.depth + len(picks))
     return fused, {f.memory_id: owner[f.memory_id] for f in fused if f.memory_id in owner}, c.owner_dia
 
 

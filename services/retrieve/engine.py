@@ -262,25 +262,15 @@ class Engine:
         called without ``temporalReasoning``: only its gains can lift them)."""
         held = run.held
         assert held is not None and run.lists is not None
-        today = datetime.now(UTC).date()
-        if not time_window.names_time(run.query, today):
+        ranges = time_window.asked_ranges(run.query, datetime.now(UTC).date(), ranked, rows)
+        if not ranges:
             return ranked, rows
-        scores = {f.memory_id: f.score for f in ranked}
-        moments = {i: (r.content, r.day) for i, r in rows.items()}
-        spans = time_window.asked_spans(run.query, today, scores, moments)
-        if not spans:
-            return ranked, rows
-        present = set(scores)
-        within = await self.keyword_indexes.within(
-            held, time_window.ranges_us(spans, time_window.TOLD_WITHIN_DAYS), s.temporal_window + len(present)
-        )
+        present = {f.memory_id for f in ranked}
+        within = await self.keyword_indexes.within(held, ranges, s.temporal_window + len(present))
         picks = time_window.extra(within or [], present, s.temporal_window)
         if not picks:
             return ranked, rows
-        lists = dict(run.lists)
-        lists["fts"] = time_window.extend(lists.get("fts", []), s.rrf_depth, picks)
-        if "vec" in lists:
-            lists["vec"] = lists["vec"][: s.rrf_depth]
+        lists = time_window.window_lists(run.lists, s.rrf_depth, picks)
         ranked = fuse_lists(lists, s, run.query, held.cover, s.rrf_depth + len(picks))
         return ranked, await self._rows(run.vis, ranked, turns=s.neighbour_boost > 0, held=held)
 

@@ -7,7 +7,7 @@ lift what is there. ``asked_spans`` gives the calendar spans such a question ask
 dates, months, seasons, years and relative times, and the window around its anchor, the anchor
 found among the candidates as the reasoning finds it); ``ranges_us`` the same spans as
 ``created_at`` ranges; ``extend`` appends the best keyword matches stored within them (ranked by
-their own BM25 score, found by ``OwnerIndex.search_within``) to the keyword list below its top,
+their own BM25 score, found by ``OwnerIndex.search_within``) to the keyword list below its top (``window_lists``),
 as a deeper keyword list would have held them, so they take part in the same fusion and gains.
 Only the day a memory was stored is read (its ``created_at``), not a "[<date>]" prefix in its
 text or the times it names: those are text, which an index of lexemes cannot filter.
@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
 
-from services.retrieve.logic.fusion import RankedList
+from services.retrieve.logic.fusion import Fused, RankedList
+from services.retrieve.logic.plan import MemoryRow
 from services.retrieve.logic.temporal import Span, anchor_time, read_memory, read_question, window
 
 _EPOCH_DAY = date(1970, 1, 1).toordinal()
@@ -49,16 +50,24 @@ def asked_spans(
     return tuple(spans)
 
 
-#: days after an asked span a memory stored then is still taken as told of it
-TOLD_WITHIN_DAYS = 0
+def asked_ranges(
+    question: str, now: date, fused: Sequence[Fused], rows: Mapping[str, MemoryRow]
+) -> list[tuple[int, int]]:
+    """The ``created_at`` ranges (``ranges_us``) of the spans ``question`` asks about
+    (``asked_spans``), its anchor looked up among the ``fused`` candidates and their ``rows``;
+    none for a question naming no time (checked first: the candidates' texts are then not read)."""
+    if not names_time(question, now):
+        return []
+    scores = {f.memory_id: f.score for f in fused}
+    moments = {i: (r.content, r.day) for i, r in rows.items()}
+    return ranges_us(asked_spans(question, now, scores, moments))
 
 
-def ranges_us(spans: Sequence[Span], after_days: int = 0) -> list[tuple[int, int]]:
+def ranges_us(spans: Sequence[Span]) -> list[tuple[int, int]]:
     """``spans`` as ``created_at`` ranges in µs since the epoch (UTC days, start inclusive, end
-    exclusive, ``after_days`` later), overlapping or touching ones merged, in order."""
+    exclusive), overlapping or touching ones merged, in order."""
     out: list[tuple[int, int]] = []
-    late = after_days * _DAY_US
-    for start, end in sorted((_us(s.start), _us(s.end) + late) for s in spans):
+    for start, end in sorted((_us(s.start), _us(s.end)) for s in spans):
         if out and start <= out[-1][1]:
             out[-1] = (out[-1][0], max(out[-1][1], end))
         else:
@@ -93,6 +102,9 @@ def extra(within: RankedList, present: set[str], cap: int) -> list[tuple[str, fl
     return out
 
 
-def extend(keyword: RankedList, depth: int, picks: RankedList) -> list[tuple[str, float]]:
-    """The keyword list's top ``depth`` followed by ``picks`` (fused as one list: min-max over both)."""
-    return [*keyword[:depth], *picks]
+def window_lists(lists: Mapping[str, RankedList], depth: int, picks: RankedList) -> dict[str, RankedList]:
+    """The ranked lists to fuse again with the window's ``picks``: each list's top ``depth``, the
+    keyword list's followed by ``picks`` (fused as one list: min-max over both)."""
+    out: dict[str, RankedList] = {source: ranked[:depth] for source, ranked in lists.items()}
+    out["fts"] = [*lists.get("fts", [])[:depth], *picks]
+    return out

@@ -7,7 +7,15 @@ from datetime import UTC, date, datetime
 
 from services.retrieve.logic.keyword_index import Doc, OwnerIndex, View
 from services.retrieve.logic.temporal import Span
-from services.retrieve.logic.time_window import asked_spans, extend, extra, names_time, ranges_us, stored_within
+from services.retrieve.logic.time_window import (
+    asked_ranges,
+    asked_spans,
+    extra,
+    names_time,
+    ranges_us,
+    stored_within,
+    window_lists,
+)
 
 TODAY = date(2024, 3, 10)
 DAY_US = 86_400_000_000
@@ -72,9 +80,13 @@ def test_extra_skips_the_candidates_already_present_and_stops_at_the_cap() -> No
     assert extra(within, set(), 0) == []
 
 
-def test_extend_puts_the_picks_below_the_keyword_lists_top() -> None:
+def test_window_lists_put_the_picks_below_the_keyword_lists_top() -> None:
     keyword = [("x", 5.0), ("y", 4.0), ("z", 3.0)]
-    assert extend(keyword, 2, [("p", 1.0)]) == [("x", 5.0), ("y", 4.0), ("p", 1.0)]
+    vector = [("v", 0.9), ("w", 0.8), ("u", 0.7)]
+    lists = window_lists({"fts": keyword, "vec": vector}, 2, [("p", 1.0)])
+    assert lists["fts"] == [("x", 5.0), ("y", 4.0), ("p", 1.0)]
+    assert lists["vec"] == [("v", 0.9), ("w", 0.8)]  # the other lists keep their top
+    assert window_lists({"vec": vector}, 2, [("p", 1.0)])["fts"] == [("p", 1.0)]
 
 
 def _doc(i: int, day: date, **tf: int) -> Doc:
@@ -117,3 +129,15 @@ def test_a_searchs_kept_matches_give_the_window_without_scoring_again_until_a_wr
     index.append(_doc(4, date(2023, 5, 3), mel=1))
     assert index.top_within(matches, 5, may) is None  # written since: the caller scores again
     assert index.search_keeping(["zebra"], 5, view) == ([], 0, None)
+
+
+class _Unread(dict[str, object]):
+    def items(self):  # type: ignore[no-untyped-def]
+        raise AssertionError("the candidates' rows were read for a question naming no time")
+
+
+def test_asked_ranges_are_the_asked_spans_as_ranges_and_read_no_row_for_a_question_naming_no_time() -> None:
+    assert asked_ranges("What did Mel do in May 2023?", TODAY, [], {}) == ranges_us(
+        asked_spans("What did Mel do in May 2023?", TODAY, {}, {})
+    )
+    assert asked_ranges("When did Mel adopt the dog?", TODAY, [], _Unread()) == []  # type: ignore[arg-type]
