@@ -178,6 +178,13 @@ def quality(**o: Any) -> int:
     type=click.Choice(["on", "off"]),
     help="repeatable: each strategy once per MEMORYD_RETRIEVE_ROWS_IN_MEMORY (the service restarted); default: as set",
 )
+@click.option(
+    "--vectors-in-memory",
+    multiple=True,
+    type=click.Choice(["on", "off"]),
+    help="repeatable: each strategy once per MEMORYD_RETRIEVE_VECTORS_IN_MEMORY (the service restarted); "
+    "default: as set",
+)
 @json_option
 @log_dir_option
 def latency(**o: Any) -> int:
@@ -198,6 +205,7 @@ def latency(**o: Any) -> int:
                 n_questions=o["questions"],
                 keyword_indexes=list(o["keyword_index"]),
                 rows_in_memory=list(o["rows_in_memory"]),
+                vectors_in_memory=list(o["vectors_in_memory"]),
                 log=log,
             )
 

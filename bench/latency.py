@@ -270,6 +270,7 @@ async def run_latency(
     n_base_texts: int = BASE_TEXTS,
     keyword_indexes: Sequence[str] = (),
     rows_in_memory: Sequence[str] = (),
+    vectors_in_memory: Sequence[str] = (),
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Load the data, then measure every (scenario, strategy, concurrency) for service and floor."""
@@ -330,7 +331,10 @@ async def run_latency(
 
             tiers: list[str | None] = [*keyword_indexes] or [None]
             variants: list[str | None] = [*rows_in_memory] or [None]
-            for strategy, tier, rows_variant in itertools.product(strategies, tiers, variants):
+            held_vectors: list[str | None] = [*vectors_in_memory] or [None]
+            for strategy, tier, rows_variant, vectors_variant in itertools.product(
+                strategies, tiers, variants, held_vectors
+            ):
 
                 async def service(i: int, strategy: str = strategy) -> None:
                     q = questions[i % len(questions)]
@@ -342,7 +346,10 @@ async def run_latency(
                     await _keyword_tier(stack, tier, engine)
                 if rows_variant is not None:
                     label += f" rows {rows_variant}"
-                    await _rows_in_memory(stack, rows_variant, engine)
+                    await _engine_switch(stack, engine, "rows_in_memory", rows_variant)
+                if vectors_variant is not None:
+                    label += f" vectors {vectors_variant}"
+                    await _engine_switch(stack, engine, "vectors_in_memory", vectors_variant)
                 direct = direct_fn(strategy)
                 await measure(scen, label, "service (cold)", service, len(questions), 1)
                 await drive(direct, len(questions), 1)  # warm the floor's statements and buffers
@@ -388,13 +395,14 @@ async def _keyword_tier(stack: ServiceStack, tier: str, engine: Any) -> None:
     await asyncio.sleep(engine.config.settings_ttl_s + 1)
 
 
-async def _rows_in_memory(stack: ServiceStack, value: str, engine: Any) -> None:
-    """``MEMORYD_RETRIEVE_ROWS_IN_MEMORY`` for the retrieve service (restarted) and the floor."""
-    on, key = value == "on", "MEMORYD_RETRIEVE_ROWS_IN_MEMORY"
+async def _engine_switch(stack: ServiceStack, engine: Any, name: str, value: str) -> None:
+    """The engine setting ``name`` (``MEMORYD_RETRIEVE_<NAME>``) on or off for the retrieve service
+    (restarted) and the floor."""
+    on, key = value == "on", f"MEMORYD_RETRIEVE_{name.upper()}"
     if stack.env.get(key) != str(on).lower():
         stack.env[key] = str(on).lower()
         await stack.restart("retrieve")
-    engine.config = msgspec.structs.replace(engine.config, rows_in_memory=on)
+    engine.config = msgspec.structs.replace(engine.config, **{name: on})
 
 
 async def _tier_counts(stack: ServiceStack, scen: Scenario) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import msgspec
+from threadpoolctl import threadpool_limits
 
 from memoryd.schemas import RPC_OPS
 from services.retrieve.adapters.postgres_touch import Toucher
@@ -87,6 +88,9 @@ async def setup(ctx: ServiceContext) -> None:
     """Register the retrieve service's endpoints, checks and background loops."""
     own = ctx.own(RetrieveEnv)
     config = own.engine
+    # the held vectors' products (``logic.held_vectors``) on one BLAS thread: more threads spin
+    # between searches, and cost more CPU than the product itself (``bench latency``)
+    threadpool_limits(limits=1, user_api="blas")
     settings = SettingsCache(ctx.db, ttl_s=config.settings_ttl_s)
     await settings.start(ctx.nc)
     ctx.closers.append(settings.stop)

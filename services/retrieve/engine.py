@@ -21,6 +21,7 @@ import math
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Annotated
 
@@ -115,6 +116,10 @@ class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
     #: a hybrid search whose keyword tier the in-memory index served reads its candidates' rows from that index
     #: when it holds them all (no round trip), else from PostgreSQL; the same rows either way
     rows_in_memory: bool = True
+    #: a hybrid search whose keyword tier the in-memory index served ranks the owner's vectors there too when
+    #: it holds them (owners of up to 25,000 memories, pgvector searching first):
+    #: exactly, without the vector store's round trip
+    vectors_in_memory: bool = True
 
 
 SettingsGetter = Callable[[str], Awaitable[MemorySettings]]
@@ -340,7 +345,14 @@ class _Run:
         if strategy is Strategy.HYBRID:
             depth = s.rrf_depth
             keyword_run = self._keyword(depth, s) if p.keyword else _nothing()
-            (fts, fts_attempt), (vec, vec_tier, vec_attempts) = await asyncio.gather(keyword_run, self._vector(depth))
+            if await self._vectors_held(s, p.keyword):  # the vector tier waits for the keyword tier's index
+                (fts, fts_attempt), query_vector = await asyncio.gather(keyword_run, self._query_vector())
+                held = fts if isinstance(fts, HeldRanking) else None
+                vec, vec_tier, vec_attempts = await self._search_stores(query_vector, depth, held)
+            else:
+                (fts, fts_attempt), (vec, vec_tier, vec_attempts) = await asyncio.gather(
+                    keyword_run, self._vector(depth)
+                )
             if fts_attempt is None:
                 fts_attempt = Attempt("keyword", False, code=p.skip_code, reason=p.skip_reason)
             self.attempts += [fts_attempt, *vec_attempts]
@@ -385,20 +397,52 @@ class _Run:
         self.attempts.append(Attempt("recent", True, _ms(started), hits=len(ids)))
         return recency_ranking(ids)
 
+    async def _vectors_held(self, s: MemorySettings, keyword: bool) -> bool:
+        """Whether this search's vector tier may be ranked from the keyword tier's in-memory index:
+        pgvector searches first and the owner's index holds its vectors (the signature whose vectors
+        the indexes hold is set here, from the stores' metadata)."""
+        indexes = self.e.keyword_indexes
+        stores = self.e.stores
+        if not (self.e.config.vectors_in_memory and keyword and s.keyword_index == "memory" and stores):
+            return False
+        if stores[0].name != "pgvector":
+            indexes.vectors_of = None
+            return False
+        row = (await self.e.meta.get()).get("pgvector")
+        indexes.vectors_of = row.signature if row is not None else None
+        return indexes.vectors_of is not None and indexes.holds_vectors(self.vis.owner)
+
     async def _vector(self, limit: int) -> tuple[RankedList | None, Tier, list[Attempt]]:
         """Embed the query, then try each store in order; the first that answers serves."""
+        return await self._search_stores(await self._query_vector(), limit)
+
+    async def _query_vector(self) -> _QueryVector:
+        """The query's vector and signature, and the stores' metadata as of it; or the attempt that
+        failed (no store, or no vector)."""
         stores = self.e.stores
         first: Tier = stores[0].name if stores else "pgvector"  # type: ignore[assignment]
         if not stores:
-            return None, first, [Attempt(first, False, code="store_down", reason="no vector store configured")]
+            return _QueryVector(failed=Attempt(first, False, code="store_down", reason="no vector store configured"))
         started = time.perf_counter()
         meta = await self.e.meta.get()
         searched = {row.signature for store in stores if (row := meta.get(store.name)) and row.signature}
         vector, signature, failure = await self._embed(searched)
         if failure is not None:
-            return None, first, [Attempt(first, False, _ms(started), failure[0], failure[1])]
+            return _QueryVector(failed=Attempt(first, False, _ms(started), failure[0], failure[1]))
         assert vector is not None and signature is not None
-        meta = await self._meta_after_switch(meta, signature)
+        return _QueryVector(vector, signature, await self._meta_after_switch(meta, signature))
+
+    async def _search_stores(
+        self, q: _QueryVector, limit: int, held: HeldRanking | None = None
+    ) -> tuple[RankedList | None, Tier, list[Attempt]]:
+        """Try each store in order with the query vector; the first that answers serves (pgvector's
+        vectors ranked from the in-memory index that served ``held``, when it holds them)."""
+        stores = self.e.stores
+        first: Tier = stores[0].name if stores else "pgvector"  # type: ignore[assignment]
+        if q.failed is not None:
+            return None, first, [q.failed]
+        vector, signature, meta = q.vector, q.signature, q.meta
+        assert vector is not None and signature is not None
         attempts: list[Attempt] = []
         for store in stores:
             tier: Tier = store.name  # type: ignore[assignment]
@@ -418,6 +462,11 @@ class _Run:
                 attempts.append(Attempt(tier, False, code=problem[0], reason=problem[1]))
                 continue
             at = time.perf_counter()
+            if held is not None and store.name == "pgvector" and self.vis.metadata is None:
+                found = self.e.keyword_indexes.nearest(held, active, vector, limit)
+                if found is not None:
+                    attempts.append(Attempt(tier, True, _ms(at), hits=len(found)))
+                    return found, tier, attempts
             try:
                 async with asyncio.timeout(self.e.config.store_timeout_s):  # no task of its own, unlike wait_for
                     ranked = await tiers.vector_search(store, active, self.vis, vector, limit, self.e.pool)
@@ -494,6 +543,16 @@ def fuse_lists(
         fts_weight = keyword_weight(s.fts_weight, cover, query, s.fts_full_coverage, s.fts_coverage_power)
         return score_fuse(lists, {"fts": fts_weight, "vec": s.vec_weight}, depth)
     return rrf_fuse(lists, s.rrf_k, depth)
+
+
+@dataclass(frozen=True)
+class _QueryVector:
+    """The query's vector as the stores search it (or the attempt that failed to get one)."""
+
+    vector: NDArray[np.float32] | None = None
+    signature: str | None = None
+    meta: dict[str, tiers.StoreMeta] = field(default_factory=dict)
+    failed: Attempt | None = None
 
 
 async def _nothing() -> tuple[KeywordRanking | None, Attempt | None]:

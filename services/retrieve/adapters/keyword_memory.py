@@ -12,7 +12,11 @@ metadata filters, and any global memory of another owner (counted by reason).
 
 A ranking served here (``HeldRanking``) can also give the search's rows (``rows``): the index holds
 what ``MemoryRow`` shows and every chat turn of the owner (``logic.held_rows``), so a search whose
-candidates it all holds makes no round trip for them.
+candidates it all holds makes no round trip for them. An owner with at most ``vector_rows_max``
+memories also has its vectors of the signature ``vectors_of`` held (``logic.held_vectors``): the same
+search's vector tier ranks them exactly here (``nearest``) instead of asking the vector store. The
+change log records the embed service marking a memory embedded (migration 0018), so an index behind
+re-reads a new vector as it re-reads an edit.
 """
 
 from __future__ import annotations
@@ -32,11 +36,13 @@ import numpy as np
 from services.retrieve.logic import held_rows
 from services.retrieve.logic.bm25 import KeywordRanking, cover_of
 from services.retrieve.logic.held_rows import Turns
+from services.retrieve.logic.held_vectors import decode_sent
 from services.retrieve.logic.keyword_index import NEVER, Doc, Hit, Matches, OwnerIndex, View, tsvector_entries
 from services.retrieve.logic.lexemes import TS_CONFIG, plain_lexemes
 from services.retrieve.logic.plan import MemoryRow
 from shared.observability.logging import get_logger
 from shared.observability.metrics import RETRIEVE_KEYWORD_TIER
+from shared.vectors.pgvector_sql import STORED
 
 log = get_logger(__name__)
 
@@ -49,6 +55,10 @@ OVER_BUDGET_S = 600.0
 #: an owner with at most this many visible memories is built by its first search, which waits (a
 #: build costs several statement searches: above this the wait would be felt; the statement answers)
 INLINE_ROWS = 250
+#: an owner with at most this many memories has its vectors held too: ranking them exactly here costs
+#: less CPU than an HNSW probe through PostgreSQL up to about this size (``bench latency``), and
+#: holds 1.5 kB per memory of 384 dimensions
+VECTOR_ROWS_MAX = 25_000
 
 
 QUESTION_SQL = (
@@ -97,6 +107,18 @@ CHANGED_SQL = (
     f" LEFT JOIN LATERAL ({_DOC} AND m.id = c.memory_id) d ON true"
     f" LEFT JOIN LATERAL (SELECT m.session_id, {_TURN} AND m.id = c.memory_id) t ON true"
 )
+_VECTORS = (
+    "SELECT string_agg(uuid_send(e.memory_id), ''::bytea) AS i,"
+    f" string_agg(vector_send({STORED}), ''::bytea) AS v FROM memory_embeddings e"
+    " WHERE e.owner = $1 AND e.signature = $2"
+)
+#: the owner's vectors of signature $2: ids (``uuid_send``) and vectors (``vector_send``), each concatenated
+VECTORS_SQL = _VECTORS
+#: the same for the memories $3 only
+SOME_VECTORS_SQL = _VECTORS + " AND e.memory_id = ANY($3::uuid[])"
+#: seconds a read of vectors waits for a lock on ``memory_embeddings`` (a store held up must not hold
+#: up the keyword tier): past it the vectors are not held, and the vector store ranks them
+VECTOR_READ_TIMEOUT_S = 0.5
 
 
 def doc_of(r: Sequence[Any]) -> Doc:
@@ -113,6 +135,28 @@ def turns_of(index: OwnerIndex, row: Sequence[Any]) -> Turns:
     return Turns(sessions, created, ids[:, 0], ids[:, 1])
 
 
+def with_vectors(docs: list[Doc], row: Sequence[Any] | None) -> list[Doc]:
+    """``docs`` with their vectors from ``VECTORS_SQL``'s row (None: none read)."""
+    if row is None or not row[0]:
+        return docs
+    ids = row[0]
+    vectors = decode_sent(row[1])
+    at = {ids[16 * i : 16 * i + 16]: i for i in range(len(ids) // 16)}
+    return [d if (i := at.get(d.id.bytes)) is None else d._replace(vector=vectors[i]) for d in docs]
+
+
+async def _all_vectors(conn: asyncpg.Connection, owner: str, signature: str) -> asyncpg.Record | None:
+    """``VECTORS_SQL``'s row in the build's snapshot; None when a lock on ``memory_embeddings`` holds
+    it up past ``VECTOR_READ_TIMEOUT_S`` (the build goes on without vectors)."""
+    try:
+        async with conn.transaction():  # a savepoint: a lock timeout leaves the build's transaction usable
+            await conn.execute(f"SET LOCAL lock_timeout = '{int(VECTOR_READ_TIMEOUT_S * 1000)}ms'")
+            return await conn.fetchrow(VECTORS_SQL, owner, signature)
+    except asyncpg.LockNotAvailableError as exc:
+        log.warning("retrieve.held_vectors_unread", owner=owner, error=str(exc))
+        return None
+
+
 def _built(docs: list[Doc], turn_row: Sequence[Any]) -> tuple[OwnerIndex, Turns]:
     index = OwnerIndex(docs)
     return index, turns_of(index, turn_row)
@@ -123,6 +167,10 @@ class _Held:
     index: OwnerIndex
     version: int
     turns: Turns | None = None
+    #: the signature whose vectors the build was to hold (None: none)
+    signature: str | None = None
+    #: whether every vector of ``signature`` is held (the owner was under the cap; kept by catch-ups)
+    holds_vectors: bool = False
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     size: int = 0  # ``nbytes()`` when last measured (after the build and each catch-up)
 
@@ -164,11 +212,21 @@ class KeywordIndexes:
     """The owners' indexes this process holds, their background builds, and what served."""
 
     def __init__(
-        self, pool: asyncpg.Pool, *, budget_bytes: int = 256 << 20, builds: int = 2, inline_rows: int = INLINE_ROWS
+        self,
+        pool: asyncpg.Pool,
+        *,
+        budget_bytes: int = 256 << 20,
+        builds: int = 2,
+        inline_rows: int = INLINE_ROWS,
+        vector_rows_max: int = VECTOR_ROWS_MAX,
     ) -> None:
         self.pool = pool
         self.budget_bytes = budget_bytes
         self.inline_rows = inline_rows
+        self.vector_rows_max = vector_rows_max
+        #: the signature whose vectors the indexes hold (the engine sets it: the active signature of
+        #: pgvector when that store searches first; None: no vectors held)
+        self.vectors_of: str | None = None
         self._held: OrderedDict[str, _Held] = OrderedDict()  # least recently searched first
         self._builds: dict[str, asyncio.Task[None]] = {}
         self._inline: set[str] = set()  # owners whose build under way is one a search waits for
@@ -180,6 +238,7 @@ class KeywordIndexes:
         self._builder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="keyword-index")
         self.counts: Counter[str] = Counter()  # "memory" and "statement_fallback:<reason>"
         self.row_counts: Counter[str] = Counter()  # a search's rows: "held" and "read:<reason>"
+        self.vector_counts: Counter[str] = Counter()  # a search's vector tier: "held" and "store:<reason>"
 
     async def search(self, ask: Ask) -> KeywordRanking | None:
         """The ranking, or None when the statement is to answer (counted with its reason)."""
@@ -201,6 +260,8 @@ class KeywordIndexes:
             if held is None:
                 return self._fallback("building")
         self._held.move_to_end(ask.owner)
+        if self.vectors_of is not None and held.signature != self.vectors_of:
+            self._build_later(ask.owner)  # the active signature changed: its vectors, held by a new build
         view = View(int(row["now_us"]), int(row["after_us"]), ask.types, ask.session_id, ask.agent_id)
         async with held.lock:
             current = held.version >= row["v"] or await self._catch_up(ask.owner, held)
@@ -232,6 +293,31 @@ class KeywordIndexes:
                 return kept
             return held.index.search_within(ranking.lexemes, limit, ranking.view, ranges)
 
+    def holds_vectors(self, owner: str) -> bool:
+        """Whether the owner's index holds its vectors of ``vectors_of`` now (a search may then wait
+        for its keyword tier and rank them there, rather than ask the store at the same time)."""
+        held = self._held.get(owner)
+        return held is not None and held.holds_vectors and held.signature == self.vectors_of
+
+    def nearest(self, ranking: HeldRanking, signature: str, vector: Any, limit: int) -> list[tuple[str, float]] | None:
+        """The vector tier's ranking for ``ranking``'s search: the ``limit`` memories its view sees
+        nearest to ``vector`` (of ``signature``), from the owner's held vectors at ``ranking``'s
+        version or later; None (counted with its reason) when they are not held: the store ranks."""
+        held = self._held.get(ranking.owner)
+        if held is None or held.version < ranking.version:
+            reason = "not_held"
+        elif held.signature != signature:
+            reason = "other_signature"
+        elif not held.holds_vectors:
+            reason = "over_cap"
+        elif held.index.vectors is not None and held.index.vectors.dim != len(vector):
+            reason = "other_dimension"
+        else:
+            self.vector_counts["held"] += 1
+            return held.index.nearest(vector, limit, ranking.view)
+        self.vector_counts[f"store:{reason}"] += 1
+        return None
+
     def rows(self, ranking: HeldRanking, ids: Sequence[str], *, turns: bool) -> dict[str, MemoryRow] | None:
         """The rows of ``ids`` (each once) as ``fetch_rows`` reads them, from the owner's index at
         ``ranking``'s version or later; None (counted with its reason) when the index is gone or does
@@ -258,6 +344,8 @@ class KeywordIndexes:
             return False
         changed = [r for r in rows if r["memory_id"] is not None]
         docs = [doc_of(r[3:]) for r in rows if r["id"] is not None]
+        if held.holds_vectors and docs:
+            docs = await self._vectors_of(owner, held, docs)
         index = held.index
         if held.turns is not None and changed:
             ints = [r["memory_id"].int for r in changed]
@@ -274,11 +362,27 @@ class KeywordIndexes:
             index.append(doc)
         if index.dirty() > max(64, COMPACT_SHARE * index.size):
             index.compact()
+        if held.holds_vectors and index.size - index.dead > self.vector_rows_max:
+            index.drop_vectors()  # outgrown: the vector store ranks this owner's vectors
+            held.holds_vectors = False
         held.version = version
         if self._held.get(owner) is held:  # not evicted meanwhile
             size, held.size = held.size, held.nbytes()
             self._bytes += held.size - size
         return True
+
+    async def _vectors_of(self, owner: str, held: _Held, docs: list[Doc]) -> list[Doc]:
+        """``docs`` with their vectors of ``held.signature``; when the read waits past
+        ``VECTOR_READ_TIMEOUT_S`` the index stops holding vectors (a later search rebuilds it)."""
+        try:
+            async with asyncio.timeout(VECTOR_READ_TIMEOUT_S):
+                row = await self.pool.fetchrow(SOME_VECTORS_SQL, owner, held.signature, [d.id for d in docs])
+        except (TimeoutError, asyncpg.PostgresError) as exc:
+            log.warning("retrieve.held_vectors_unread", owner=owner, error=str(exc) or type(exc).__name__)
+            held.index.drop_vectors()
+            held.holds_vectors, held.signature = False, None
+            return docs
+        return with_vectors(docs, row)
 
     def _drop(self, owner: str, held: _Held) -> None:
         if self._held.get(owner) is held:
@@ -339,6 +443,7 @@ class KeywordIndexes:
         """The owner's index read from PostgreSQL at one version (one snapshot); None when ``most``
         is given and the owner has more visible memories (then built here, in the event loop: a
         small index builds in about the time of a thread hand-off)."""
+        signature = self.vectors_of
         async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
             if most is None:
                 rows = await conn.fetch(DOCS_SQL, owner)
@@ -347,14 +452,19 @@ class KeywordIndexes:
                 if len(rows) > most:
                     return None
             turn_row = await conn.fetchrow(TURNS_SQL, owner)
+            vector_row = None
+            if signature and len(rows) <= self.vector_rows_max:
+                vector_row = await _all_vectors(conn, owner, signature)
+                signature = signature if vector_row is not None else None  # a later search tries again
         version = rows[0]["v"]
-        docs = [doc_of(r[1:]) for r in rows if r["id"] is not None]
-        del rows
+        docs = with_vectors([doc_of(r[1:]) for r in rows if r["id"] is not None], vector_row)
+        holds = vector_row is not None
+        del rows, vector_row
         if most is not None:
             index, turns = _built(docs, turn_row)
-            return _Held(index, version, turns)
+            return _Held(index, version, turns, signature, holds)
         index, turns = await asyncio.get_running_loop().run_in_executor(self._builder, _built, docs, turn_row)
-        return _Held(index, version, turns)
+        return _Held(index, version, turns, signature, holds)
 
     def _evict(self) -> None:
         while self._bytes > self.budget_bytes and len(self._held) > 1:
@@ -380,6 +490,8 @@ class KeywordIndexes:
         served = ", ".join(f"{k} {v}" for k, v in sorted(self.counts.items())) or "no searches yet"
         rows = ", ".join(f"{k} {v}" for k, v in sorted(self.row_counts.items()))
         served += f"; rows {rows}" if rows else ""
+        vectors = ", ".join(f"{k} {v}" for k, v in sorted(self.vector_counts.items()))
+        served += f"; vectors {vectors}" if vectors else ""
         return f"in-memory index: {len(self._held)} owners held ({size:.1f} MB), {len(self._builds)} building; {served}"
 
     def held_ids(self, owner: str) -> set[uuid.UUID] | None:

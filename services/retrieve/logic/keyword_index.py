@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from services.retrieve.logic.bm25 import K1, score
+from services.retrieve.logic.held_vectors import HeldVectors
 
 I32 = npt.NDArray[np.int32]
 F64 = npt.NDArray[np.float64]
@@ -57,6 +58,8 @@ class Doc(NamedTuple):
     scope: str = "apiKey"
     metadata: str = "{}"
     source: str = "api"
+    #: its vector of the held signature (``held_vectors``), when the index holds vectors
+    vector: npt.NDArray[np.float32] | None = None
 
 
 @dataclass(frozen=True)
@@ -196,7 +199,8 @@ class OwnerIndex:
             name: np.array(col, dtype=tp) for (name, tp), col in zip(_COLUMNS.items(), columns, strict=True)
         }
         cols["hi"], cols["lo"] = hi, lo
-        self._fold(lex, ordinals, counts, cols, [d.content for d in docs], [d.metadata for d in docs])
+        vectors = HeldVectors.of([d.vector for d in docs], len(docs))
+        self._fold(lex, ordinals, counts, cols, [d.content for d in docs], [d.metadata for d in docs], vectors)
 
     def code(self, name: str | None) -> int:
         """``name``'s code (interned now when new; ``_NULL`` for None)."""
@@ -216,7 +220,14 @@ class OwnerIndex:
         )  # fmt: skip
 
     def _fold(
-        self, lex: I32, ordinals: I32, counts: I64, cols: dict[str, Any], texts: list[str], metas: list[str]
+        self,
+        lex: I32,
+        ordinals: I32,
+        counts: I64,
+        cols: dict[str, Any],
+        texts: list[str],
+        metas: list[str],
+        vectors: HeldVectors | None,
     ) -> None:
         """Lay the postings ``(lex, ordinals, counts)`` out by lexeme, ordinals ascending within each."""
         order = np.lexsort((ordinals, lex))
@@ -230,6 +241,9 @@ class OwnerIndex:
         self.cols: dict[str, Any] = {name: np.resize(cols[name].astype(tp), room) for name, tp in _COLUMNS.items()}
         self.alive = np.zeros(room, dtype=np.bool_)
         self.alive[:n] = True
+        self.vectors = vectors  # the memories' vectors by ordinal, when held
+        if vectors is not None:
+            vectors.grow(room)
         self.dead = 0
         self.tail: dict[int, tuple[array[int], array[int]]] = {}
         self.tail_docs = 0
@@ -270,6 +284,7 @@ class OwnerIndex:
             + self._id_order.nbytes
             + 100 * len(self._tail_ids),
             "scratch": self._scores.nbytes + self._occ.nbytes + self._claim.nbytes,
+            "vectors": 0 if self.vectors is None else self.vectors.nbytes,
         }
 
     def dirty(self) -> int:
@@ -292,6 +307,12 @@ class OwnerIndex:
             self.alive = np.concatenate((self.alive, np.zeros(grown - n, dtype=np.bool_)))
             self._scores, self._occ = np.zeros(grown, dtype=np.float64), np.zeros(grown, dtype=np.int32)
             self._claim = np.zeros(grown, dtype=np.int32)
+            if self.vectors is not None:
+                self.vectors.grow(grown)
+        if doc.vector is not None and self.vectors is None:
+            self.vectors = HeldVectors(len(doc.vector), len(self.alive))
+        if self.vectors is not None:
+            self.vectors.put(n, doc.vector)
         for (name, _), value in zip(_COLUMNS.items(), self._row(doc), strict=True):
             self.cols[name][n] = value
         self.texts.append(doc.content)
@@ -331,7 +352,21 @@ class OwnerIndex:
         # a lexeme whose postings all went keeps an empty slice
         cols = {name: col[: self.size][alive] for name, col in self.cols.items()}
         texts, metas = list(compress(self.texts, alive.tolist())), list(compress(self.metas, alive.tolist()))
-        self._fold(lex[keep], renumber[ordinals[keep]], counts[keep], cols, texts, metas)
+        vectors = None if self.vectors is None else self.vectors.kept(alive, int(alive.sum()))
+        self._fold(lex[keep], renumber[ordinals[keep]], counts[keep], cols, texts, metas, vectors)
+
+    def drop_vectors(self) -> None:
+        """Hold no vectors any more (the owner outgrew the cap: the vector store ranks them)."""
+        self.vectors = None
+
+    def nearest(self, query: npt.NDArray[np.float32], limit: int, view: View) -> list[tuple[str, float]]:
+        """The ``limit`` memories ``view`` sees nearest to ``query`` by cosine, best first, as
+        ``(memory_id, cosine)`` (the vector tier's ranked list); empty when no vector is held."""
+        if self.vectors is None:
+            return []
+        n = self.size
+        chosen, scores = self.vectors.nearest(query, limit, self.seen_by(view), self.hi[:n], self.lo[:n])
+        return list(zip(uuid_texts(self.hi[chosen], self.lo[chosen]), scores.astype(float).tolist(), strict=True))
 
     def ordinals(self, ids: Sequence[str]) -> I64:
         """The live ordinal of each of ``ids`` (uuid text), -1 where the index holds none (every one

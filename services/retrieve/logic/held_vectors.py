@@ -1,0 +1,124 @@
+"""An owner's vectors held beside its in-memory keyword index, ranked exactly (pure, numpy).
+
+Row ``i`` is the vector of the memory at the index's ordinal ``i`` (``keyword_index.OwnerIndex``),
+stored as a unit vector, so a search is one matrix-vector product over the owner's memories: the
+exact cosine ranking pgvector's exact path gives (``1 - (a <=> b)``), ties by id as PostgreSQL
+orders uuids. A memory without a vector of the held signature has a zero row and ranks nowhere.
+Exact ranking over a few tens of thousands of rows costs less CPU than an HNSW probe through
+PostgreSQL (``bench latency``), so an owner above ``adapters.keyword_memory``'s cap is left to
+the vector store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+F32 = npt.NDArray[np.float32]
+I64 = npt.NDArray[np.int64]
+U64 = npt.NDArray[np.uint64]
+Mask = npt.NDArray[np.bool_]
+
+
+def unit(vector: npt.ArrayLike) -> F32 | None:
+    """``vector`` scaled to length 1 as float32; None when it has no direction (zero, or not finite)."""
+    v = np.asarray(vector, dtype=np.float32).ravel()
+    norm = float(np.linalg.norm(v))
+    if not np.isfinite(norm) or norm == 0.0:
+        return None
+    return v / np.float32(norm)
+
+
+def decode_sent(blob: bytes | None, dim: int | None = None) -> F32:
+    """Vectors from PostgreSQL's binary ``vector_send`` forms, concatenated (each a 4-byte header,
+    then ``dim`` big-endian float4s), as rows of float32; ``dim`` is read from the first header when
+    not given."""
+    if not blob:
+        return np.zeros((0, dim or 0), dtype=np.float32)
+    if dim is None:
+        dim = int.from_bytes(blob[:2], "big")
+    rows = np.frombuffer(blob, dtype=">f4").reshape(-1, dim + 1)[:, 1:]
+    return rows.astype(np.float32)
+
+
+class HeldVectors:
+    """The unit vectors of an index's ordinals (``room`` rows; ``has`` marks the ones held)."""
+
+    def __init__(self, dim: int, room: int) -> None:
+        self.dim = dim
+        self.matrix: F32 = np.zeros((room, dim), dtype=np.float32)
+        self.has: Mask = np.zeros(room, dtype=np.bool_)
+
+    @classmethod
+    def of(cls, vectors: Sequence[F32 | None], room: int) -> HeldVectors | None:
+        """Rows for ``vectors`` by ordinal (None: none for that memory); None when none is given."""
+        dim = next((len(v) for v in vectors if v is not None), None)
+        if dim is None:
+            return None
+        held = cls(dim, max(room, len(vectors)))
+        for i, v in enumerate(vectors):
+            held.put(i, v)
+        return held
+
+    def put(self, ordinal: int, vector: F32 | None) -> None:
+        """Hold ``vector`` (any length; scaled to 1) at ``ordinal``; nothing when it is None or of
+        another dimension than the rows held."""
+        row = None if vector is None or len(vector) != self.dim else unit(vector)
+        if row is None:
+            self.has[ordinal] = False
+            return
+        self.matrix[ordinal] = row
+        self.has[ordinal] = True
+
+    def grow(self, room: int) -> None:
+        """Room for ``room`` ordinals (the new rows hold nothing)."""
+        extra = room - len(self.has)
+        if extra > 0:
+            self.matrix = np.concatenate((self.matrix, np.zeros((extra, self.dim), dtype=np.float32)))
+            self.has = np.concatenate((self.has, np.zeros(extra, dtype=np.bool_)))
+
+    def kept(self, keep: Mask, room: int) -> HeldVectors:
+        """The rows of the first ``len(keep)`` ordinals that ``keep`` marks, renumbered from 0 (as the
+        index's ``compact`` renumbers), with room for ``room``."""
+        out = HeldVectors(self.dim, max(room, int(keep.sum())))
+        n = int(keep.sum())
+        out.matrix[:n] = self.matrix[: len(keep)][keep]
+        out.has[:n] = self.has[: len(keep)][keep]
+        return out
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.matrix.nbytes + self.has.nbytes)
+
+    def count(self, size: int) -> int:
+        """How many of the first ``size`` ordinals hold a vector."""
+        return int(self.has[:size].sum())
+
+    def nearest(self, query: F32, limit: int, seen: Mask, hi: U64, lo: U64) -> tuple[I64, F32]:
+        """The ``limit`` ordinals among ``seen`` (a mask over the first ``len(hi)`` ordinals) nearest
+        to ``query`` by cosine, best first, ties by id; and their cosines."""
+        n = len(hi)
+        q = unit(query)
+        if q is None or len(q) != self.dim or limit <= 0 or n == 0:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+        usable = seen[:n] & self.has[:n]
+        scores = self.matrix[:n] @ q
+        scores[~usable] = -np.inf
+        found = int(usable.sum())
+        k = min(limit, found)
+        if k == 0:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+        top = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
+        top = top[np.isfinite(scores[top])]
+        # a tie at the cut may leave a smaller id outside ``top``: take every row at the cut's score
+        cut = scores[top].min()
+        ties = np.flatnonzero(np.abs(scores - cut) <= 1e-6)
+        if len(ties) > 1:
+            top = np.union1d(top, ties)
+        # equal vectors may differ in the last bit by their rows' place in the product's blocks:
+        # scores equal to 6 decimals tie, and ties go by id (PostgreSQL's exact ties do)
+        order = np.lexsort((lo[top], hi[top], -np.round(scores[top].astype(np.float64), 6)))[:k]
+        chosen = top[order].astype(np.int64)
+        return chosen, scores[chosen]

@@ -1,0 +1,212 @@
+"""The vector tier ranked from the in-memory index equals pgvector's exact search on real PostgreSQL:
+on a generated corpus (some memories not embedded yet), for many visibilities, after new memories,
+vectors written and marked by the embed path (first embeddings and re-embeddings after an edit),
+archival, session moves and deletes; an owner over the cap, or an index held for another signature,
+leaves the ranking to the store; a hybrid search through the service reports pgvector serving and
+its engine status counts the held rankings."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import asyncpg
+import numpy as np
+import pytest
+from nats.aio.client import Client
+
+from memoryd.rpc import call
+from memoryd.schemas.ops import EngineStatusRequest, EngineStatusResult
+from memoryd.schemas.retrieval import RetrieveRequest, RetrieveResult
+from services.retrieve.adapters import postgres as tiers
+from services.retrieve.adapters.keyword_memory import HeldRanking, KeywordIndexes
+from shared.db.memories import content_hash
+from shared.service import ServiceContext
+from shared.settings.store import put_values
+from shared.vectors.pgvector import PgVectorStore, mark_embedded
+from shared.vectors.port import VectorItem, VectorQuery
+
+from .conftest import ScriptedEmbed, owner, put, unit
+
+pytestmark = pytest.mark.integration
+
+SIG = "test:held-vectors:8"
+DIM = 8
+WORDS = ["apple", "river", "guitar", "camping", "lake", "coffee"]
+SESSIONS = ("s1", "s2", None)
+TYPES = ("factual", "episodic")
+VIEWS = [
+    dict(session_id=None, types=None, retention_days=365),
+    dict(session_id="s1", types=None, retention_days=365),
+    dict(session_id="s2", types=("factual",), retention_days=365),
+    dict(session_id=None, types=("episodic",), retention_days=10),
+]
+
+
+def _vector(rnd: random.Random) -> list[float]:
+    v = np.array([rnd.gauss(0, 1) for _ in range(DIM)], dtype=np.float32)
+    if rnd.random() < 0.1:  # some memories share a vector: ties are broken by id
+        v = np.arange(1, DIM + 1, dtype=np.float32)
+    return v.tolist()
+
+
+async def _seed(pool: asyncpg.Pool, owner_id: str, n: int, rnd: random.Random) -> list[uuid.UUID]:
+    now = datetime.now(UTC)
+    records, ids = [], []
+    for _ in range(n):
+        mid = uuid.uuid4()
+        text = " ".join(rnd.choice(WORDS) for _ in range(3)) + f" #{mid.hex[:6]}"
+        at = now - timedelta(days=rnd.randrange(0, 30))
+        records.append(
+            (mid, owner_id, rnd.choice(TYPES), text, "api", at, at, content_hash(text), rnd.choice(SESSIONS))
+        )
+        ids.append(mid)
+    async with pool.acquire() as conn:
+        await conn.copy_records_to_table(
+            "memories",
+            records=records,
+            columns=[
+                "id",
+                "owner",
+                "type",
+                "content",
+                "source",
+                "created_at",
+                "updated_at",
+                "content_hash",
+                "session_id",
+            ],
+        )
+    return ids
+
+
+async def _embed(
+    pool: asyncpg.Pool, store: PgVectorStore, owner_id: str, ids: list[uuid.UUID], rnd: random.Random
+) -> None:
+    """What the embed service does: write the vectors, then mark the memories embedded."""
+    await store.upsert(SIG, [VectorItem(memory_id=str(i), owner=owner_id, vector=_vector(rnd)) for i in ids])
+    rows = await pool.fetch("SELECT id::text, content_hash FROM memories WHERE id = ANY($1::uuid[])", ids)
+    await mark_embedded(pool, [(r[0], r[1]) for r in rows], SIG)
+
+
+async def _compare(
+    pool: asyncpg.Pool, store: PgVectorStore, index: KeywordIndexes, owner_id: str, rnd: random.Random, rounds: int
+) -> int:
+    """Held rankings equal the store's exact ones for ``rounds`` questions; returns how many were held."""
+    held = 0
+    for i in range(rounds):
+        v = VIEWS[i % len(VIEWS)]
+        vis = tiers.Visibility(owner_id, v["session_id"], v["types"], v["retention_days"])  # type: ignore[arg-type]
+        ranking = await tiers.keyword_search(pool, vis, rnd.choice(WORDS), 10, None, match_budget=0, memory=index)
+        assert isinstance(ranking, HeldRanking)
+        q = np.array(_vector(rnd), dtype=np.float32)
+        limit = rnd.choice([3, 10, 1000])
+        got = index.nearest(ranking, SIG, q, limit)
+        assert got is not None
+        want = await store.search_exact(
+            SIG,
+            VectorQuery(
+                owner=owner_id, vector=q, limit=limit, session_id=vis.session_id,
+                types=list(vis.types) if vis.types else None, created_after=vis.created_after(),
+            ),
+            q,
+            limit,
+        )  # fmt: skip
+        assert [m for m, _ in got] == [h.memory_id for h in want], (got[:8], want[:8], v, limit)
+        assert [s for _, s in got] == pytest.approx([h.score for h in want], abs=1e-5)
+        held += 1
+    return held
+
+
+async def test_held_vectors_rank_as_the_exact_store_through_writes(pool: asyncpg.Pool) -> None:
+    rnd = random.Random(3)
+    store = PgVectorStore(pool)
+    await store.ensure(SIG, DIM)
+    who = f"hv-{uuid.uuid4().hex[:8]}"
+    ids = await _seed(pool, who, 400, rnd)
+    await _embed(pool, store, who, ids[:300], rnd)  # the last 100 are not embedded yet
+    index = KeywordIndexes(pool, inline_rows=50)
+    index.vectors_of = SIG
+    await tiers.keyword_search(pool, tiers.Visibility(who, None, None, 365), "apple", 10, None, memory=index)
+    await index.settle()
+    assert await _compare(pool, store, index, who, rnd, 12) == 12
+
+    await _embed(pool, store, who, ids[300:], rnd)  # embedded later: the mark brings their vectors in
+    assert await _compare(pool, store, index, who, rnd, 8) == 8
+
+    # an edit, then its re-embedding (needs_reindex set by the edit, cleared by the mark)
+    await pool.execute(
+        "UPDATE memories SET content = content || ' edited', content_hash = 'x' || content_hash,"
+        " needs_reindex = true WHERE id = ANY($1::uuid[])",
+        ids[:20],
+    )
+    await _embed(pool, store, who, ids[:20], rnd)
+    new = await _seed(pool, who, 30, rnd)  # new memories, embedded at once
+    await _embed(pool, store, who, new, rnd)
+    await pool.execute("UPDATE memories SET state = 'archived' WHERE id = ANY($1::uuid[])", ids[20:40])
+    await pool.execute("UPDATE memories SET session_id = 's1' WHERE id = ANY($1::uuid[])", ids[40:60])
+    assert await _compare(pool, store, index, who, rnd, 12) == 12
+
+    await pool.execute("DELETE FROM memories WHERE id = ANY($1::uuid[])", ids[60:70])  # a rebuild
+    await tiers.keyword_search(pool, tiers.Visibility(who, None, None, 365), "apple", 10, None, memory=index)
+    await index.settle()
+    assert await _compare(pool, store, index, who, rnd, 8) == 8
+    assert index.vector_counts["held"] == 40
+
+
+async def test_over_the_cap_or_another_signature_the_store_ranks(pool: asyncpg.Pool) -> None:
+    rnd = random.Random(5)
+    store = PgVectorStore(pool)
+    await store.ensure(SIG, DIM)
+    who = f"hv-{uuid.uuid4().hex[:8]}"
+    ids = await _seed(pool, who, 120, rnd)
+    await _embed(pool, store, who, ids, rnd)
+    vis = tiers.Visibility(who, None, None, 365)
+    q = np.array(_vector(rnd), dtype=np.float32)
+
+    small = KeywordIndexes(pool, vector_rows_max=100)
+    small.vectors_of = SIG
+    ranking = await tiers.keyword_search(pool, vis, "apple", 10, None, memory=small)
+    await small.settle()
+    ranking = await tiers.keyword_search(pool, vis, "apple", 10, None, memory=small)
+    assert isinstance(ranking, HeldRanking)
+    assert small.nearest(ranking, SIG, q, 10) is None
+    assert small.vector_counts["store:over_cap"] == 1
+
+    index = KeywordIndexes(pool)
+    index.vectors_of = SIG
+    await tiers.keyword_search(pool, vis, "apple", 10, None, memory=index)
+    await index.settle()
+    ranking = await tiers.keyword_search(pool, vis, "apple", 10, None, memory=index)
+    assert isinstance(ranking, HeldRanking)
+    assert index.nearest(ranking, "test:other:8", q, 10) is None
+    assert index.vector_counts["store:other_signature"] == 1
+    # the active signature changes: the next search rebuilds the index for it in the background
+    index.vectors_of = "test:other:8"
+    await tiers.keyword_search(pool, vis, "apple", 10, None, memory=index)
+    await index.settle()
+    ranking = await tiers.keyword_search(pool, vis, "apple", 10, None, memory=index)
+    assert isinstance(ranking, HeldRanking)
+    assert index.nearest(ranking, "test:other:8", q, 10) == []  # held: no vector of that signature yet
+
+
+async def test_a_hybrid_search_through_the_service_ranks_held_vectors(
+    retrieve_svc: ServiceContext, nc: Client, pool: asyncpg.Pool, vec_meta: str
+) -> None:
+    who = owner()
+    await put_values(pool, who, {"keywordIndex": "memory"})
+    near = await put(pool, who, "we went camping by the lake", vector=unit(1, 0, 0, 0))
+    await put(pool, who, "coffee at noon", vector=unit(0, 1, 0, 0))
+    embed = await ScriptedEmbed({"camping trip": unit(1, 0.1, 0, 0)}).start(nc, vec_meta)
+    try:
+        ask = RetrieveRequest(owner=who, query="camping trip", strategy="hybrid")
+        first: RetrieveResult = await call(nc, "retrieve", ask, timeout=10)
+        again: RetrieveResult = await call(nc, "retrieve", ask, timeout=10)
+    finally:
+        await embed.stop()
+    for result in (first, again):
+        assert result.memories[0].id == near
+        assert any(t.tier == "pgvector" and t.served for t in result.tiers)
+    status: EngineStatusResult = await call(nc, "engine.status", EngineStatusRequest(owner=who), timeout=10)
+    assert "vectors held" in status.keyword_tier, status.keyword_tier
