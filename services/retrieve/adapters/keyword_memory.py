@@ -10,13 +10,9 @@ most ``inline_rows`` memories is built by the search that meets it; a larger one
 background while the statement answers, as it answers questions with a phrase or a negation,
 metadata filters, and any global memory of another owner (counted by reason).
 
-A ranking served here (``HeldRanking``) can also give the search's rows (``rows``): the index holds
-what ``MemoryRow`` shows and every chat turn of the owner (``logic.held_rows``), so a search whose
-candidates it all holds makes no round trip for them. An owner with at most ``vector_rows_max``
-memories also has its vectors of the signature ``vectors_of`` held (``logic.held_vectors``): the same
-search's vector tier ranks them exactly here (``nearest``) instead of asking the vector store. The
-change log records the embed service marking a memory embedded (migration 0018), so an index behind
-re-reads a new vector as it re-reads an edit.
+A ranking served here (``HeldRanking``) also gives the search's rows (``rows``: what ``MemoryRow``
+shows and every chat turn, ``logic.held_rows``) and, up to ``vector_rows_max`` memories, ranks the
+owner's vectors of ``vectors_of`` (``nearest``, ``logic.held_vectors``; migration 0018 logs the embed mark).
 """
 
 from __future__ import annotations
