@@ -35,7 +35,7 @@ from numpy.typing import NDArray
 from memoryd.errors import DependencyDown, MemorydError, RateLimited, ValidationFailed
 from memoryd.schemas.retrieval import EmbedResult, RetrieveRequest, RetrieveResult, Tier, TierReport
 from services.retrieve.adapters import postgres as tiers
-from services.retrieve.adapters.keyword_memory import HeldRanking, KeywordIndexes
+from services.retrieve.adapters.keyword_memory import VECTOR_ROWS_MAX, HeldRanking, KeywordIndexes
 from services.retrieve.adapters.postgres_stats import read_term_stats
 from services.retrieve.adapters.postgres_touch import Toucher
 from services.retrieve.logic import time_window
@@ -72,6 +72,7 @@ from shared.observability.logging import get_logger
 from shared.observability.metrics import RETRIEVE_FALLBACKS, RETRIEVE_RESULTS, RETRIEVE_SECONDS
 from shared.ratelimit import RateLimiter
 from shared.settings.memory import MemorySettings
+from shared.vectors.pgvector import PgVectorStore
 from shared.vectors.port import VectorStore
 
 from .query_vectors import QueryVectors
@@ -116,11 +117,18 @@ class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
     #: a hybrid search whose keyword tier the in-memory index served reads its candidates' rows from that index
     #: when it holds them all (no round trip), else from PostgreSQL; the same rows either way
     rows_in_memory: bool = True
-    #: a hybrid search whose keyword tier the in-memory index served ranks the owner's vectors there too when
-    #: it holds them (owners of up to 25,000 memories, pgvector searching first):
-    #: exactly, without the vector store's round trip
+    #: a hybrid search whose keyword tier the in-memory index served ranks the owner's vectors there too when it
+    #: holds them (owners up to `MEMORYD_RETRIEVE_VECTOR_ROWS_MAX` memories, pgvector searching first), exactly,
+    #: without the vector store's round trip; for a larger owner held, a search not narrowed to a session, agent
+    #: or types asks pgvector for its nearest without the per-row visibility probe and checks them against the index
     vectors_in_memory: bool = True
+    #: owners with at most this many memories have their vectors held in memory (1.5 kB each at 384 dimensions)
+    vector_rows_max: Annotated[int, msgspec.Meta(ge=0)] = VECTOR_ROWS_MAX
 
+
+#: pgvector's unchecked nearest are asked for the fused depth and this fraction of it more, so that
+#: a few invisible (archived, expired) memories among them still leave ``depth`` visible
+UNCHECKED_SHARE = 4
 
 SettingsGetter = Callable[[str], Awaitable[MemorySettings]]
 #: The query's vector: ``(text, timeout_s, owner) -> EmbedResult``; the embed RPC unless a
@@ -157,7 +165,7 @@ class Engine:
         self.meta = TtlValue(lambda: tiers.read_vec_meta(pool), config.meta_ttl_s)
         self.term_stats = TtlValue(lambda: read_term_stats(pool), config.term_stats_ttl_s)
         #: the owners' in-memory keyword indexes (searched for owners with ``keywordIndex=memory``)
-        self.keyword_indexes = KeywordIndexes(pool)
+        self.keyword_indexes = KeywordIndexes(pool, vector_rows_max=config.vector_rows_max)
         self.fallbacks: Counter[str] = Counter()
         self.limiter = RateLimiter()  # searchesPerSecond per owner (retrieve and inject)
         self.breakers: dict[str, Breaker] = {
@@ -345,10 +353,21 @@ class _Run:
         if strategy is Strategy.HYBRID:
             depth = s.rrf_depth
             keyword_run = self._keyword(depth, s) if p.keyword else _nothing()
-            if await self._vectors_held(s, p.keyword):  # the vector tier waits for the keyword tier's index
+            mode = await self._vector_mode(s, p.keyword)
+            if mode == "held":  # the vector tier waits for the keyword tier's index
                 (fts, fts_attempt), query_vector = await asyncio.gather(keyword_run, self._query_vector())
                 held = fts if isinstance(fts, HeldRanking) else None
                 vec, vec_tier, vec_attempts = await self._search_stores(query_vector, depth, held)
+            elif mode == "unchecked":  # pgvector's nearest, checked against the keyword tier's index after
+                asked = depth + max(1, depth // UNCHECKED_SHARE)
+                (fts, fts_attempt), (query_vector, (vec, vec_tier, vec_attempts)) = await asyncio.gather(
+                    keyword_run, self._vector_unchecked(asked)
+                )
+                held = fts if isinstance(fts, HeldRanking) else None
+                if vec is not None and vec_tier == "pgvector":
+                    vec = self._visible_part(held, vec, depth, asked)
+                    if vec is None:  # too few visible, or no index to check with: the checked statement
+                        vec, vec_tier, vec_attempts = await self._search_stores(query_vector, depth)
             else:
                 (fts, fts_attempt), (vec, vec_tier, vec_attempts) = await asyncio.gather(
                     keyword_run, self._vector(depth)
@@ -397,20 +416,51 @@ class _Run:
         self.attempts.append(Attempt("recent", True, _ms(started), hits=len(ids)))
         return recency_ranking(ids)
 
-    async def _vectors_held(self, s: MemorySettings, keyword: bool) -> bool:
-        """Whether this search's vector tier may be ranked from the keyword tier's in-memory index:
-        pgvector searches first and the owner's index holds its vectors (the signature whose vectors
-        the indexes hold is set here, from the stores' metadata)."""
+    async def _vector_mode(self, s: MemorySettings, keyword: bool) -> str:
+        """How this hybrid search's vector tier uses the keyword tier's in-memory index: ``held``, it
+        ranks the owner's vectors there (held for owners under the cap); ``unchecked``, pgvector's
+        nearest without the per-row visibility probe, checked against the index once the keyword tier
+        has served (an owner held over the cap, a request not narrowed to a session, agent or types);
+        else ``checked``, pgvector's statement beside the keyword tier. pgvector must search first;
+        the signature whose vectors the indexes hold is set here, from the stores' metadata."""
         indexes = self.e.keyword_indexes
         stores = self.e.stores
         if not (self.e.config.vectors_in_memory and keyword and s.keyword_index == "memory" and stores):
-            return False
+            return "checked"
         if stores[0].name != "pgvector":
             indexes.vectors_of = None
-            return False
+            return "checked"
         row = (await self.e.meta.get()).get("pgvector")
         indexes.vectors_of = row.signature if row is not None else None
-        return indexes.vectors_of is not None and indexes.holds_vectors(self.vis.owner)
+        if indexes.vectors_of is None:
+            return "checked"
+        if indexes.holds_vectors(self.vis.owner):
+            return "held"
+        vis = self.vis
+        narrowed = vis.session_id is not None or vis.agent_id is not None or vis.types is not None
+        unchecked = indexes.is_held(vis.owner) and not narrowed and vis.metadata is None
+        return "unchecked" if unchecked else "checked"
+
+    async def _vector_unchecked(self, asked: int) -> tuple[_QueryVector, tuple[RankedList | None, Tier, list[Attempt]]]:
+        """The query vector, and the stores' answer with pgvector's unchecked nearest (``asked``)."""
+        q = await self._query_vector()
+        return q, await self._search_stores(q, asked, unchecked=True)
+
+    def _visible_part(self, held: HeldRanking | None, ranked: RankedList, depth: int, asked: int) -> RankedList | None:
+        """Of pgvector's unchecked nearest (``asked`` were asked), the first ``depth`` the request
+        sees, by the index that served ``held``; None when there is no such index, or fewer than
+        ``depth`` are visible while more may be (the checked statement answers then)."""
+        counts = self.e.keyword_indexes.vector_counts
+        seen = None if held is None else self.e.keyword_indexes.visible_among(held, [m for m, _ in ranked])
+        if seen is None:
+            counts["checked_again:not_held"] += 1
+            return None
+        kept = [hit for hit, ok in zip(ranked, seen, strict=True) if ok][:depth]
+        if len(kept) < depth and len(ranked) >= asked:
+            counts["checked_again:too_few_visible"] += 1
+            return None
+        counts["unchecked"] += 1
+        return kept
 
     async def _vector(self, limit: int) -> tuple[RankedList | None, Tier, list[Attempt]]:
         """Embed the query, then try each store in order; the first that answers serves."""
@@ -433,10 +483,11 @@ class _Run:
         return _QueryVector(vector, signature, await self._meta_after_switch(meta, signature))
 
     async def _search_stores(
-        self, q: _QueryVector, limit: int, held: HeldRanking | None = None
+        self, q: _QueryVector, limit: int, held: HeldRanking | None = None, *, unchecked: bool = False
     ) -> tuple[RankedList | None, Tier, list[Attempt]]:
         """Try each store in order with the query vector; the first that answers serves (pgvector's
-        vectors ranked from the in-memory index that served ``held``, when it holds them)."""
+        vectors ranked from the in-memory index that served ``held``, when it holds them; with
+        ``unchecked``, pgvector's nearest without visibility, for the caller to check)."""
         stores = self.e.stores
         first: Tier = stores[0].name if stores else "pgvector"  # type: ignore[assignment]
         if q.failed is not None:
@@ -469,7 +520,12 @@ class _Run:
                     return found, tier, attempts
             try:
                 async with asyncio.timeout(self.e.config.store_timeout_s):  # no task of its own, unlike wait_for
-                    ranked = await tiers.vector_search(store, active, self.vis, vector, limit, self.e.pool)
+                    ranked: RankedList
+                    if unchecked and isinstance(store, PgVectorStore):
+                        hits = await store.search_unchecked(active, self.vis.owner, vector, limit)
+                        ranked = [(h.memory_id, float(h.score)) for h in hits]
+                    else:
+                        ranked = await tiers.vector_search(store, active, self.vis, vector, limit, self.e.pool)
             except Exception as exc:
                 code, reason = store_failure(store.name, exc, self.e.config.store_timeout_s)
                 breaker.failure(time.monotonic(), reason)

@@ -292,6 +292,34 @@ class PgVectorStore:
                 return hits
         return await self.search_exact(signature, query, vec, limit)
 
+    async def search_unchecked(
+        self, signature: str, owner: str, vector: list[float] | np.ndarray[Any, Any], limit: int
+    ) -> list[VectorHit]:
+        """The owner's ``limit`` nearest vectors, best first, **without** visibility: archived,
+        expired, other sessions' and agents' memories among them, other owners' global ones not.
+        Only for a caller that checks each hit against the memories it may see."""
+        check_signature(signature)
+        vec = as_vector(vector, field="vector")
+        half = _half(signature)
+        if half:
+            check_half(vec, field="vector")
+        limit = clamp_limit(limit)
+        if limit == 0:
+            return []
+        dim = int(vec.size)
+        known = await self._known_dim(signature)
+        if known is not None and known != dim:
+            raise ValidationFailed(f"vector: signature {signature!r} has {known} dimensions, query has {dim}")
+        large, own = await self._route(signature, owner, dim)
+        hnsw = large and dim <= sql.hnsw_max_dim(half)
+        text = sql.nearest_unchecked(signature, dim, half, hnsw, owner if hnsw and own else None)
+        async with self._conn() as conn:
+            if hnsw:
+                rows = await self._hnsw_fetch(conn, text, Vector(vec), owner, limit)
+            else:
+                rows = list(await conn.fetch(text, Vector(vec), owner, limit))
+        return _hits(rows)
+
     async def search_exact(
         self, signature: str, query: VectorQuery, vec: np.ndarray[Any, Any], limit: int
     ) -> list[VectorHit]:

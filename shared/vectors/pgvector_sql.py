@@ -289,6 +289,30 @@ def search(
     return _search_text(signature, int(dim), half, where, narrow, query.include_global, k, owner), args
 
 
+@lru_cache(maxsize=512)
+def nearest_unchecked(signature: str, dim: int, half: bool, hnsw: bool, own_owner: str | None = None) -> str:
+    """The owner's (``$2``) ``$3`` nearest vectors to ``$1``, visible or not, without other owners'
+    global memories: ``(memory_id as text, score)`` best first. For a caller that checks visibility
+    itself (the retrieve service's in-memory index): no per-row probe of ``memories``, the cost of
+    the checked statement (``search``) that grows with its candidates. ``hnsw``: by the index (the
+    owner's own, written as a literal, with ``own_owner``), else by exact distance, ties by id."""
+    sig = literal(signature)
+    # the literal too, with an index of its own, so the planner can prove that index's predicate
+    owner = "e.owner = $2" + ("" if own_owner is None else f" AND e.owner = {literal(own_owner)}")
+    where = f"e.signature = {sig} AND e.dim = {int(dim)} AND {owner}"
+    if hnsw:  # the index's order, then re-sorted with ties by id, as the checked statement does
+        d = f"{vec_expr('e', dim, half)} <=> {query_expr(dim, half)}"
+        return (
+            f"SELECT n.memory_id::text, 1 - n.d AS score FROM (SELECT e.memory_id, {d} AS d"
+            f" FROM memory_embeddings e WHERE {where} ORDER BY {d} LIMIT $3) n ORDER BY n.d, n.memory_id"
+        )
+    d = f"e.{column(half)} <=> {query_any(half)}"
+    return (
+        f"SELECT e.memory_id::text, 1 - ({d}) AS score FROM memory_embeddings e"
+        f" WHERE {where} ORDER BY {d}, e.memory_id LIMIT $3"
+    )
+
+
 def exact_is_complete(rows: Sequence[Any], limit: int, nearest: int | None) -> bool:
     """Whether an exact search over the owner's ``nearest`` vectors answers as one over all of
     them: it read fewer than ``nearest`` (that was all of them) or found ``limit`` visible ones

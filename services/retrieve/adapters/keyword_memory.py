@@ -51,9 +51,9 @@ OVER_BUDGET_S = 600.0
 #: an owner with at most this many visible memories is built by its first search, which waits (a
 #: build costs several statement searches: above this the wait would be felt; the statement answers)
 INLINE_ROWS = 250
-#: an owner with at most this many memories has its vectors held too: ranking them exactly here costs
-#: less CPU than an HNSW probe through PostgreSQL up to about this size (``bench latency``), and
-#: holds 1.5 kB per memory of 384 dimensions
+#: an owner with at most this many memories has its vectors held too (the engine's ``vector_rows_max``):
+#: ranking 10,000 exactly here costs PostgreSQL less than its HNSW probe and the service about as much
+#: (``bench latency``), 100,000 cost several times more; 1.5 kB per memory of 384 dimensions
 VECTOR_ROWS_MAX = 25_000
 
 
@@ -234,7 +234,9 @@ class KeywordIndexes:
         self._builder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="keyword-index")
         self.counts: Counter[str] = Counter()  # "memory" and "statement_fallback:<reason>"
         self.row_counts: Counter[str] = Counter()  # a search's rows: "held" and "read:<reason>"
-        self.vector_counts: Counter[str] = Counter()  # a search's vector tier: "held" and "store:<reason>"
+        #: a search's vector tier: "held", "store:<reason>", and the engine's "unchecked" (pgvector's nearest
+        #: checked here) and "checked_again:<reason>"
+        self.vector_counts: Counter[str] = Counter()
 
     async def search(self, ask: Ask) -> KeywordRanking | None:
         """The ranking, or None when the statement is to answer (counted with its reason)."""
@@ -288,6 +290,20 @@ class KeywordIndexes:
             if kept is not None:
                 return kept
             return held.index.search_within(ranking.lexemes, limit, ranking.view, ranges)
+
+    def is_held(self, owner: str) -> bool:
+        """Whether the owner's index is held now (its next search is likely served here)."""
+        return owner in self._held
+
+    def visible_among(self, ranking: HeldRanking, ids: Sequence[str]) -> list[bool] | None:
+        """Whether ``ranking``'s view sees each of ``ids`` (uuid text), by the owner's index at
+        ``ranking``'s version or later; None when the index is gone or behind."""
+        held = self._held.get(ranking.owner)
+        if held is None or held.version < ranking.version:
+            return None
+        ordinals = held.index.ordinals(ids)
+        seen = held.index.seen_by(ranking.view)
+        return ((ordinals >= 0) & seen[np.maximum(ordinals, 0)]).tolist()
 
     def holds_vectors(self, owner: str) -> bool:
         """Whether the owner's index holds its vectors of ``vectors_of`` now (a search may then wait

@@ -23,9 +23,11 @@ from services.retrieve.adapters import postgres as tiers
 from services.retrieve.adapters.keyword_memory import HeldRanking, KeywordIndexes
 from shared.db.memories import content_hash
 from shared.service import ServiceContext
+from shared.settings.env import ServiceConfig
 from shared.settings.store import put_values
 from shared.vectors.pgvector import PgVectorStore, mark_embedded
 from shared.vectors.port import VectorItem, VectorQuery
+from tests.support.stack import run_services
 
 from .conftest import ScriptedEmbed, owner, put, unit
 
@@ -210,3 +212,73 @@ async def test_a_hybrid_search_through_the_service_ranks_held_vectors(
         assert any(t.tier == "pgvector" and t.served for t in result.tiers)
     status: EngineStatusResult = await call(nc, "engine.status", EngineStatusRequest(owner=who), timeout=10)
     assert "vectors held" in status.keyword_tier, status.keyword_tier
+
+
+@pytest.mark.parametrize("exact_max_rows", [10_000, 50], ids=["exact", "hnsw"])
+async def test_unchecked_nearest_checked_by_the_index_equal_the_checked_statement(
+    pool: asyncpg.Pool, exact_max_rows: int
+) -> None:
+    """pgvector's nearest without visibility, filtered by the in-memory index, are the checked
+    statement's nearest, with archived and expired memories and other sessions' among them."""
+    rnd = random.Random(9)
+    store = PgVectorStore(pool, exact_max_rows=exact_max_rows)
+    await store.ensure(SIG, DIM)
+    who = f"hv-{uuid.uuid4().hex[:8]}"
+    ids = await _seed(pool, who, 300, rnd)
+    await _embed(pool, store, who, ids, rnd)
+    await store.ensure_owner(SIG, who)
+    await pool.execute("UPDATE memories SET state = 'archived' WHERE id = ANY($1::uuid[])", ids[:30])
+    await pool.execute("UPDATE memories SET expires_at = now() - interval '1 s' WHERE id = ANY($1::uuid[])", ids[30:40])
+    index = KeywordIndexes(pool, vector_rows_max=0)  # held without vectors: the store ranks them
+    index.vectors_of = SIG
+    vis = tiers.Visibility(who, None, None, 20)
+    await tiers.keyword_search(pool, vis, "apple", 10, None, memory=index)
+    await index.settle()
+    assert index.is_held(who) and not index.holds_vectors(who)
+    for _ in range(10):
+        ranking = await tiers.keyword_search(pool, vis, rnd.choice(WORDS), 10, None, memory=index)
+        assert isinstance(ranking, HeldRanking)
+        q = np.array(_vector(rnd), dtype=np.float32)
+        unchecked = await store.search_unchecked(SIG, who, q, 300)
+        assert len(unchecked) == 300  # every vector of the owner, visible or not
+        seen = index.visible_among(ranking, [h.memory_id for h in unchecked])
+        assert seen is not None
+        kept = [h.memory_id for h, ok in zip(unchecked, seen, strict=True) if ok]
+        want = await store.search(
+            SIG, VectorQuery(owner=who, vector=q, limit=len(kept) or 1, created_after=vis.created_after())
+        )
+        assert kept == [h.memory_id for h in want]
+        assert 100 < len(kept) < 260  # retention, archival and expiry each took some
+
+
+async def test_a_hybrid_search_of_an_owner_over_the_cap_checks_pgvector_s_nearest_in_memory(
+    pool: asyncpg.Pool, nc: Client, config: ServiceConfig, vec_meta: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over the cap, an unnarrowed hybrid search keeps only the visible of pgvector's unchecked
+    nearest (an archived memory nearest to the question is not answered); a search narrowed to a
+    session asks the checked statement."""
+    monkeypatch.setenv("MEMORYD_RETRIEVE_VECTOR_ROWS_MAX", "0")
+    who = owner()
+    await put_values(pool, who, {"keywordIndex": "memory"})
+    gone = await put(pool, who, "an old camping trip", vector=unit(1, 0, 0, 0))
+    near = await put(pool, who, "we went camping by the lake", vector=unit(1, 0.2, 0, 0), session_id="s1")
+    other = await put(pool, who, "coffee at noon", vector=unit(0, 1, 0, 0))
+    await pool.execute("UPDATE memories SET state = 'archived' WHERE id = $1::uuid", gone)
+    embed = await ScriptedEmbed({"camping trip": unit(1, 0.05, 0, 0)}).start(nc, vec_meta)
+    try:
+        async with run_services(["retrieve"], config):
+            answers: list[RetrieveResult] = []
+            for session in (None, None, "s1"):
+                ask = RetrieveRequest(owner=who, query="camping trip", strategy="hybrid", session_id=session)
+                answers.append(await call(nc, "retrieve", ask, timeout=10))
+            status: EngineStatusResult = await call(nc, "engine.status", EngineStatusRequest(owner=who), timeout=10)
+    finally:
+        await embed.stop()
+    for result in answers:
+        assert gone not in [m.id for m in result.memories]
+        assert result.memories[0].id == near and result.memories[0].vec_rank == 1
+        assert any(t.tier == "pgvector" and t.served for t in result.tiers)
+    assert other in [m.id for m in answers[1].memories]
+    # the first search built the index (checked statement), the second checked pgvector's nearest
+    # in memory, the third was narrowed to a session (checked statement)
+    assert "vectors unchecked 1" in status.keyword_tier, status.keyword_tier
