@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, Literal
 
 import asyncpg
 import msgspec
@@ -126,6 +126,8 @@ class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
     vector_rows_max: Annotated[int, msgspec.Meta(ge=0)] = VECTOR_ROWS_MAX
 
 
+#: how a hybrid search's vector tier uses the keyword tier's in-memory index (``_Run._vector_mode``)
+VectorMode = Literal["held", "unchecked", "checked"]
 #: pgvector's unchecked nearest are asked for the fused depth and this fraction of it more, so that
 #: a few invisible (archived, expired) memories among them still leave ``depth`` visible
 UNCHECKED_SHARE = 4
@@ -352,26 +354,7 @@ class _Run:
             return await self._recent(limit), first_vector, True
         if strategy is Strategy.HYBRID:
             depth = s.rrf_depth
-            keyword_run = self._keyword(depth, s) if p.keyword else _nothing()
-            mode = await self._vector_mode(s, p.keyword)
-            if mode == "held":  # the vector tier waits for the keyword tier's index
-                (fts, fts_attempt), query_vector = await asyncio.gather(keyword_run, self._query_vector())
-                held = fts if isinstance(fts, HeldRanking) else None
-                vec, vec_tier, vec_attempts = await self._search_stores(query_vector, depth, held)
-            elif mode == "unchecked":  # pgvector's nearest, checked against the keyword tier's index after
-                asked = depth + max(1, depth // UNCHECKED_SHARE)
-                (fts, fts_attempt), (query_vector, (vec, vec_tier, vec_attempts)) = await asyncio.gather(
-                    keyword_run, self._vector_unchecked(asked)
-                )
-                held = fts if isinstance(fts, HeldRanking) else None
-                if vec is not None and vec_tier == "pgvector":
-                    vec = self._visible_part(held, vec, depth, asked)
-                    if vec is None:  # too few visible, or no index to check with: the checked statement
-                        vec, vec_tier, vec_attempts = await self._search_stores(query_vector, depth)
-            else:
-                (fts, fts_attempt), (vec, vec_tier, vec_attempts) = await asyncio.gather(
-                    keyword_run, self._vector(depth)
-                )
+            (fts, fts_attempt), (vec, vec_tier, vec_attempts) = await self._both_tiers(depth, s, p.keyword)
             if fts_attempt is None:
                 fts_attempt = Attempt("keyword", False, code=p.skip_code, reason=p.skip_reason)
             self.attempts += [fts_attempt, *vec_attempts]
@@ -416,7 +399,29 @@ class _Run:
         self.attempts.append(Attempt("recent", True, _ms(started), hits=len(ids)))
         return recency_ranking(ids)
 
-    async def _vector_mode(self, s: MemorySettings, keyword: bool) -> str:
+    async def _both_tiers(
+        self, depth: int, s: MemorySettings, keyword: bool
+    ) -> tuple[tuple[KeywordRanking | None, Attempt | None], tuple[RankedList | None, Tier, list[Attempt]]]:
+        """Hybrid's keyword and vector tiers, each ``depth`` deep, by ``_vector_mode``."""
+        keyword_run = self._keyword(depth, s) if keyword else _nothing()
+        mode = await self._vector_mode(s, keyword)
+        if mode == "checked":
+            return await asyncio.gather(keyword_run, self._vector(depth))
+        if mode == "held":  # the vector tier waits for the keyword tier's index
+            fts_part, q = await asyncio.gather(keyword_run, self._query_vector())
+            held = fts_part[0] if isinstance(fts_part[0], HeldRanking) else None
+            return fts_part, await self._search_stores(q, depth, held)
+        # pgvector's nearest beside the keyword tier, then checked against its index
+        asked = depth + max(1, depth // UNCHECKED_SHARE)
+        fts_part, (q, (vec, vec_tier, vec_attempts)) = await asyncio.gather(keyword_run, self._vector_unchecked(asked))
+        if vec is not None and vec_tier == "pgvector":
+            held = fts_part[0] if isinstance(fts_part[0], HeldRanking) else None
+            vec = self._visible_part(held, vec, depth, asked)
+            if vec is None:  # too few visible, or no index to check with: the checked statement
+                return fts_part, await self._search_stores(q, depth)
+        return fts_part, (vec, vec_tier, vec_attempts)
+
+    async def _vector_mode(self, s: MemorySettings, keyword: bool) -> VectorMode:
         """How this hybrid search's vector tier uses the keyword tier's in-memory index: ``held``, it
         ranks the owner's vectors there (held for owners under the cap); ``unchecked``, pgvector's
         nearest without the per-row visibility probe, checked against the index once the keyword tier
