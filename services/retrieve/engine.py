@@ -128,9 +128,11 @@ class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
 
 #: how a hybrid search's vector tier uses the keyword tier's in-memory index (``_Run._vector_mode``)
 VectorMode = Literal["held", "unchecked", "checked"]
-#: pgvector's unchecked nearest are asked for the fused depth and this fraction of it more, so that
-#: a few invisible (archived, expired) memories among them still leave ``depth`` visible
-UNCHECKED_SHARE = 4
+#: pgvector's unchecked nearest are asked for the fused depth exactly (past ``hnsw.ef_search``, 100 like
+#: the default depth, the index scan goes on and costs about a third more); the visible among them serve when
+#: they fall short of the depth by at most this fraction of it (archived or expired memories among
+#: them), else the checked statement answers
+UNCHECKED_SHORTFALL = 0.1
 
 SettingsGetter = Callable[[str], Awaitable[MemorySettings]]
 #: The query's vector: ``(text, timeout_s, owner) -> EmbedResult``; the embed RPC unless a
@@ -412,11 +414,10 @@ class _Run:
             held = fts_part[0] if isinstance(fts_part[0], HeldRanking) else None
             return fts_part, await self._search_stores(q, depth, held)
         # pgvector's nearest beside the keyword tier, then checked against its index
-        asked = depth + max(1, depth // UNCHECKED_SHARE)
-        fts_part, (q, (vec, vec_tier, vec_attempts)) = await asyncio.gather(keyword_run, self._vector_unchecked(asked))
+        fts_part, (q, (vec, vec_tier, vec_attempts)) = await asyncio.gather(keyword_run, self._vector_unchecked(depth))
         if vec is not None and vec_tier == "pgvector":
             held = fts_part[0] if isinstance(fts_part[0], HeldRanking) else None
-            vec = self._visible_part(held, vec, depth, asked)
+            vec = self._visible_part(held, vec, depth)
             if vec is None:  # too few visible, or no index to check with: the checked statement
                 return fts_part, await self._search_stores(q, depth)
         return fts_part, (vec, vec_tier, vec_attempts)
@@ -451,17 +452,17 @@ class _Run:
         q = await self._query_vector()
         return q, await self._search_stores(q, asked, unchecked=True)
 
-    def _visible_part(self, held: HeldRanking | None, ranked: RankedList, depth: int, asked: int) -> RankedList | None:
-        """Of pgvector's unchecked nearest (``asked`` were asked), the first ``depth`` the request
-        sees, by the index that served ``held``; None when there is no such index, or fewer than
-        ``depth`` are visible while more may be (the checked statement answers then)."""
+    def _visible_part(self, held: HeldRanking | None, ranked: RankedList, depth: int) -> RankedList | None:
+        """Of pgvector's unchecked nearest (``depth`` were asked), those the request sees, by the index
+        that served ``held``; None when there is no such index, or more than ``UNCHECKED_SHORTFALL``
+        of ``depth`` are invisible while more vectors may be (the checked statement answers then)."""
         counts = self.e.keyword_indexes.vector_counts
         seen = None if held is None else self.e.keyword_indexes.visible_among(held, [m for m, _ in ranked])
         if seen is None:
             counts["checked_again:not_held"] += 1
             return None
-        kept = [hit for hit, ok in zip(ranked, seen, strict=True) if ok][:depth]
-        if len(kept) < depth and len(ranked) >= asked:
+        kept = [hit for hit, ok in zip(ranked, seen, strict=True) if ok]
+        if len(kept) < depth * (1 - UNCHECKED_SHORTFALL) and len(ranked) >= depth:
             counts["checked_again:too_few_visible"] += 1
             return None
         counts["unchecked"] += 1
