@@ -121,6 +121,15 @@ async def _compare(
     return held
 
 
+async def _built_then_searched(pool: asyncpg.Pool, index: KeywordIndexes, vis: tiers.Visibility) -> HeldRanking:
+    """A search that (re)builds the owner's index, then one the built index serves."""
+    await tiers.keyword_search(pool, vis, "apple", 10, None, memory=index)
+    await index.settle()
+    ranking = await tiers.keyword_search(pool, vis, "apple", 10, None, memory=index)
+    assert isinstance(ranking, HeldRanking)
+    return ranking
+
+
 async def test_held_vectors_rank_as_the_exact_store_through_writes(pool: asyncpg.Pool) -> None:
     rnd = random.Random(3)
     store = PgVectorStore(pool)
@@ -169,27 +178,18 @@ async def test_over_the_cap_or_another_signature_the_store_ranks(pool: asyncpg.P
 
     small = KeywordIndexes(pool, vector_rows_max=100)
     small.vectors_of = SIG
-    ranking = await tiers.keyword_search(pool, vis, "apple", 10, None, memory=small)
-    await small.settle()
-    ranking = await tiers.keyword_search(pool, vis, "apple", 10, None, memory=small)
-    assert isinstance(ranking, HeldRanking)
+    ranking = await _built_then_searched(pool, small, vis)
     assert small.nearest(ranking, SIG, q, 10) is None
     assert small.vector_counts["store:over_cap"] == 1
 
     index = KeywordIndexes(pool)
     index.vectors_of = SIG
-    await tiers.keyword_search(pool, vis, "apple", 10, None, memory=index)
-    await index.settle()
-    ranking = await tiers.keyword_search(pool, vis, "apple", 10, None, memory=index)
-    assert isinstance(ranking, HeldRanking)
+    ranking = await _built_then_searched(pool, index, vis)
     assert index.nearest(ranking, "test:other:8", q, 10) is None
     assert index.vector_counts["store:other_signature"] == 1
     # the active signature changes: the next search rebuilds the index for it in the background
     index.vectors_of = "test:other:8"
-    await tiers.keyword_search(pool, vis, "apple", 10, None, memory=index)
-    await index.settle()
-    ranking = await tiers.keyword_search(pool, vis, "apple", 10, None, memory=index)
-    assert isinstance(ranking, HeldRanking)
+    ranking = await _built_then_searched(pool, index, vis)
     assert index.nearest(ranking, "test:other:8", q, 10) == []  # held: no vector of that signature yet
 
 
