@@ -115,6 +115,8 @@ SOME_VECTORS_SQL = _VECTORS + " AND e.memory_id = ANY($3::uuid[])"
 #: seconds a read of vectors waits for a lock on ``memory_embeddings`` (a store held up must not hold
 #: up the keyword tier): past it the vectors are not held, and the vector store ranks them
 VECTOR_READ_TIMEOUT_S = 0.5
+#: seconds after such a read before a search rebuilds the owner's index to hold its vectors again
+VECTOR_RETRY_S = 60.0
 
 
 def doc_of(r: Sequence[Any]) -> Doc:
@@ -229,6 +231,7 @@ class KeywordIndexes:
         self._large: set[str] = set()  # owners found over ``inline_rows``: built in the background
         self._bytes = 0  # the held indexes' ``size``, summed
         self._too_large: dict[str, float] = {}  # owner -> when its index last exceeded the budget
+        self._unread: dict[str, float] = {}  # owner -> when a read of its vectors last timed out
         self._slots = asyncio.Semaphore(builds)
         # a thread of its own: the default executor may be taken by other waits of the process
         self._builder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="keyword-index")
@@ -258,8 +261,8 @@ class KeywordIndexes:
             if held is None:
                 return self._fallback("building")
         self._held.move_to_end(ask.owner)
-        if self.vectors_of is not None and held.signature != self.vectors_of:
-            self._build_later(ask.owner)  # the active signature changed: its vectors, held by a new build
+        if self.vectors_of is not None and held.signature != self.vectors_of and self._may_read_vectors(ask.owner):
+            self._build_later(ask.owner)  # the active signature changed (or a read failed): a new build
         view = View(int(row["now_us"]), int(row["after_us"]), ask.types, ask.session_id, ask.agent_id)
         async with held.lock:
             current = held.version >= row["v"] or await self._catch_up(ask.owner, held)
@@ -391,10 +394,14 @@ class KeywordIndexes:
                 row = await self.pool.fetchrow(SOME_VECTORS_SQL, owner, held.signature, [d.id for d in docs])
         except (TimeoutError, asyncpg.PostgresError) as exc:
             log.warning("retrieve.held_vectors_unread", owner=owner, error=str(exc) or type(exc).__name__)
+            self._unread[owner] = time.monotonic()
             held.index.drop_vectors()
             held.holds_vectors, held.signature = False, None
             return docs
         return with_vectors(docs, row)
+
+    def _may_read_vectors(self, owner: str) -> bool:
+        return time.monotonic() - self._unread.get(owner, -VECTOR_RETRY_S) >= VECTOR_RETRY_S
 
     def _drop(self, owner: str, held: _Held) -> None:
         if self._held.get(owner) is held:
@@ -467,7 +474,8 @@ class KeywordIndexes:
             vector_row = None
             if signature and len(rows) <= self.vector_rows_max:
                 vector_row = await _all_vectors(conn, owner, signature)
-                signature = signature if vector_row is not None else None  # a later search tries again
+                if vector_row is None:  # a search tries again after ``VECTOR_RETRY_S``
+                    signature, self._unread[owner] = None, time.monotonic()
         version = rows[0]["v"]
         docs = with_vectors([doc_of(r[1:]) for r in rows if r["id"] is not None], vector_row)
         holds = vector_row is not None

@@ -19,6 +19,7 @@ from nats.aio.client import Client
 from memoryd.rpc import call
 from memoryd.schemas.ops import EngineStatusRequest, EngineStatusResult
 from memoryd.schemas.retrieval import RetrieveRequest, RetrieveResult
+from services.retrieve.adapters import keyword_memory
 from services.retrieve.adapters import postgres as tiers
 from services.retrieve.adapters.keyword_memory import HeldRanking, KeywordIndexes
 from shared.db.memories import content_hash
@@ -282,3 +283,27 @@ async def test_a_hybrid_search_of_an_owner_over_the_cap_checks_pgvector_s_neares
     # the first search built the index (checked statement), the second checked pgvector's nearest
     # in memory, the third was narrowed to a session (checked statement)
     assert "vectors unchecked 1" in status.keyword_tier, status.keyword_tier
+
+
+async def test_vectors_locked_away_are_left_to_the_store_and_read_again_later(
+    pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build that waits on a lock of ``memory_embeddings`` goes on without vectors (the keyword
+    tier is not held up); the next searches do not rebuild at once, one after ``VECTOR_RETRY_S`` does."""
+    rnd = random.Random(11)
+    store = PgVectorStore(pool)
+    await store.ensure(SIG, DIM)
+    who = f"hv-{uuid.uuid4().hex[:8]}"
+    await _embed(pool, store, who, await _seed(pool, who, 40, rnd), rnd)
+    index = KeywordIndexes(pool)
+    index.vectors_of = SIG
+    vis = tiers.Visibility(who, None, None, 365)
+    async with pool.acquire() as holder, holder.transaction():
+        await holder.execute("LOCK TABLE memory_embeddings IN ACCESS EXCLUSIVE MODE")
+        ranking = await tiers.keyword_search(pool, vis, "apple", 10, None, memory=index)  # built inline
+    assert isinstance(ranking, HeldRanking) and not index.holds_vectors(who)
+    await _built_then_searched(pool, index, vis)
+    assert not index.holds_vectors(who)  # no rebuild yet
+    monkeypatch.setattr(keyword_memory, "VECTOR_RETRY_S", 0.0)
+    await _built_then_searched(pool, index, vis)
+    assert index.holds_vectors(who)
