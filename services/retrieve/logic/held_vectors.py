@@ -58,8 +58,13 @@ class HeldVectors:
         if dim is None:
             return None
         held = cls(dim, max(room, len(vectors)))
-        for i, v in enumerate(vectors):
-            held.put(i, v)
+        at = np.array([i for i, v in enumerate(vectors) if v is not None and len(v) == dim], dtype=np.int64)
+        rows = np.stack([vectors[i] for i in at.tolist()]).astype(np.float32, copy=False)
+        with np.errstate(invalid="ignore", over="ignore"):
+            norms = np.linalg.norm(rows, axis=1)
+        ok = np.isfinite(norms) & (norms > 0)  # as ``unit`` takes them, all at once
+        held.matrix[at[ok]] = rows[ok] / norms[ok, None]
+        held.has[at[ok]] = True
         return held
 
     def put(self, ordinal: int, vector: F32 | None) -> None:
