@@ -4,8 +4,9 @@ Row ``i`` is the vector of the memory at the index's ordinal ``i`` (``keyword_in
 stored as a unit vector, so a search is one matrix-vector product over the owner's memories: the
 exact cosine ranking pgvector's exact path gives (``1 - (a <=> b)``), ties by id as PostgreSQL
 orders uuids. A memory without a vector of the held signature has a zero row and ranks nowhere.
-Exact ranking over a few tens of thousands of rows costs less CPU than an HNSW probe through
-PostgreSQL (``bench latency``), so an owner above ``adapters.keyword_memory``'s cap is left to
+Over 10,000 rows the product costs the retrieve service about what pgvector's HNSW probe costs
+PostgreSQL, and moves that work to the workers that scale out; over 100,000 it costs several
+times more (``bench latency``), so an owner above ``adapters.keyword_memory``'s cap is left to
 the vector store.
 """
 
@@ -96,10 +97,6 @@ class HeldVectors:
     @property
     def nbytes(self) -> int:
         return int(self.matrix.nbytes + self.has.nbytes)
-
-    def count(self, size: int) -> int:
-        """How many of the first ``size`` ordinals hold a vector."""
-        return int(self.has[:size].sum())
 
     def nearest(self, query: F32, limit: int, seen: Mask, hi: U64, lo: U64) -> tuple[I64, F32]:
         """The ``limit`` ordinals among ``seen`` (a mask over the first ``len(hi)`` ordinals) nearest
