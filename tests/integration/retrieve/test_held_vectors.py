@@ -122,6 +122,13 @@ async def _compare(
     return held
 
 
+async def _store_and_owner(pool: asyncpg.Pool, **store: int) -> tuple[PgVectorStore, str]:
+    """pgvector ready for ``SIG`` (``store``: its keyword arguments) and a fresh owner."""
+    vectors = PgVectorStore(pool, **store)
+    await vectors.ensure(SIG, DIM)
+    return vectors, f"hv-{uuid.uuid4().hex[:8]}"
+
+
 async def _built_then_searched(pool: asyncpg.Pool, index: KeywordIndexes, vis: tiers.Visibility) -> HeldRanking:
     """A search that (re)builds the owner's index, then one the built index serves."""
     await tiers.keyword_search(pool, vis, "apple", 10, None, memory=index)
@@ -133,9 +140,7 @@ async def _built_then_searched(pool: asyncpg.Pool, index: KeywordIndexes, vis: t
 
 async def test_held_vectors_rank_as_the_exact_store_through_writes(pool: asyncpg.Pool) -> None:
     rnd = random.Random(3)
-    store = PgVectorStore(pool)
-    await store.ensure(SIG, DIM)
-    who = f"hv-{uuid.uuid4().hex[:8]}"
+    store, who = await _store_and_owner(pool)
     ids = await _seed(pool, who, 400, rnd)
     await _embed(pool, store, who, ids[:300], rnd)  # the last 100 are not embedded yet
     index = KeywordIndexes(pool, inline_rows=50)
@@ -169,9 +174,7 @@ async def test_held_vectors_rank_as_the_exact_store_through_writes(pool: asyncpg
 
 async def test_over_the_cap_or_another_signature_the_store_ranks(pool: asyncpg.Pool) -> None:
     rnd = random.Random(5)
-    store = PgVectorStore(pool)
-    await store.ensure(SIG, DIM)
-    who = f"hv-{uuid.uuid4().hex[:8]}"
+    store, who = await _store_and_owner(pool)
     ids = await _seed(pool, who, 120, rnd)
     await _embed(pool, store, who, ids, rnd)
     vis = tiers.Visibility(who, None, None, 365)
@@ -222,9 +225,7 @@ async def test_unchecked_nearest_checked_by_the_index_equal_the_checked_statemen
     """pgvector's nearest without visibility, filtered by the in-memory index, are the checked
     statement's nearest, with archived and expired memories and other sessions' among them."""
     rnd = random.Random(9)
-    store = PgVectorStore(pool, exact_max_rows=exact_max_rows)
-    await store.ensure(SIG, DIM)
-    who = f"hv-{uuid.uuid4().hex[:8]}"
+    store, who = await _store_and_owner(pool, exact_max_rows=exact_max_rows)
     ids = await _seed(pool, who, 300, rnd)
     await _embed(pool, store, who, ids, rnd)
     await store.ensure_owner(SIG, who)
@@ -291,9 +292,7 @@ async def test_vectors_locked_away_are_left_to_the_store_and_read_again_later(
     """A build that waits on a lock of ``memory_embeddings`` goes on without vectors (the keyword
     tier is not held up); the next searches do not rebuild at once, one after ``VECTOR_RETRY_S`` does."""
     rnd = random.Random(11)
-    store = PgVectorStore(pool)
-    await store.ensure(SIG, DIM)
-    who = f"hv-{uuid.uuid4().hex[:8]}"
+    store, who = await _store_and_owner(pool)
     await _embed(pool, store, who, await _seed(pool, who, 40, rnd), rnd)
     index = KeywordIndexes(pool)
     index.vectors_of = SIG
