@@ -32,6 +32,8 @@ def test_embed_quality_scores_both_variants_and_reproduces_the_engine(tmp_path: 
     for v in variants.values():
         assert v["cpu_ms_per_text"] > 0
         assert v["locomo"]["hybrid"]["overall"]["R@10"] >= 0.75  # the tiny questions repeat their turn's words
+        by_conversation = v["locomo"]["hybrid_R@10_by_conversation"]
+        assert set(by_conversation) == {c.sample_id for c in convs}  # the paraphrase owner is not one
         for kind in ("keyword", "paraphrase"):
             assert v["paraphrase"]["hybrid"][kind]["n"] == 5
         assert v["paraphrase"]["hybrid"]["keyword"]["top10"] >= 0.8

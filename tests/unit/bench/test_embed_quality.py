@@ -65,13 +65,19 @@ def test_score_paraphrase_splits_by_question_kind() -> None:
     assert out["semantic"]["keyword"]["top1"] == 1.0 and out["semantic"]["paraphrase"]["top10"] == 0.0
 
 
-def _variant(signature: str, r10: float, keyword: float, paraphrased: float, cpu: float) -> dict[str, Any]:
+def _variant(
+    signature: str, r10: float, keyword: float, paraphrased: float, cpu: float, worst: float = 0.74
+) -> dict[str, Any]:
     top10 = {"hybrid": {"keyword": {"top10": keyword}, "paraphrase": {"top10": paraphrased}}}
     top10["semantic"] = top10["hybrid"]
     return {
         "signature": signature,
         "cpu_ms_per_text": cpu,
-        "locomo": {"hybrid": {"overall": {"R@10": r10, "All@10": 0.7}}, "semantic": {"R@10": 0.55}},
+        "locomo": {
+            "hybrid": {"overall": {"R@10": r10, "All@10": 0.7}},
+            "semantic": {"R@10": 0.55},
+            "hybrid_R@10_by_conversation": {"conv-a": 0.86, "conv-b": worst},
+        },
         "paraphrase": top10,
     }
 
@@ -80,13 +86,17 @@ def test_verdict_holds_each_headline_drop_to_its_tolerance() -> None:
     base = _variant("local:m:384", 0.804, 1.0, 0.895, 6.0)
     close = {"float": base, "dynamic-int8": _variant("local:m:384:dynamic-int8", 0.8, 1.0, 0.89, 3.0)}
     assert embed_quality.verdict(close) == {
-        "drops": {"locomo_hybrid_R@10": 0.004, "paraphrase_hybrid_top10": 0.005},
+        "drops": {"locomo_hybrid_R@10": 0.004, "locomo_worst_conversation_R@10": 0.0, "paraphrase_hybrid_top10": 0.005},
         "tolerance": embed_quality.TOLERANCE,
         "passes": True,
     }
     far = {"float": base, "dynamic-int8": _variant("local:m:384:dynamic-int8", 0.804, 1.0, 0.88, 3.0)}
     assert embed_quality.verdict(far)["drops"]["paraphrase_hybrid_top10"] == 0.015
     assert embed_quality.verdict(far)["passes"] is False
+    # within both overall tolerances, but the conversation served worst falls: not kept
+    worse_fold = {"float": base, "dynamic-int8": _variant("local:m:384:dynamic-int8", 0.804, 1.0, 0.895, 3.0, 0.733)}
+    assert embed_quality.verdict(worse_fold)["drops"]["locomo_worst_conversation_R@10"] == 0.007
+    assert embed_quality.verdict(worse_fold)["passes"] is False
 
 
 def test_render_shows_both_variants_and_the_verdict() -> None:
@@ -113,7 +123,7 @@ def test_render_shows_both_variants_and_the_verdict() -> None:
         },
     }
     table = embed_quality.render(report)
-    assert "| dynamic-int8 | `local:m:384:dynamic-int8` | 0.790 |" in table
+    assert "| dynamic-int8 | `local:m:384:dynamic-int8` | 0.790 | 0.740 (conv-b) |" in table
     assert "locomo_hybrid_R@10 +0.0140 (tolerance 0.005)" in table and "passes: no" in table
     assert "higher on 9, lower on 14 of 760; mean difference -0.0055 (standard error 0.003)" in table
     assert "2.0x" in table and "min 0.97, mean 0.988" in table
