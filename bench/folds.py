@@ -5,8 +5,10 @@ conversations' questions is chosen, then scored on the held-out conversation alo
 report gives each fold's choice and held-out scores, their mean, the worst fold and, per
 question category, the spread of the folds, next to the in-sample figures (the best point
 over all conversations, scored on them: optimistic by construction) and any fixed points
-(the shipped defaults). Pure: ``evaluate`` is given the
-scores of every (point, conversation), computed by the caller once.
+(the shipped defaults), and each conversation's ceiling: the best R@10 any point of the grid
+reaches on it, chosen looking at that conversation itself (no choice from the grid serves it
+better, so a fold below a target its ceiling also misses needs a new lever, not another choice).
+Pure: ``evaluate`` is given the scores of every (point, conversation), computed by the caller once.
 """
 
 from __future__ import annotations
@@ -97,6 +99,25 @@ def evaluate(
     everything = [o for c in convs for o in outcomes[best_i][c]]
     in_sample = {k: v.as_dict() for k, v in locomo.score_by_category(everything).items()}
     return Protocol(folds, points[best_i], in_sample)
+
+
+def ceiling(
+    points: Sequence[P],
+    outcomes: Mapping[int, Mapping[str, Sequence[locomo.QAOutcome]]],
+    label: Callable[[P], str],
+    metric: Metric = r_at_10,
+) -> dict[str, dict[str, Any]]:
+    """Per conversation, the best ``metric`` of any point on that conversation alone, and the
+    (earliest) point reaching it."""
+    out: dict[str, dict[str, Any]] = {}
+    for conv in outcomes[0]:
+        best_i, best = 0, -math.inf
+        for i in range(len(points)):
+            value = metric(outcomes[i][conv])
+            if value > best + 1e-12:
+                best_i, best = i, value
+        out[conv] = {"R@10": round(best, 4), "settings": label(points[best_i])}
+    return out
 
 
 def summary(protocol: Protocol[Any], label: Callable[[Any], str]) -> dict[str, Any]:

@@ -136,6 +136,7 @@ def evaluate_grid(
     outcomes = scored(points)
     result = folds.evaluate(points, outcomes)
     out = folds.summary(result, study.Params.label)
+    out["ceiling"] = folds.ceiling(points, outcomes, study.Params.label)
     for key, field, _title in LEVERS:
         out[key] = by_lever(points, outcomes, field)
     for key, field, _title in OWN_GRID_LEVERS:
@@ -225,11 +226,21 @@ def render(protocol: dict[str, Any]) -> str:
             markdown_table(head, rows),
             f"worst fold: {worst['held_out']} R@10 {worst['R@10']}; defaults by conversation: "
             + ", ".join(f"{c} {v}" for c, v in d["per_conversation_R@10"].items()),
+            *_ceiling_lines(protocol),
             "",
             *_spread_lines(protocol),
             *_lever_lines(protocol),
         ]
     )
+
+
+def _ceiling_lines(protocol: dict[str, Any]) -> list[str]:
+    """The grid's ceiling per conversation: the best point chosen on that conversation itself."""
+    top = protocol.get("ceiling") or {}
+    if not top:
+        return []
+    parts = ", ".join(f"{conv} {c['R@10']}" for conv, c in top.items())
+    return [f"grid ceiling (the best point of the grid, chosen on each conversation itself): {parts}"]
 
 
 def _spread_lines(protocol: dict[str, Any]) -> list[str]:

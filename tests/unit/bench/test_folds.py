@@ -33,6 +33,21 @@ def test_each_fold_is_tuned_on_the_other_conversations_only() -> None:
     assert summary["in_sample"]["chosen"] == "p0"
 
 
+def test_the_ceiling_is_each_conversations_best_point_chosen_on_itself() -> None:
+    from bench import protocol
+
+    outcomes = {
+        0: {"c1": [outcome(True), outcome(False)], "c2": [outcome(True)]},
+        1: {"c1": [outcome(True), outcome(True)], "c2": [outcome(False)]},
+        2: {"c1": [outcome(True), outcome(True)], "c2": [outcome(True)]},  # ties c1's best: the earlier point stays
+    }
+    top = folds.ceiling(["p0", "p1", "p2"], outcomes, str)
+    assert top == {"c1": {"R@10": 1.0, "settings": "p1"}, "c2": {"R@10": 1.0, "settings": "p0"}}
+    (line,) = protocol._ceiling_lines({"ceiling": top})
+    assert line.endswith("chosen on each conversation itself): c1 1.0, c2 1.0")
+    assert protocol._ceiling_lines({}) == []
+
+
 def test_ties_go_to_the_earlier_point() -> None:
     same = {"a": [outcome(True)], "b": [outcome(True)]}
     result = folds.evaluate(["defaults", "other"], {0: same, 1: same})
