@@ -158,16 +158,6 @@ def dense_list(mats: Sequence[Matrix], ids: Sequence[str], query: Matrix, depth:
 
 
 # --- evaluation ------------------------------------------------------------------------------
-Outcomes = dict[str, list[locomo.QAOutcome]]  # conversation -> outcomes
-
-
-def _by_conv(cands: Sequence[study.Candidates], outs: Sequence[locomo.QAOutcome]) -> Outcomes:
-    out: Outcomes = {}
-    for c, o in zip(cands, outs, strict=True):
-        out.setdefault(c.conversation, []).append(o)
-    return out
-
-
 def evaluate(
     cands: Sequence[study.Candidates],
     memories: Mapping[str, Sequence[Memory]],
@@ -182,7 +172,7 @@ def evaluate(
     """Every configuration dense-only and hybrid (defaults, in-sample, folds), then the families."""
     configs = list(configs) if configs is not None else configurations()
     points = list(points) if points is not None else grid()
-    hybrid: dict[str, dict[int, Outcomes]] = {}
+    hybrid: dict[str, dict[int, study.Outcomes]] = {}
     rows: dict[str, Any] = {}
     ids = {conv: [m.id for m in mems] for conv, mems in memories.items()}
     for config in configs:
@@ -196,7 +186,7 @@ def evaluate(
             locomo.QAOutcome(c.qa.category, c.qa.evidence, tuple(c.dia.get(i) for i, _ in c.vec[: study.LIMIT]))
             for c in swapped
         ]
-        outcomes = {n: _by_conv(swapped, study.outcomes(swapped, p)) for n, p in enumerate(points)}
+        outcomes = {n: study.by_conversation(swapped, study.outcomes(swapped, p)) for n, p in enumerate(points)}
         hybrid[config.name] = outcomes
         result = folds.evaluate(points, outcomes)
         rows[config.name] = {

@@ -101,9 +101,7 @@ def score_locomo(cands: Sequence[study.Candidates]) -> dict[str, Any]:
     """Hybrid at the defaults and dense-only, overall and by category, and hybrid R@10 by conversation."""
     dense = [locomo.QAOutcome(c.qa.category, c.qa.evidence, dense_only(c)) for c in cands]
     hybrid = hybrid_outcomes(cands)
-    by_conversation: dict[str, list[locomo.QAOutcome]] = {}
-    for c, outcome in zip(cands, hybrid, strict=True):
-        by_conversation.setdefault(c.conversation, []).append(outcome)
+    by_conversation = study.by_conversation(cands, hybrid)
     return {
         "hybrid": {k: v.as_dict() for k, v in locomo.score_by_category(hybrid).items()},
         "semantic": locomo.score(dense).as_dict(),
@@ -111,6 +109,13 @@ def score_locomo(cands: Sequence[study.Candidates]) -> dict[str, Any]:
             conv: locomo.score(outs).as_dict()["R@10"] for conv, outs in sorted(by_conversation.items())
         },
     }
+
+
+def worst_conversation(v: Mapping[str, Any]) -> tuple[str, float]:
+    """The conversation a variant's hybrid ranking serves worst, and its R@10."""
+    by_conversation: Mapping[str, float] = v["locomo"]["hybrid_R@10_by_conversation"]
+    worst = min(by_conversation, key=by_conversation.__getitem__)
+    return worst, by_conversation[worst]
 
 
 def paired(base: Sequence[locomo.QAOutcome], other: Sequence[locomo.QAOutcome], k: int = 10) -> dict[str, Any]:
@@ -214,7 +219,7 @@ def pgvector_check(loco: Sequence[study.Candidates]) -> dict[str, float]:
 def headline(v: Mapping[str, Any]) -> dict[str, float]:
     return {
         "locomo_hybrid_R@10": v["locomo"]["hybrid"]["overall"]["R@10"],
-        "locomo_worst_conversation_R@10": min(v["locomo"]["hybrid_R@10_by_conversation"].values()),
+        "locomo_worst_conversation_R@10": worst_conversation(v)[1],
         "paraphrase_hybrid_top10": min(s["top10"] for s in v["paraphrase"]["hybrid"].values()),
     }
 
@@ -242,14 +247,13 @@ def render(report: Mapping[str, Any]) -> str:
     rows = []
     for name, v in report["variants"].items():
         hyb, para = v["locomo"]["hybrid"]["overall"], v["paraphrase"]
-        by_conversation = v["locomo"]["hybrid_R@10_by_conversation"]
-        worst = min(by_conversation, key=by_conversation.__getitem__)
+        worst, worst_r10 = worst_conversation(v)
         rows.append(
             [
                 name,
                 f"`{v['signature']}`",
                 hyb["R@10"],
-                f"{by_conversation[worst]:.3f} ({worst})",
+                f"{worst_r10:.3f} ({worst})",
                 hyb["All@10"],
                 v["locomo"]["semantic"]["R@10"],
                 f"{para['hybrid']['keyword']['top10']} / {para['hybrid']['paraphrase']['top10']}",

@@ -122,16 +122,9 @@ def evaluate_grid(
     ``levers`` (default ``lever_grids()``): the levers of ``OWN_GRID_LEVERS``, each folded over its own grid."""
     points = list(points) if points is not None else grid()
     levers = lever_grids() if levers is None else levers
-    by_conv: dict[str, list[int]] = {}
-    for i, c in enumerate(cands):
-        by_conv.setdefault(c.conversation, []).append(i)
 
-    def scored(grid_points: Sequence[study.Params]) -> dict[int, dict[str, list[locomo.QAOutcome]]]:
-        out: dict[int, dict[str, list[locomo.QAOutcome]]] = {}
-        for n, p in enumerate(grid_points):
-            outs = study.outcomes(cands, p)
-            out[n] = {conv: [outs[i] for i in idx] for conv, idx in by_conv.items()}
-        return out
+    def scored(grid_points: Sequence[study.Params]) -> dict[int, study.Outcomes]:
+        return {n: study.by_conversation(cands, study.outcomes(cands, p)) for n, p in enumerate(grid_points)}
 
     outcomes = scored(points)
     result = folds.evaluate(points, outcomes)
@@ -142,8 +135,8 @@ def evaluate_grid(
     for key, field, _title in OWN_GRID_LEVERS:
         if key in levers:
             out[key] = by_lever(levers[key], scored(levers[key]), field)
-    default_all = [o for conv in by_conv for o in outcomes[0][conv]]
-    per_conv = {conv: round(locomo.score(outcomes[0][conv]).recall[10], 4) for conv in by_conv}
+    default_all = [o for outs in outcomes[0].values() for o in outs]
+    per_conv = {conv: round(locomo.score(outs).recall[10], 4) for conv, outs in outcomes[0].items()}
     out["defaults"] = {
         "settings": points[0].label(),
         "in_sample": {k: v.as_dict() for k, v in locomo.score_by_category(default_all).items()},

@@ -200,6 +200,18 @@ def outcomes(cands: Sequence[Candidates], p: Params) -> list[locomo.QAOutcome]:
     return [locomo.QAOutcome(c.qa.category, c.qa.evidence, rank(c, p)) for c in cands]
 
 
+#: conversation -> its questions' outcomes
+Outcomes = dict[str, list[locomo.QAOutcome]]
+
+
+def by_conversation(cands: Sequence[Candidates], outs: Sequence[locomo.QAOutcome]) -> Outcomes:
+    """``outs`` (one per candidate, in order) grouped by the candidates' conversations."""
+    out: Outcomes = {}
+    for c, o in zip(cands, outs, strict=True):
+        out.setdefault(c.conversation, []).append(o)
+    return out
+
+
 async def collect(
     dsn: str,
     nc: Any,
