@@ -83,19 +83,11 @@ def evaluate(
         raise ValueError("leave-one-conversation-out needs at least two conversations")
     folds: list[Fold[P]] = []
     for held in convs:
-        best_i, best = 0, -math.inf
-        for i in range(len(points)):
-            tuned = [o for c in convs if c != held for o in outcomes[i][c]]
-            value = metric(tuned)
-            if value > best + 1e-12:
-                best_i, best = i, value
+        tuned = [metric([o for c in convs if c != held for o in outcomes[i][c]]) for i in range(len(points))]
+        best_i, best = _best(tuned)
         scores = {k: v.as_dict() for k, v in locomo.score_by_category(outcomes[best_i][held]).items()}
         folds.append(Fold(held, points[best_i], round(best, 4), scores))
-    best_i, best = 0, -math.inf
-    for i in range(len(points)):
-        value = metric([o for c in convs for o in outcomes[i][c]])
-        if value > best + 1e-12:
-            best_i, best = i, value
+    best_i, _ = _best([metric([o for c in convs for o in outcomes[i][c]]) for i in range(len(points))])
     everything = [o for c in convs for o in outcomes[best_i][c]]
     in_sample = {k: v.as_dict() for k, v in locomo.score_by_category(everything).items()}
     return Protocol(folds, points[best_i], in_sample)
@@ -111,13 +103,19 @@ def ceiling(
     (earliest) point reaching it."""
     out: dict[str, dict[str, Any]] = {}
     for conv in outcomes[0]:
-        best_i, best = 0, -math.inf
-        for i in range(len(points)):
-            value = metric(outcomes[i][conv])
-            if value > best + 1e-12:
-                best_i, best = i, value
+        best_i, best = _best([metric(outcomes[i][conv]) for i in range(len(points))])
         out[conv] = {"R@10": round(best, 4), "settings": label(points[best_i])}
     return out
+
+
+def _best(values: Sequence[float]) -> tuple[int, float]:
+    """The index of the highest of ``values`` (one per point), and that value; ties (within 1e-12)
+    go to the earlier point."""
+    best_i, best = 0, -math.inf
+    for i, value in enumerate(values):
+        if value > best + 1e-12:
+            best_i, best = i, value
+    return best_i, best
 
 
 def summary(protocol: Protocol[Any], label: Callable[[Any], str]) -> dict[str, Any]:
