@@ -18,6 +18,7 @@ owner's vectors of ``vectors_of`` (``nearest``, ``logic.held_vectors``; migratio
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 import uuid
 from collections import Counter, OrderedDict
@@ -117,6 +118,12 @@ SOME_VECTORS_SQL = _VECTORS + " AND e.memory_id = ANY($3::uuid[])"
 VECTOR_READ_TIMEOUT_S = 0.5
 #: seconds after such a read before a search rebuilds the owner's index to hold its vectors again
 VECTOR_RETRY_S = 60.0
+
+
+def _seconds_since(marks: dict[str, float], owner: str) -> float:
+    """Seconds since the owner's mark in ``marks`` (``time.monotonic()`` values); infinite without one."""
+    mark = marks.get(owner)
+    return math.inf if mark is None else time.monotonic() - mark
 
 
 def doc_of(r: Sequence[Any]) -> Doc:
@@ -255,7 +262,7 @@ class KeywordIndexes:
             return self._fallback("global_memories")
         held = self._held.get(ask.owner)
         if held is None:
-            if time.monotonic() - self._too_large.get(ask.owner, -OVER_BUDGET_S) < OVER_BUDGET_S:
+            if _seconds_since(self._too_large, ask.owner) < OVER_BUDGET_S:
                 return self._fallback("over_budget")
             held = await self._first(ask.owner)
             if held is None:
@@ -401,7 +408,7 @@ class KeywordIndexes:
         return with_vectors(docs, row)
 
     def _may_read_vectors(self, owner: str) -> bool:
-        return time.monotonic() - self._unread.get(owner, -VECTOR_RETRY_S) >= VECTOR_RETRY_S
+        return _seconds_since(self._unread, owner) >= VECTOR_RETRY_S
 
     def _drop(self, owner: str, held: _Held) -> None:
         if self._held.get(owner) is held:
