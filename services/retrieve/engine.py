@@ -35,7 +35,12 @@ from numpy.typing import NDArray
 from memoryd.errors import DependencyDown, MemorydError, RateLimited, ValidationFailed
 from memoryd.schemas.retrieval import EmbedResult, RetrieveRequest, RetrieveResult, Tier, TierReport
 from services.retrieve.adapters import postgres as tiers
-from services.retrieve.adapters.keyword_memory import VECTOR_ROWS_MAX, HeldRanking, KeywordIndexes
+from services.retrieve.adapters.keyword_memory import (
+    EXACT_VECTOR_ROWS_MAX,
+    VECTOR_ROWS_MAX,
+    HeldRanking,
+    KeywordIndexes,
+)
 from services.retrieve.adapters.postgres_stats import read_term_stats
 from services.retrieve.adapters.postgres_touch import Toucher
 from services.retrieve.logic import time_window
@@ -118,12 +123,16 @@ class EngineConfig(msgspec.Struct, frozen=True, kw_only=True):
     #: when it holds them all (no round trip), else from PostgreSQL; the same rows either way
     rows_in_memory: bool = True
     #: a hybrid search whose keyword tier the in-memory index served ranks the owner's vectors there too when it
-    #: holds them (owners up to `MEMORYD_RETRIEVE_VECTOR_ROWS_MAX` memories, pgvector searching first), exactly,
-    #: without the vector store's round trip; for a larger owner held, a search not narrowed to a session, agent
-    #: or types asks pgvector for its nearest without the per-row visibility probe and checks them against the index
+    #: holds them (owners up to `MEMORYD_RETRIEVE_VECTOR_ROWS_MAX` memories, pgvector searching first; exactly up
+    #: to `MEMORYD_RETRIEVE_EXACT_VECTOR_ROWS_MAX`, approximately from packed vectors above), without the vector
+    #: store's round trip; for a larger owner held, a search not narrowed to a session, agent or types asks
+    #: pgvector for its nearest without the per-row visibility probe and checks them against the index
     vectors_in_memory: bool = True
-    #: owners with at most this many memories have their vectors held in memory (1.5 kB each at 384 dimensions)
+    #: owners with at most this many memories have their vectors held in memory
     vector_rows_max: Annotated[int, msgspec.Meta(ge=0)] = VECTOR_ROWS_MAX
+    #: held vectors of owners with at most this many memories are float rows ranked exactly (1.5 kB each at
+    #: 384 dimensions); a larger owner's are packed (436 bytes each) and ranked approximately
+    exact_vector_rows_max: Annotated[int, msgspec.Meta(ge=0)] = EXACT_VECTOR_ROWS_MAX
 
 
 #: how a hybrid search's vector tier uses the keyword tier's in-memory index (``_Run._vector_mode``)
@@ -169,7 +178,9 @@ class Engine:
         self.meta = TtlValue(lambda: tiers.read_vec_meta(pool), config.meta_ttl_s)
         self.term_stats = TtlValue(lambda: read_term_stats(pool), config.term_stats_ttl_s)
         #: the owners' in-memory keyword indexes (searched for owners with ``keywordIndex=memory``)
-        self.keyword_indexes = KeywordIndexes(pool, vector_rows_max=config.vector_rows_max)
+        self.keyword_indexes = KeywordIndexes(
+            pool, vector_rows_max=config.vector_rows_max, exact_vector_rows_max=config.exact_vector_rows_max
+        )
         self.fallbacks: Counter[str] = Counter()
         self.limiter = RateLimiter()  # searchesPerSecond per owner (retrieve and inject)
         self.breakers: dict[str, Breaker] = {

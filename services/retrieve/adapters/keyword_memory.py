@@ -33,12 +33,13 @@ import numpy as np
 from services.retrieve.logic import held_rows
 from services.retrieve.logic.bm25 import KeywordRanking, cover_of
 from services.retrieve.logic.held_rows import Turns
-from services.retrieve.logic.held_vectors import decode_sent
+from services.retrieve.logic.held_vectors import HeldVectors, decode_sent
 from services.retrieve.logic.keyword_index import NEVER, Doc, Hit, Matches, OwnerIndex, View, tsvector_entries
 from services.retrieve.logic.lexemes import TS_CONFIG, plain_lexemes
 from services.retrieve.logic.plan import MemoryRow
 from shared.observability.logging import get_logger
 from shared.observability.metrics import RETRIEVE_KEYWORD_TIER
+from shared.vectors.pgvector import DEFAULT_EXACT_MAX_ROWS
 from shared.vectors.pgvector_sql import STORED
 
 log = get_logger(__name__)
@@ -52,10 +53,14 @@ OVER_BUDGET_S = 600.0
 #: an owner with at most this many visible memories is built by its first search, which waits (a
 #: build costs several statement searches: above this the wait would be felt; the statement answers)
 INLINE_ROWS = 250
-#: an owner with at most this many memories has its vectors held too (the engine's ``vector_rows_max``):
-#: ranking 10,000 exactly here costs PostgreSQL less than its HNSW probe and the service about as much
-#: (``bench latency``), 100,000 cost several times more; 1.5 kB per memory of 384 dimensions
+#: an owner with at most this many memories has its vectors held too (the engine's ``vector_rows_max``);
+#: above, pgvector's HNSW probe ranks them: ranking 100,000 here, even packed, fills the one retrieve
+#: process's core at concurrency 16 sooner than the probe fills PostgreSQL's (docs/decisions.md)
 VECTOR_ROWS_MAX = 25_000
+#: up to this many, as float rows ranked exactly (1.5 kB per memory of 384 dimensions), as far as pgvector
+#: too searches exactly; above, packed (``logic.packed_vectors``: 436 bytes, ranked approximately as
+#: the HNSW probe is, for a fraction of the exact product's CPU)
+EXACT_VECTOR_ROWS_MAX = DEFAULT_EXACT_MAX_ROWS
 
 
 QUESTION_SQL = (
@@ -162,8 +167,8 @@ async def _all_vectors(conn: asyncpg.Connection, owner: str, signature: str) -> 
         return None
 
 
-def _built(docs: list[Doc], turn_row: Sequence[Any]) -> tuple[OwnerIndex, Turns]:
-    index = OwnerIndex(docs)
+def _built(docs: list[Doc], turn_row: Sequence[Any], packed: bool) -> tuple[OwnerIndex, Turns]:
+    index = OwnerIndex(docs, packed=packed)
     return index, turns_of(index, turn_row)
 
 
@@ -224,11 +229,13 @@ class KeywordIndexes:
         builds: int = 2,
         inline_rows: int = INLINE_ROWS,
         vector_rows_max: int = VECTOR_ROWS_MAX,
+        exact_vector_rows_max: int = EXACT_VECTOR_ROWS_MAX,
     ) -> None:
         self.pool = pool
         self.budget_bytes = budget_bytes
         self.inline_rows = inline_rows
         self.vector_rows_max = vector_rows_max
+        self.exact_vector_rows_max = exact_vector_rows_max
         #: the signature whose vectors the indexes hold (the engine sets it: the active signature of
         #: pgvector when that store searches first; None: no vectors held)
         self.vectors_of: str | None = None
@@ -244,8 +251,8 @@ class KeywordIndexes:
         self._builder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="keyword-index")
         self.counts: Counter[str] = Counter()  # "memory" and "statement_fallback:<reason>"
         self.row_counts: Counter[str] = Counter()  # a search's rows: "held" and "read:<reason>"
-        #: a search's vector tier: "held", "store:<reason>", and the engine's "unchecked" (pgvector's nearest
-        #: checked here) and "checked_again:<reason>"
+        #: a search's vector tier: "held" (exact), "held:packed", "store:<reason>", and the engine's "unchecked"
+        #: (pgvector's nearest checked here) and "checked_again:<reason>"
         self.vector_counts: Counter[str] = Counter()
 
     async def search(self, ask: Ask) -> KeywordRanking | None:
@@ -335,7 +342,7 @@ class KeywordIndexes:
         elif held.index.vectors is not None and held.index.vectors.dim != len(vector):
             reason = "other_dimension"
         else:
-            self.vector_counts["held"] += 1
+            self.vector_counts["held" if isinstance(held.index.vectors, HeldVectors) else "held:packed"] += 1
             return held.index.nearest(vector, limit, ranking.view)
         self.vector_counts[f"store:{reason}"] += 1
         return None
@@ -387,6 +394,8 @@ class KeywordIndexes:
         if held.holds_vectors and index.size - index.dead > self.vector_rows_max:
             index.drop_vectors()  # outgrown: the vector store ranks this owner's vectors
             held.holds_vectors = False
+        elif held.holds_vectors and index.size - index.dead > self.exact_vector_rows_max:
+            index.pack_vectors()  # outgrown exact ranking (nothing when packed already)
         held.version = version
         if self._held.get(owner) is held:  # not evicted meanwhile
             size, held.size = held.size, held.nbytes()
@@ -487,10 +496,11 @@ class KeywordIndexes:
         docs = with_vectors([doc_of(r[1:]) for r in rows if r["id"] is not None], vector_row)
         holds = vector_row is not None
         del rows, vector_row
+        packed = len(docs) > self.exact_vector_rows_max
         if most is not None:
-            index, turns = _built(docs, turn_row)
+            index, turns = _built(docs, turn_row, packed)
             return _Held(index, version, turns, signature, holds)
-        index, turns = await asyncio.get_running_loop().run_in_executor(self._builder, _built, docs, turn_row)
+        index, turns = await asyncio.get_running_loop().run_in_executor(self._builder, _built, docs, turn_row, packed)
         return _Held(index, version, turns, signature, holds)
 
     def _evict(self) -> None:

@@ -6,8 +6,8 @@ exact cosine ranking pgvector's exact path gives (``1 - (a <=> b)``), ties by id
 orders uuids. A memory without a vector of the held signature has a zero row and ranks nowhere.
 Over 10,000 rows the product costs the retrieve service about what pgvector's HNSW probe costs
 PostgreSQL, and moves that work to the workers that scale out; over 100,000 it costs several
-times more (``bench latency``), so an owner above ``adapters.keyword_memory``'s cap is left to
-the vector store.
+times more (``bench latency``), so a larger owner's vectors are held packed (``packed_vectors``)
+or, above ``adapters.keyword_memory``'s cap, left to the vector store.
 """
 
 from __future__ import annotations
@@ -35,13 +35,13 @@ def unit(vector: npt.ArrayLike) -> F32 | None:
 def decode_sent(blob: bytes | None, dim: int | None = None) -> F32:
     """Vectors from PostgreSQL's binary ``vector_send`` forms, concatenated (each a 4-byte header,
     then ``dim`` big-endian float4s), as rows of float32; ``dim`` is read from the first header when
-    not given."""
+    not given. The rows are a big-endian view of ``blob``, not a copy (an owner's vectors can be
+    hundreds of megabytes): the holders convert them as they take them."""
     if not blob:
         return np.zeros((0, dim or 0), dtype=np.float32)
     if dim is None:
         dim = int.from_bytes(blob[:2], "big")
-    rows = np.frombuffer(blob, dtype=">f4").reshape(-1, dim + 1)[:, 1:]
-    return rows.astype(np.float32)
+    return np.frombuffer(blob, dtype=">f4").reshape(-1, dim + 1)[:, 1:]
 
 
 class HeldVectors:

@@ -26,12 +26,14 @@ import numpy.typing as npt
 
 from services.retrieve.logic.bm25 import K1, score
 from services.retrieve.logic.held_vectors import HeldVectors
+from services.retrieve.logic.packed_vectors import PackedVectors
 
 I32 = npt.NDArray[np.int32]
 F64 = npt.NDArray[np.float64]
 U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
+Vectors = HeldVectors | PackedVectors  # an index's vectors: float rows ranked exactly, or packed
 
 #: ``expires_at`` of a memory that never expires
 NEVER = np.iinfo(np.int64).max
@@ -183,7 +185,9 @@ _COLUMNS = {
 class OwnerIndex:
     """One owner's postings. Ordinals number memories in insertion order; ``alive`` masks deletes."""
 
-    def __init__(self, docs: Sequence[Doc]) -> None:
+    def __init__(self, docs: Sequence[Doc], *, packed: bool = False) -> None:
+        """The index of ``docs``; their vectors held as float rows, ranked exactly, or ``packed``
+        (``logic.packed_vectors``: a third of the bytes, ranked approximately)."""
         self.vocab: dict[str, int] = {}
         self.names: dict[str, int] = {}  # types, sessions, agents, scopes and sources, interned
         self.labels: list[str] = []  # ``names`` by code
@@ -199,7 +203,7 @@ class OwnerIndex:
             name: np.array(col, dtype=tp) for (name, tp), col in zip(_COLUMNS.items(), columns, strict=True)
         }
         cols["hi"], cols["lo"] = hi, lo
-        vectors = HeldVectors.of([d.vector for d in docs], len(docs))
+        vectors = (PackedVectors if packed else HeldVectors).of([d.vector for d in docs], len(docs))
         self._fold(lex, ordinals, counts, cols, [d.content for d in docs], [d.metadata for d in docs], vectors)
 
     def code(self, name: str | None) -> int:
@@ -227,7 +231,7 @@ class OwnerIndex:
         cols: dict[str, Any],
         texts: list[str],
         metas: list[str],
-        vectors: HeldVectors | None,
+        vectors: Vectors | None,
     ) -> None:
         """Lay the postings ``(lex, ordinals, counts)`` out by lexeme, ordinals ascending within each."""
         order = np.lexsort((ordinals, lex))
@@ -354,6 +358,11 @@ class OwnerIndex:
         texts, metas = list(compress(self.texts, alive.tolist())), list(compress(self.metas, alive.tolist()))
         vectors = None if self.vectors is None else self.vectors.kept(alive, int(alive.sum()))
         self._fold(lex[keep], renumber[ordinals[keep]], counts[keep], cols, texts, metas, vectors)
+
+    def pack_vectors(self) -> None:
+        """Hold the vectors packed from now on (the owner outgrew exact ranking)."""
+        if isinstance(self.vectors, HeldVectors):
+            self.vectors = PackedVectors.packing(self.vectors)
 
     def drop_vectors(self) -> None:
         """Hold no vectors any more (the owner outgrew the cap: the vector store ranks them)."""

@@ -22,6 +22,8 @@ from memoryd.schemas.retrieval import RetrieveRequest, RetrieveResult
 from services.retrieve.adapters import keyword_memory
 from services.retrieve.adapters import postgres as tiers
 from services.retrieve.adapters.keyword_memory import HeldRanking, KeywordIndexes
+from services.retrieve.logic.held_vectors import HeldVectors
+from services.retrieve.logic.packed_vectors import PackedVectors
 from shared.db.memories import content_hash
 from shared.service import ServiceContext
 from shared.settings.env import ServiceConfig
@@ -170,6 +172,47 @@ async def test_held_vectors_rank_as_the_exact_store_through_writes(pool: asyncpg
     await index.settle()
     assert await _compare(pool, store, index, who, rnd, 8) == 8
     assert index.vector_counts["held"] == 40
+
+
+async def test_an_owner_over_the_exact_cap_is_held_packed_and_ranks_near_the_exact_store(pool: asyncpg.Pool) -> None:
+    """Past ``exact_vector_rows_max`` the vectors are held packed (built so, or packed when a catch-up
+    crosses it): every result is one the view sees, with its own cosine, and a miss against pgvector's
+    exact ranking only displaces a near tie."""
+    rnd = random.Random(4)
+    store, who = await _store_and_owner(pool)
+    ids = await _seed(pool, who, 300, rnd)
+    await _embed(pool, store, who, ids, rnd)
+    index = KeywordIndexes(pool, inline_rows=50, exact_vector_rows_max=320)
+    index.vectors_of = SIG
+    vis = tiers.Visibility(who, None, None, 365)
+    await _built_then_searched(pool, index, vis)
+    assert isinstance(index._held[who].index.vectors, HeldVectors)  # under the exact cap
+    new = await _seed(pool, who, 60, rnd)  # crosses it: the catch-up packs the held vectors
+    await _embed(pool, store, who, new, rnd)
+    for i in range(12):
+        v = VIEWS[i % len(VIEWS)]
+        vis = tiers.Visibility(who, v["session_id"], v["types"], v["retention_days"])  # type: ignore[arg-type]
+        ranking = await tiers.keyword_search(pool, vis, rnd.choice(WORDS), 10, None, memory=index)
+        assert isinstance(ranking, HeldRanking)
+        q = np.array(_vector(rnd), dtype=np.float32)
+        got = index.nearest(ranking, SIG, q, 10)
+        assert got is not None
+        every = await store.search_exact(
+            SIG,
+            VectorQuery(
+                owner=who, vector=q, limit=1000, session_id=vis.session_id,
+                types=list(vis.types) if vis.types else None, created_after=vis.created_after(),
+            ),
+            q,
+            1000,
+        )  # fmt: skip
+        cosine = {h.memory_id: h.score for h in every}  # every memory the view sees, with its cosine
+        assert len(got) == min(10, len(every))
+        assert all(m in cosine and s == pytest.approx(cosine[m], abs=0.02) for m, s in got)
+        tenth = every[len(got) - 1].score
+        assert all(cosine[m] >= tenth - 0.02 for m, _ in got)  # nothing far below the exact cut
+    assert isinstance(index._held[who].index.vectors, PackedVectors)
+    assert index.vector_counts["held:packed"] == 12
 
 
 async def test_over_the_cap_or_another_signature_the_store_ranks(pool: asyncpg.Pool) -> None:
