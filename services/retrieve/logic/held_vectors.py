@@ -6,13 +6,15 @@ exact cosine ranking pgvector's exact path gives (``1 - (a <=> b)``), ties by id
 orders uuids. A memory without a vector of the held signature has a zero row and ranks nowhere.
 Over 10,000 rows the product costs the retrieve service about what pgvector's HNSW probe costs
 PostgreSQL, and moves that work to the workers that scale out; over 100,000 it costs several
-times more (``bench latency``), so a larger owner's vectors are held packed (``packed_vectors``)
-or, above ``adapters.keyword_memory``'s cap, left to the vector store.
+times more (``bench latency``). So only an owner of up to 5,000 memories, where pgvector too
+searches exactly, has float rows; a larger one's are held packed (``packed_vectors``: a fraction
+of the product's CPU) or, above ``adapters.keyword_memory``'s cap, left to the vector store.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Self
 
 import numpy as np
 import numpy.typing as npt
@@ -32,6 +34,23 @@ def unit(vector: npt.ArrayLike) -> F32 | None:
     return v / np.float32(norm)
 
 
+def units(rows: npt.ArrayLike) -> tuple[Mask, F32]:
+    """Which of ``rows`` have a direction (as ``unit`` takes them, all at once), and those scaled to
+    length 1 as float32."""
+    rows = np.asarray(rows).astype(np.float32, copy=False)
+    with np.errstate(invalid="ignore", over="ignore"):
+        norms = np.linalg.norm(rows, axis=1)
+    ok = np.isfinite(norms) & (norms > 0)
+    return ok, rows[ok] / norms[ok, None]
+
+
+def best_first(at: I64, scores: F32, hi: U64, lo: U64, k: int) -> I64:
+    """The positions in ``at`` (ordinals) of its ``k`` best by ``scores`` (one per ordinal), best
+    first; scores equal to 6 decimals tie, and ties go by id (PostgreSQL's exact ties do): equal
+    vectors may differ in the last bit by their rows' place in a product's blocks."""
+    return np.lexsort((lo[at], hi[at], -np.round(scores.astype(np.float64), 6)))[:k]
+
+
 def decode_sent(blob: bytes | None, dim: int | None = None) -> F32:
     """Vectors from PostgreSQL's binary ``vector_send`` forms, concatenated (each a 4-byte header,
     then ``dim`` big-endian float4s), as rows of float32; ``dim`` is read from the first header when
@@ -44,28 +63,33 @@ def decode_sent(blob: bytes | None, dim: int | None = None) -> F32:
     return np.frombuffer(blob, dtype=">f4").reshape(-1, dim + 1)[:, 1:]
 
 
-class HeldVectors:
-    """The unit vectors of an index's ordinals (``room`` rows; ``has`` marks the ones held)."""
+class VectorRows:
+    """What holders of an index's vectors by ordinal share: ``dim``, ``has`` (the ordinals held) and
+    how vectors come in, scaled to length 1 and handed to the holder's ``_set``."""
+
+    #: rows scaled and handed over at once when many come (bounds the float copy a build makes)
+    CHUNK = 4096
 
     def __init__(self, dim: int, room: int) -> None:
         self.dim = dim
-        self.matrix: F32 = np.zeros((room, dim), dtype=np.float32)
         self.has: Mask = np.zeros(room, dtype=np.bool_)
 
+    def _set(self, at: I64, rows: F32) -> None:
+        """Hold the unit ``rows`` at ordinals ``at``."""
+        raise NotImplementedError
+
     @classmethod
-    def of(cls, vectors: Sequence[F32 | None], room: int) -> HeldVectors | None:
+    def of(cls, vectors: Sequence[F32 | None], room: int) -> Self | None:
         """Rows for ``vectors`` by ordinal (None: none for that memory); None when none is given."""
         dim = next((len(v) for v in vectors if v is not None), None)
         if dim is None:
             return None
         held = cls(dim, max(room, len(vectors)))
         at = np.array([i for i, v in enumerate(vectors) if v is not None and len(v) == dim], dtype=np.int64)
-        rows = np.stack([vectors[i] for i in at.tolist()]).astype(np.float32, copy=False)
-        with np.errstate(invalid="ignore", over="ignore"):
-            norms = np.linalg.norm(rows, axis=1)
-        ok = np.isfinite(norms) & (norms > 0)  # as ``unit`` takes them, all at once
-        held.matrix[at[ok]] = rows[ok] / norms[ok, None]
-        held.has[at[ok]] = True
+        for start in range(0, len(at), cls.CHUNK):
+            part = at[start : start + cls.CHUNK]
+            ok, rows = units(np.stack([vectors[i] for i in part.tolist()]))
+            held._set(part[ok], rows)
         return held
 
     def put(self, ordinal: int, vector: F32 | None) -> None:
@@ -75,8 +99,19 @@ class HeldVectors:
         if row is None:
             self.has[ordinal] = False
             return
-        self.matrix[ordinal] = row
-        self.has[ordinal] = True
+        self._set(np.array([ordinal], dtype=np.int64), row[None, :])
+
+
+class HeldVectors(VectorRows):
+    """The unit vectors of an index's ordinals as float rows (``room`` of them), ranked exactly."""
+
+    def __init__(self, dim: int, room: int) -> None:
+        super().__init__(dim, room)
+        self.matrix: F32 = np.zeros((room, dim), dtype=np.float32)
+
+    def _set(self, at: I64, rows: F32) -> None:
+        self.matrix[at] = rows
+        self.has[at] = True
 
     def grow(self, room: int) -> None:
         """Room for ``room`` ordinals (the new rows hold nothing)."""
@@ -119,8 +154,5 @@ class HeldVectors:
         ties = np.flatnonzero(np.abs(scores - cut) <= 1e-6)
         if len(ties) > 1:
             top = np.union1d(top, ties)
-        # equal vectors may differ in the last bit by their rows' place in the product's blocks:
-        # scores equal to 6 decimals tie, and ties go by id (PostgreSQL's exact ties do)
-        order = np.lexsort((lo[top], hi[top], -np.round(scores[top].astype(np.float64), 6)))[:k]
-        chosen = top[order].astype(np.int64)
+        chosen = top[best_first(top, scores[top], hi, lo, k)].astype(np.int64)
         return chosen, scores[chosen]

@@ -13,20 +13,16 @@ is: recall@100 against the exact ranking 0.996 on 10,000 MiniLM vectors (docs/de
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 import numpy.typing as npt
 
-from services.retrieve.logic.held_vectors import F32, I64, U64, HeldVectors, Mask, unit
+from services.retrieve.logic.held_vectors import F32, I64, U64, HeldVectors, Mask, VectorRows, best_first, unit
 
 I8 = npt.NDArray[np.int8]
 
 #: rows kept by sign distance for each result asked, and at least this many, before the int8 ranking
 RERANK_PER_RESULT = 8
 RERANK_MIN = 400
-#: rows packed at once when a build packs many (bounds the float copy a build makes)
-_CHUNK = 4096
 
 
 def _words(dim: int) -> int:
@@ -48,32 +44,14 @@ def _quantized(rows: F32) -> tuple[I8, F32]:
     return np.rint(rows / safe[:, None]).astype(np.int8), scale
 
 
-class PackedVectors:
-    """The packed unit vectors of an index's ordinals (``room`` rows; ``has`` marks the ones held)."""
+class PackedVectors(VectorRows):
+    """The packed unit vectors of an index's ordinals (``room`` rows), ranked approximately."""
 
     def __init__(self, dim: int, room: int) -> None:
-        self.dim = dim
+        super().__init__(dim, room)
         self.signs: U64 = np.zeros((_words(dim), room), dtype=np.uint64)  # a word's bits of every row together
         self.rows: I8 = np.zeros((room, dim), dtype=np.int8)
         self.scale: F32 = np.zeros(room, dtype=np.float32)
-        self.has: Mask = np.zeros(room, dtype=np.bool_)
-
-    @classmethod
-    def of(cls, vectors: Sequence[F32 | None], room: int) -> PackedVectors | None:
-        """Rows for ``vectors`` by ordinal (None: none for that memory); None when none is given."""
-        dim = next((len(v) for v in vectors if v is not None), None)
-        if dim is None:
-            return None
-        packed = cls(dim, max(room, len(vectors)))
-        at = np.array([i for i, v in enumerate(vectors) if v is not None and len(v) == dim], dtype=np.int64)
-        for start in range(0, len(at), _CHUNK):
-            part = at[start : start + _CHUNK]
-            rows = np.stack([vectors[i] for i in part.tolist()]).astype(np.float32)
-            with np.errstate(invalid="ignore", over="ignore"):
-                norms = np.linalg.norm(rows, axis=1)
-            ok = np.isfinite(norms) & (norms > 0)  # as ``unit`` takes them
-            packed._set(part[ok], rows[ok] / norms[ok, None])
-        return packed
 
     @classmethod
     def packing(cls, held: HeldVectors) -> PackedVectors:
@@ -81,24 +59,15 @@ class PackedVectors:
         room = len(held.has)
         packed = cls(held.dim, room)
         at = np.flatnonzero(held.has)
-        for start in range(0, len(at), _CHUNK):
-            part = at[start : start + _CHUNK]
+        for start in range(0, len(at), cls.CHUNK):
+            part = at[start : start + cls.CHUNK]
             packed._set(part, held.matrix[part])
         return packed
 
-    def _set(self, at: I64, units: F32) -> None:
-        self.signs[:, at] = _signs(units, len(self.signs)).T
-        self.rows[at], self.scale[at] = _quantized(units)
+    def _set(self, at: I64, rows: F32) -> None:
+        self.signs[:, at] = _signs(rows, len(self.signs)).T
+        self.rows[at], self.scale[at] = _quantized(rows)
         self.has[at] = True
-
-    def put(self, ordinal: int, vector: F32 | None) -> None:
-        """Hold ``vector`` (any length; scaled to 1) at ``ordinal``; nothing when it is None or of
-        another dimension than the rows held."""
-        row = None if vector is None or len(vector) != self.dim else unit(vector)
-        if row is None:
-            self.has[ordinal] = False
-            return
-        self._set(np.array([ordinal], dtype=np.int64), row[None, :])
 
     def grow(self, room: int) -> None:
         """Room for ``room`` ordinals (the new rows hold nothing)."""
@@ -141,8 +110,7 @@ class PackedVectors:
         depth = max(RERANK_MIN, RERANK_PER_RESULT * k)
         cand = np.flatnonzero(usable) if depth >= found else self._nearest_signs(q, usable, n, depth)
         scores = (self.rows[cand].astype(np.float32) @ q) * self.scale[cand]
-        # scores equal to 6 decimals tie, and ties go by id (as ``held_vectors`` orders them)
-        order = np.lexsort((lo[cand], hi[cand], -np.round(scores.astype(np.float64), 6)))[:k]
+        order = best_first(cand, scores, hi, lo, k)
         return cand[order].astype(np.int64), scores[order]
 
     def _nearest_signs(self, q: F32, usable: Mask, n: int, depth: int) -> I64:
