@@ -13,6 +13,7 @@ of the product's CPU) or, above ``adapters.keyword_memory``'s cap, left to the v
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Self
 
@@ -63,7 +64,7 @@ def decode_sent(blob: bytes | None, dim: int | None = None) -> F32:
     return np.frombuffer(blob, dtype=">f4").reshape(-1, dim + 1)[:, 1:]
 
 
-class VectorRows:
+class VectorRows(ABC):
     """What holders of an index's vectors by ordinal share: ``dim``, ``has`` (the ordinals held) and
     how vectors come in, scaled to length 1 and handed to the holder's ``_set``."""
 
@@ -74,9 +75,9 @@ class VectorRows:
         self.dim = dim
         self.has: Mask = np.zeros(room, dtype=np.bool_)
 
+    @abstractmethod
     def _set(self, at: I64, rows: F32) -> None:
         """Hold the unit ``rows`` at ordinals ``at``."""
-        raise NotImplementedError
 
     @classmethod
     def of(cls, vectors: Sequence[F32 | None], room: int) -> Self | None:
